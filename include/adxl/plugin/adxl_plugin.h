@@ -1,0 +1,141 @@
+/*
+ * The ADXL transport plugin ABI (C, versioned).
+ *
+ * A plugin is a shared object exporting ADXL_PLUGIN_ENTRY.  The engine calls
+ * it with the ABI version it was built for; the plugin returns its operations
+ * table, or NULL (and logs why) when it cannot serve that version.  The engine
+ * also refuses a table whose abi_version differs from its own.
+ *
+ * Contract every plugin keeps (checked by tests/plugin_conformance):
+ *  - No C++ exception and no signal crosses this boundary; errors are
+ *    adxl_plugin_status_t values.
+ *  - All functions are thread-safe; any thread may call any of them.
+ *  - The plugin makes remote operations complete without the *target*
+ *    application calling anything (its own progress thread or true one-sided
+ *    hardware), and an idle context burns no measurable CPU.
+ *  - post() returns a batch for everything it was given, or an error and no
+ *    batch when nothing was queued; a failure part-way is reported by test()
+ *    once what was queued has drained.  A batch completes (test() == OK)
+ *    only when every byte of it is in place at the destination.
+ *  - ep_destroy(ep, force=1) cancels everything in flight on the endpoint:
+ *    when it returns, no byte of any batch on that endpoint moves any more
+ *    as far as this side can ensure, and those batches test() as CANCELED
+ *    or ERR_IO.
+ *  - Objects are released by the call that matches their constructor; a
+ *    batch may be released before it completes.
+ */
+#ifndef ADXL_PLUGIN_ADXL_PLUGIN_H_
+#define ADXL_PLUGIN_ADXL_PLUGIN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ADXL_PLUGIN_ABI_VERSION 1u
+#define ADXL_PLUGIN_ENTRY "adxl_plugin_get_ops"
+
+typedef enum {
+  ADXL_PLUGIN_OK = 0,
+  ADXL_PLUGIN_IN_PROGRESS = 1,
+  ADXL_PLUGIN_ERR_INVALID = -1,     /* bad argument, unknown key */
+  ADXL_PLUGIN_ERR_UNSUPPORTED = -2, /* memory type / feature not available */
+  ADXL_PLUGIN_ERR_NO_RESOURCE = -3, /* out of memory, descriptors, ... */
+  ADXL_PLUGIN_ERR_IO = -4,          /* transport or peer failure */
+  ADXL_PLUGIN_ERR_CANCELED = -5     /* cancelled by ep_destroy(force) */
+} adxl_plugin_status_t;
+
+typedef enum { ADXL_PLUGIN_MEM_DEVICE = 0, ADXL_PLUGIN_MEM_HOST = 1 } adxl_plugin_mem_type_t;
+typedef enum { ADXL_PLUGIN_GET = 0, ADXL_PLUGIN_PUT = 1 } adxl_plugin_op_t;
+typedef enum {
+  ADXL_PLUGIN_LOG_ERROR = 0,
+  ADXL_PLUGIN_LOG_WARN = 1,
+  ADXL_PLUGIN_LOG_INFO = 2,
+  ADXL_PLUGIN_LOG_DEBUG = 3
+} adxl_plugin_log_level_t;
+
+typedef struct adxl_plugin_context adxl_plugin_context_t;
+typedef struct adxl_plugin_mem adxl_plugin_mem_t;
+typedef struct adxl_plugin_ep adxl_plugin_ep_t;
+typedef struct adxl_plugin_rkey adxl_plugin_rkey_t;
+typedef struct adxl_plugin_batch adxl_plugin_batch_t;
+
+typedef struct {
+  const char *key;
+  const char *value;
+} adxl_plugin_param_t;
+
+/* Settings handed to open().  Known keys: "rdma_traffic_class",
+ * "rdma_service_level" (decimal strings).  Unknown keys are ignored. */
+typedef struct {
+  const adxl_plugin_param_t *params;
+  size_t num_params;
+  void (*log)(void *arg, int level, const char *msg); /* may be NULL */
+  void *log_arg;
+} adxl_plugin_config_t;
+
+#define ADXL_PLUGIN_CAP_MEM_HOST (1u << 0)
+#define ADXL_PLUGIN_CAP_MEM_DEVICE (1u << 1)
+
+typedef struct {
+  uint32_t flags;        /* ADXL_PLUGIN_CAP_* */
+  char transports[256];  /* comma-separated transport names the context can use */
+} adxl_plugin_caps_t;
+
+/* One operation of a batch: length bytes between local_addr (inside the
+ * registered region `local`) and remote_addr (inside the region of `remote`). */
+typedef struct {
+  adxl_plugin_mem_t *local;
+  uint64_t local_addr;
+  adxl_plugin_rkey_t *remote;
+  uint64_t remote_addr;
+  uint64_t length;
+} adxl_plugin_iov_t;
+
+typedef struct adxl_plugin_ops {
+  uint32_t abi_version; /* ADXL_PLUGIN_ABI_VERSION of the plugin's build */
+  uint32_t struct_size; /* sizeof(adxl_plugin_ops_t) of the plugin's build */
+  const char *name;
+
+  int (*open)(const adxl_plugin_config_t *config, adxl_plugin_context_t **ctx);
+  void (*close)(adxl_plugin_context_t *ctx);
+  int (*query)(adxl_plugin_context_t *ctx, adxl_plugin_caps_t *caps);
+
+  /* The address peers pass to ep_create.  *len: in capacity, out size;
+   * ERR_NO_RESOURCE with *len set to the size needed when too small. */
+  int (*get_address)(adxl_plugin_context_t *ctx, void *buf, size_t *len);
+
+  int (*mem_reg)(adxl_plugin_context_t *ctx, void *addr, size_t len, int mem_type, adxl_plugin_mem_t **mem);
+  /* Packed remote key of a registration; *len as for get_address. */
+  int (*mem_pack)(adxl_plugin_context_t *ctx, adxl_plugin_mem_t *mem, void *buf, size_t *len);
+  void (*mem_dereg)(adxl_plugin_context_t *ctx, adxl_plugin_mem_t *mem);
+
+  int (*ep_create)(adxl_plugin_context_t *ctx, const void *address, size_t len, adxl_plugin_ep_t **ep);
+  void (*ep_destroy)(adxl_plugin_ep_t *ep, int force);
+  /* Human-readable description of the transports the endpoint uses. */
+  int (*ep_describe)(adxl_plugin_ep_t *ep, char *buf, size_t len);
+
+  int (*rkey_unpack)(adxl_plugin_ep_t *ep, const void *packed, size_t len, adxl_plugin_rkey_t **rkey);
+  void (*rkey_destroy)(adxl_plugin_rkey_t *rkey);
+
+  /* Queue a batch of gets or puts on ep, completed as one unit; count 0 is a
+   * flush of what the endpoint has in flight (also completes wire-up). */
+  int (*post)(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t count, adxl_plugin_batch_t **batch);
+  /* OK when complete, IN_PROGRESS, or the error that ended it. */
+  int (*test)(adxl_plugin_batch_t *batch);
+  void (*release)(adxl_plugin_batch_t *batch);
+
+  /* Drive communication from the caller's thread (optional for latency);
+   * returns non-zero when something happened. */
+  int (*progress)(adxl_plugin_context_t *ctx);
+} adxl_plugin_ops_t;
+
+typedef const adxl_plugin_ops_t *(*adxl_plugin_get_ops_fn)(uint32_t engine_abi_version);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ADXL_PLUGIN_ADXL_PLUGIN_H_ */

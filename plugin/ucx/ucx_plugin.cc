@@ -1,0 +1,536 @@
+// The UCX transport plugin: the ADXL plugin ABI (include/adxl/plugin) on UCP.
+//
+//  - one UCP context and one multi-threaded worker per plugin context;
+//  - registrations are ucp_mem_map'ed user memory, keys packed with
+//    ucp_rkey_pack and unpacked per endpoint;
+//  - a batch is posted as ucp_put_nbx / ucp_get_nbx per operation and closed
+//    with one ucp_ep_flush_nbx whose completion completes the batch;
+//  - a progress thread sleeps on the worker's event fd (ucp_worker_arm), so
+//    emulated RMA (TCP, registered user memory over shared memory) completes
+//    while the target application calls nothing, and an idle engine sleeps.
+// Nothing here throws across the C ABI: every entry point is noexcept and
+// catches what the C++ standard library could throw.
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+#include <thread>
+
+#include <ucp/api/ucp.h>
+
+#include "adxl/plugin/adxl_plugin.h"
+
+namespace {
+
+constexpr int kCloseTimeoutMs = 2000;  // bound on a graceful endpoint close
+
+}  // namespace
+
+struct adxl_plugin_context {
+  ucp_context_h ucp = nullptr;
+  ucp_worker_h worker = nullptr;
+  bool device_memory = false;
+  int epoll_fd = -1;
+  int wake_fd = -1;
+  std::atomic<bool> stop{false};
+  std::thread progress_thread;
+  void (*log_fn)(void *, int, const char *) = nullptr;
+  void *log_arg = nullptr;
+
+  void Log(int level, const char *fmt, ...) const __attribute__((format(printf, 3, 4))) {
+    if (log_fn == nullptr) return;
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    log_fn(log_arg, level, buf);
+  }
+  void Wake() const {
+    uint64_t one = 1;
+    ssize_t rc = write(wake_fd, &one, sizeof(one));
+    (void)rc;  // a full eventfd counter still wakes the thread
+  }
+};
+
+struct adxl_plugin_mem {
+  ucp_mem_h memh = nullptr;
+};
+
+struct adxl_plugin_ep {
+  adxl_plugin_context *ctx = nullptr;
+  ucp_ep_h ep = nullptr;
+  std::atomic<int> failed{ADXL_PLUGIN_OK};
+};
+
+struct adxl_plugin_rkey {
+  ucp_rkey_h rkey = nullptr;
+};
+
+// Shared by the engine (until release) and the pending flush (until its
+// callback): whoever drops the last reference frees it.
+struct adxl_plugin_batch {
+  std::atomic<int> status{ADXL_PLUGIN_IN_PROGRESS};
+  std::atomic<int> refs{1};
+  int post_error = ADXL_PLUGIN_OK;  // set before the flush is issued
+  void Complete(ucs_status_t st);
+  void Unref() {
+    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+};
+
+namespace {
+
+int FromUcs(ucs_status_t st) {
+  switch (st) {
+    case UCS_OK:
+      return ADXL_PLUGIN_OK;
+    case UCS_INPROGRESS:
+      return ADXL_PLUGIN_IN_PROGRESS;
+    case UCS_ERR_CANCELED:
+      return ADXL_PLUGIN_ERR_CANCELED;
+    case UCS_ERR_INVALID_PARAM:
+      return ADXL_PLUGIN_ERR_INVALID;
+    case UCS_ERR_UNSUPPORTED:
+      return ADXL_PLUGIN_ERR_UNSUPPORTED;
+    case UCS_ERR_NO_MEMORY:
+    case UCS_ERR_NO_RESOURCE:
+    case UCS_ERR_EXCEEDS_LIMIT:
+      return ADXL_PLUGIN_ERR_NO_RESOURCE;
+    default:
+      return ADXL_PLUGIN_ERR_IO;
+  }
+}
+
+// Waits for a UCP request from ucp_*_nbx, progressing the worker; returns the
+// final status.  Used only on control paths (close, flush of teardown).
+ucs_status_t WaitRequest(adxl_plugin_context *ctx, ucs_status_ptr_t req, int timeout_ms) {
+  if (req == nullptr) return UCS_OK;
+  if (UCS_PTR_IS_ERR(req)) return UCS_PTR_STATUS(req);
+  struct timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  ucs_status_t st;
+  while ((st = ucp_request_check_status(req)) == UCS_INPROGRESS) {
+    ucp_worker_progress(ctx->worker);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long elapsed_ms = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+    if (timeout_ms >= 0 && elapsed_ms > timeout_ms) {
+      ucp_request_cancel(ctx->worker, req);
+      timeout_ms = -1;  // keep progressing until the cancellation lands
+    }
+  }
+  ucp_request_free(req);
+  return st;
+}
+
+void ProgressLoop(adxl_plugin_context *ctx) {
+  epoll_event events[4];
+  while (!ctx->stop.load(std::memory_order_acquire)) {
+    while (ucp_worker_progress(ctx->worker) != 0) {
+    }
+    ucs_status_t st = ucp_worker_arm(ctx->worker);
+    if (st == UCS_ERR_BUSY) continue;  // events arrived meanwhile
+    if (st != UCS_OK) {
+      ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_worker_arm failed: %s; progress thread polls", ucs_status_string(st));
+    }
+    int n = epoll_wait(ctx->epoll_fd, events, 4, st == UCS_OK ? -1 : 1);
+    for (int i = 0; i < n; ++i) {
+      if (events[i].data.fd == ctx->wake_fd) {
+        uint64_t v;
+        ssize_t rc = read(ctx->wake_fd, &v, sizeof(v));
+        (void)rc;
+      }
+    }
+  }
+}
+
+void FlushDone(void *request, ucs_status_t status, void *user_data) {
+  auto *batch = static_cast<adxl_plugin_batch *>(user_data);
+  batch->Complete(status);
+  batch->Unref();
+  ucp_request_free(request);
+}
+
+void EpError(void *arg, ucp_ep_h, ucs_status_t status) {
+  auto *ep = static_cast<adxl_plugin_ep *>(arg);
+  ep->failed.store(FromUcs(status) == ADXL_PLUGIN_OK ? ADXL_PLUGIN_ERR_IO : FromUcs(status));
+  ep->ctx->Log(ADXL_PLUGIN_LOG_WARN, "UCX endpoint failed: %s", ucs_status_string(status));
+}
+
+}  // namespace
+
+void adxl_plugin_batch::Complete(ucs_status_t st) {
+  int rc = post_error != ADXL_PLUGIN_OK ? post_error : FromUcs(st);
+  status.store(rc, std::memory_order_release);
+}
+
+namespace {
+
+bool EnvSet(const char *name) { return getenv(name) != nullptr; }
+
+// Our defaults for UCX settings, applied only where the user set nothing.
+void ApplyDefaults(ucp_config_t *config, const adxl_plugin_config_t *cfg, adxl_plugin_context *ctx) {
+  // Shared-memory transports refuse endpoints with peer error handling unless
+  // told to check the peer; we need both (DESIGN.md).
+  if (!EnvSet("UCX_POSIX_ERROR_HANDLING")) ucp_config_modify(config, "POSIX_ERROR_HANDLING", "y");
+  if (!EnvSet("UCX_SYSV_ERROR_HANDLING")) ucp_config_modify(config, "SYSV_ERROR_HANDLING", "y");
+  for (size_t i = 0; cfg != nullptr && i < cfg->num_params; ++i) {
+    const char *key = cfg->params[i].key;
+    const char *value = cfg->params[i].value;
+    const char *ucx_name = nullptr;
+    const char *env_name = nullptr;
+    if (strcmp(key, "rdma_traffic_class") == 0) {
+      ucx_name = "IB_TRAFFIC_CLASS";
+      env_name = "UCX_IB_TRAFFIC_CLASS";
+    } else if (strcmp(key, "rdma_service_level") == 0) {
+      ucx_name = "IB_SL";
+      env_name = "UCX_IB_SL";
+    }
+    if (ucx_name == nullptr || EnvSet(env_name)) continue;
+    // Without an InfiniBand transport in this UCX build the key does not exist.
+    ucs_status_t st = ucp_config_modify(config, ucx_name, value);
+    if (st != UCS_OK) {
+      ctx->Log(ADXL_PLUGIN_LOG_DEBUG, "UCX has no %s setting (%s); %s=%s not applied", ucx_name,
+               ucs_status_string(st), key, value);
+    }
+  }
+}
+
+int Open(const adxl_plugin_config_t *cfg, adxl_plugin_context_t **out) noexcept {
+  if (out == nullptr) return ADXL_PLUGIN_ERR_INVALID;
+  auto *ctx = new (std::nothrow) adxl_plugin_context();
+  if (ctx == nullptr) return ADXL_PLUGIN_ERR_NO_RESOURCE;
+  if (cfg != nullptr) {
+    ctx->log_fn = cfg->log;
+    ctx->log_arg = cfg->log_arg;
+  }
+  ucp_config_t *config = nullptr;
+  ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
+  if (st != UCS_OK) {
+    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_config_read: %s", ucs_status_string(st));
+    delete ctx;
+    return FromUcs(st);
+  }
+  ApplyDefaults(config, cfg, ctx);
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+  params.features = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;
+  params.mt_workers_shared = 0;
+  st = ucp_init(&params, config, &ctx->ucp);
+  ucp_config_release(config);
+  if (st != UCS_OK) {
+    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_init: %s", ucs_status_string(st));
+    delete ctx;
+    return FromUcs(st);
+  }
+  ucp_context_attr_t cattr{};
+  cattr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+  if (ucp_context_query(ctx->ucp, &cattr) == UCS_OK) {
+    ctx->device_memory = (cattr.memory_types & (UCS_BIT(UCS_MEMORY_TYPE_CUDA) | UCS_BIT(UCS_MEMORY_TYPE_ROCM))) != 0;
+  }
+  ucp_worker_params_t wparams{};
+  wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wparams.thread_mode = UCS_THREAD_MODE_MULTI;
+  st = ucp_worker_create(ctx->ucp, &wparams, &ctx->worker);
+  int efd = -1;
+  if (st == UCS_OK) st = ucp_worker_get_efd(ctx->worker, &efd);
+  if (st != UCS_OK) {
+    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp worker set-up: %s", ucs_status_string(st));
+    if (ctx->worker != nullptr) ucp_worker_destroy(ctx->worker);
+    ucp_cleanup(ctx->ucp);
+    delete ctx;
+    return FromUcs(st);
+  }
+  ctx->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  ctx->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = efd;
+  bool ok = ctx->epoll_fd >= 0 && ctx->wake_fd >= 0 && epoll_ctl(ctx->epoll_fd, EPOLL_CTL_ADD, efd, &ev) == 0;
+  ev.data.fd = ctx->wake_fd;
+  ok = ok && epoll_ctl(ctx->epoll_fd, EPOLL_CTL_ADD, ctx->wake_fd, &ev) == 0;
+  if (ok) {
+    try {
+      ctx->progress_thread = std::thread(ProgressLoop, ctx);
+    } catch (...) {
+      ok = false;
+    }
+  }
+  if (!ok) {
+    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "progress thread set-up failed: %s", strerror(errno));
+    if (ctx->epoll_fd >= 0) close(ctx->epoll_fd);
+    if (ctx->wake_fd >= 0) close(ctx->wake_fd);
+    ucp_worker_destroy(ctx->worker);
+    ucp_cleanup(ctx->ucp);
+    delete ctx;
+    return ADXL_PLUGIN_ERR_NO_RESOURCE;
+  }
+  *out = ctx;
+  return ADXL_PLUGIN_OK;
+}
+
+void Close(adxl_plugin_context_t *ctx) noexcept {
+  if (ctx == nullptr) return;
+  ctx->stop.store(true, std::memory_order_release);
+  ctx->Wake();
+  if (ctx->progress_thread.joinable()) ctx->progress_thread.join();
+  ucp_worker_destroy(ctx->worker);
+  ucp_cleanup(ctx->ucp);
+  close(ctx->epoll_fd);
+  close(ctx->wake_fd);
+  delete ctx;
+}
+
+int Query(adxl_plugin_context_t *ctx, adxl_plugin_caps_t *caps) noexcept {
+  if (ctx == nullptr || caps == nullptr) return ADXL_PLUGIN_ERR_INVALID;
+  *caps = adxl_plugin_caps_t{};
+  caps->flags = ADXL_PLUGIN_CAP_MEM_HOST | (ctx->device_memory ? ADXL_PLUGIN_CAP_MEM_DEVICE : 0u);
+  const char *tls = getenv("UCX_TLS");
+  snprintf(caps->transports, sizeof(caps->transports), "ucp(%s)", tls != nullptr ? tls : "all");
+  return ADXL_PLUGIN_OK;
+}
+
+int CopyOut(const void *src, size_t n, void *buf, size_t *len) {
+  size_t cap = *len;
+  *len = n;
+  if (buf == nullptr || cap < n) return ADXL_PLUGIN_ERR_NO_RESOURCE;
+  memcpy(buf, src, n);
+  return ADXL_PLUGIN_OK;
+}
+
+int GetAddress(adxl_plugin_context_t *ctx, void *buf, size_t *len) noexcept {
+  if (ctx == nullptr || len == nullptr) return ADXL_PLUGIN_ERR_INVALID;
+  ucp_address_t *addr = nullptr;
+  size_t n = 0;
+  ucs_status_t st = ucp_worker_get_address(ctx->worker, &addr, &n);
+  if (st != UCS_OK) return FromUcs(st);
+  int rc = CopyOut(addr, n, buf, len);
+  ucp_worker_release_address(ctx->worker, addr);
+  return rc;
+}
+
+int MemReg(adxl_plugin_context_t *ctx, void *addr, size_t len, int mem_type, adxl_plugin_mem_t **out) noexcept {
+  if (ctx == nullptr || addr == nullptr || len == 0 || out == nullptr) return ADXL_PLUGIN_ERR_INVALID;
+  if (mem_type == ADXL_PLUGIN_MEM_DEVICE && !ctx->device_memory) {
+    ctx->Log(ADXL_PLUGIN_LOG_ERROR,
+             "device memory needs a UCX built with CUDA or ROCm support; this UCX handles host memory only");
+    return ADXL_PLUGIN_ERR_UNSUPPORTED;
+  }
+  if (mem_type != ADXL_PLUGIN_MEM_DEVICE && mem_type != ADXL_PLUGIN_MEM_HOST) return ADXL_PLUGIN_ERR_INVALID;
+  auto *mem = new (std::nothrow) adxl_plugin_mem();
+  if (mem == nullptr) return ADXL_PLUGIN_ERR_NO_RESOURCE;
+  ucp_mem_map_params_t p{};
+  p.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+  p.address = addr;
+  p.length = len;
+  ucs_status_t st = ucp_mem_map(ctx->ucp, &p, &mem->memh);
+  if (st != UCS_OK) {
+    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_mem_map(%p, %zu): %s", addr, len, ucs_status_string(st));
+    delete mem;
+    return FromUcs(st);
+  }
+  *out = mem;
+  return ADXL_PLUGIN_OK;
+}
+
+int MemPack(adxl_plugin_context_t *ctx, adxl_plugin_mem_t *mem, void *buf, size_t *len) noexcept {
+  if (ctx == nullptr || mem == nullptr || len == nullptr) return ADXL_PLUGIN_ERR_INVALID;
+  void *packed = nullptr;
+  size_t n = 0;
+  ucs_status_t st = ucp_rkey_pack(ctx->ucp, mem->memh, &packed, &n);
+  if (st != UCS_OK) return FromUcs(st);
+  int rc = CopyOut(packed, n, buf, len);
+  ucp_rkey_buffer_release(packed);
+  return rc;
+}
+
+void MemDereg(adxl_plugin_context_t *ctx, adxl_plugin_mem_t *mem) noexcept {
+  if (ctx == nullptr || mem == nullptr) return;
+  ucp_mem_unmap(ctx->ucp, mem->memh);
+  delete mem;
+}
+
+int EpCreate(adxl_plugin_context_t *ctx, const void *address, size_t len, adxl_plugin_ep_t **out) noexcept {
+  if (ctx == nullptr || address == nullptr || len == 0 || out == nullptr) return ADXL_PLUGIN_ERR_INVALID;
+  auto *ep = new (std::nothrow) adxl_plugin_ep();
+  if (ep == nullptr) return ADXL_PLUGIN_ERR_NO_RESOURCE;
+  ep->ctx = ctx;
+  ucp_ep_params_t p{};
+  p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                 UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  p.address = static_cast<const ucp_address_t *>(address);
+  p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  p.err_handler.cb = EpError;
+  p.err_handler.arg = ep;
+  ucs_status_t st = ucp_ep_create(ctx->worker, &p, &ep->ep);
+  if (st != UCS_OK) {
+    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_ep_create: %s", ucs_status_string(st));
+    delete ep;
+    return FromUcs(st);
+  }
+  ctx->Wake();  // wire-up messages need progress
+  *out = ep;
+  return ADXL_PLUGIN_OK;
+}
+
+void EpDestroy(adxl_plugin_ep_t *ep, int force) noexcept {
+  if (ep == nullptr) return;
+  adxl_plugin_context *ctx = ep->ctx;
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  p.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+  ucs_status_t st = WaitRequest(ctx, ucp_ep_close_nbx(ep->ep, &p), force ? -1 : kCloseTimeoutMs);
+  if (st != UCS_OK && !force) {
+    // A graceful close that did not finish (peer gone): drop what is left.
+    p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    WaitRequest(ctx, ucp_ep_close_nbx(ep->ep, &p), -1);
+  }
+  delete ep;
+}
+
+int EpDescribe(adxl_plugin_ep_t *ep, char *buf, size_t len) noexcept {
+  if (ep == nullptr || buf == nullptr || len == 0) return ADXL_PLUGIN_ERR_INVALID;
+  char *text = nullptr;
+  size_t text_len = 0;
+  FILE *f = open_memstream(&text, &text_len);
+  if (f == nullptr) return ADXL_PLUGIN_ERR_NO_RESOURCE;
+  ucp_ep_print_info(ep->ep, f);
+  fclose(f);
+  // Lines look like "#   lane[0]:  1:posix/memory.0 md[1]  ... rma ...": keep
+  // the distinct transport/device names in order.
+  std::string out;
+  try {
+    const char *p = text;
+    while ((p = strstr(p, "lane[")) != nullptr) {
+      const char *colon = strchr(p, ':');
+      if (colon == nullptr) break;
+      const char *s = colon + 1;
+      while (*s == ' ') ++s;
+      while (*s >= '0' && *s <= '9') ++s;
+      if (*s == ':') ++s;
+      const char *e = s;
+      while (*e != '\0' && *e != ' ' && *e != '\n') ++e;
+      std::string name(s, e);
+      size_t dot = name.rfind('.');
+      if (dot != std::string::npos) name.resize(dot);
+      if (!name.empty() && (out.empty() || (","+out+",").find("," + name + ",") == std::string::npos)) {
+        if (!out.empty()) out += ",";
+        out += name;
+      }
+      p = e;
+    }
+  } catch (...) {
+    free(text);
+    return ADXL_PLUGIN_ERR_NO_RESOURCE;
+  }
+  free(text);
+  snprintf(buf, len, "%s", out.empty() ? "unknown" : out.c_str());
+  return ADXL_PLUGIN_OK;
+}
+
+int RkeyUnpack(adxl_plugin_ep_t *ep, const void *packed, size_t len, adxl_plugin_rkey_t **out) noexcept {
+  if (ep == nullptr || packed == nullptr || len == 0 || out == nullptr) return ADXL_PLUGIN_ERR_INVALID;
+  auto *rkey = new (std::nothrow) adxl_plugin_rkey();
+  if (rkey == nullptr) return ADXL_PLUGIN_ERR_NO_RESOURCE;
+  ucs_status_t st = ucp_ep_rkey_unpack(ep->ep, packed, &rkey->rkey);
+  if (st != UCS_OK) {
+    ep->ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_ep_rkey_unpack: %s", ucs_status_string(st));
+    delete rkey;
+    return FromUcs(st);
+  }
+  *out = rkey;
+  return ADXL_PLUGIN_OK;
+}
+
+void RkeyDestroy(adxl_plugin_rkey_t *rkey) noexcept {
+  if (rkey == nullptr) return;
+  ucp_rkey_destroy(rkey->rkey);
+  delete rkey;
+}
+
+int Post(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t count,
+         adxl_plugin_batch_t **out) noexcept {
+  if (ep == nullptr || (iov == nullptr && count != 0) || out == nullptr) return ADXL_PLUGIN_ERR_INVALID;
+  if (op != ADXL_PLUGIN_GET && op != ADXL_PLUGIN_PUT) return ADXL_PLUGIN_ERR_INVALID;
+  int failed = ep->failed.load(std::memory_order_acquire);
+  if (failed != ADXL_PLUGIN_OK) return failed;
+  auto *batch = new (std::nothrow) adxl_plugin_batch();
+  if (batch == nullptr) return ADXL_PLUGIN_ERR_NO_RESOURCE;
+  ucp_request_param_t p{};
+  for (size_t i = 0; i < count; ++i) {
+    const adxl_plugin_iov_t &v = iov[i];
+    p.op_attr_mask = 0;
+    if (v.local != nullptr) {
+      p.op_attr_mask = UCP_OP_ATTR_FIELD_MEMH;
+      p.memh = v.local->memh;
+    }
+    void *local = reinterpret_cast<void *>(static_cast<uintptr_t>(v.local_addr));
+    ucs_status_ptr_t r = op == ADXL_PLUGIN_PUT
+                             ? ucp_put_nbx(ep->ep, local, v.length, v.remote_addr, v.remote->rkey, &p)
+                             : ucp_get_nbx(ep->ep, local, v.length, v.remote_addr, v.remote->rkey, &p);
+    if (UCS_PTR_IS_ERR(r)) {
+      // What was queued still drains through the flush below; the batch
+      // then completes with this error.
+      batch->post_error = FromUcs(UCS_PTR_STATUS(r));
+      ep->ctx->Log(ADXL_PLUGIN_LOG_ERROR, "post of operation %zu failed: %s", i,
+                   ucs_status_string(UCS_PTR_STATUS(r)));
+      break;
+    }
+    if (r != nullptr) ucp_request_free(r);  // completion is observed through the flush
+  }
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.cb.send = FlushDone;
+  p.user_data = batch;
+  batch->refs.fetch_add(1, std::memory_order_relaxed);
+  ucs_status_ptr_t r = ucp_ep_flush_nbx(ep->ep, &p);
+  if (r == nullptr || UCS_PTR_IS_ERR(r)) {
+    batch->Complete(r == nullptr ? UCS_OK : UCS_PTR_STATUS(r));
+    batch->Unref();
+  } else {
+    ep->ctx->Wake();  // the progress thread drives the flush when nobody polls
+  }
+  *out = batch;
+  return ADXL_PLUGIN_OK;
+}
+
+int Test(adxl_plugin_batch_t *batch) noexcept {
+  if (batch == nullptr) return ADXL_PLUGIN_ERR_INVALID;
+  return batch->status.load(std::memory_order_acquire);
+}
+
+void Release(adxl_plugin_batch_t *batch) noexcept {
+  if (batch != nullptr) batch->Unref();
+}
+
+int Progress(adxl_plugin_context_t *ctx) noexcept {
+  if (ctx == nullptr) return 0;
+  return static_cast<int>(ucp_worker_progress(ctx->worker));
+}
+
+const adxl_plugin_ops_t kOps = {
+    ADXL_PLUGIN_ABI_VERSION, sizeof(adxl_plugin_ops_t), "ucx",
+    Open, Close, Query, GetAddress, MemReg, MemPack, MemDereg,
+    EpCreate, EpDestroy, EpDescribe, RkeyUnpack, RkeyDestroy,
+    Post, Test, Release, Progress,
+};
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) const adxl_plugin_ops_t *adxl_plugin_get_ops(
+    uint32_t engine_abi_version) {
+  if (engine_abi_version != ADXL_PLUGIN_ABI_VERSION) {
+    fprintf(stderr, "adxl ucx plugin: engine ABI version %u, plugin ABI version %u: refusing to load\n",
+            engine_abi_version, ADXL_PLUGIN_ABI_VERSION);
+    return nullptr;
+  }
+  return &kOps;
+}

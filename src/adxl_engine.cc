@@ -1,0 +1,73 @@
+// The public AdxlEngine: forwards to AdxlEngineImpl (engine_impl.h) and
+// implements the static helpers.
+#include "adxl/adxl_engine.h"
+
+#include "engine_impl.h"
+#include "log.h"
+
+namespace adxl {
+
+AdxlEngine::AdxlEngine() : impl_(std::make_unique<AdxlEngineImpl>()) {}
+AdxlEngine::~AdxlEngine() = default;
+
+Status AdxlEngine::Initialize(const AscendString &local_engine, const std::map<AscendString, AscendString> &options) {
+  return impl_->Initialize(local_engine, options);
+}
+void AdxlEngine::Finalize() { impl_->Finalize(); }
+Status AdxlEngine::RegisterMem(const MemDesc &mem, MemType type, MemHandle &mem_handle) {
+  return impl_->RegisterMem(mem, type, mem_handle);
+}
+Status AdxlEngine::DeregisterMem(MemHandle mem_handle) { return impl_->DeregisterMem(mem_handle); }
+Status AdxlEngine::Connect(const AscendString &remote_engine, int32_t timeout_in_millis) {
+  return impl_->Connect(remote_engine, timeout_in_millis);
+}
+Status AdxlEngine::Disconnect(const AscendString &remote_engine, int32_t timeout_in_millis) {
+  return impl_->Disconnect(remote_engine, timeout_in_millis);
+}
+Status AdxlEngine::TransferSync(const AscendString &remote_engine, TransferOp operation,
+                                const std::vector<TransferOpDesc> &op_descs, int32_t timeout_in_millis) {
+  return impl_->TransferSync(remote_engine, operation, op_descs, timeout_in_millis);
+}
+Status AdxlEngine::TransferAsync(const AscendString &remote_engine, TransferOp operation,
+                                 const std::vector<TransferOpDesc> &op_descs, const TransferArgs &,
+                                 TransferReq &req) {
+  return impl_->TransferAsync(remote_engine, operation, op_descs, req);
+}
+Status AdxlEngine::GetTransferStatus(const TransferReq &req, TransferStatus &status) {
+  return impl_->GetTransferStatus(req, status);
+}
+Status AdxlEngine::SendNotify(const AscendString &remote_engine, const NotifyDesc &notify, int32_t timeout_in_millis) {
+  return impl_->SendNotify(remote_engine, notify, timeout_in_millis);
+}
+Status AdxlEngine::GetNotifies(std::vector<NotifyDesc> &notifies) { return impl_->GetNotifies(notifies); }
+
+Status AdxlEngine::GetCapability(FeatureType feature_type, int32_t &value) {
+  if (static_cast<int32_t>(feature_type) < 0) {
+    ADXL_ERROR("GetCapability: negative feature %d", static_cast<int32_t>(feature_type));
+    return PARAM_INVALID;
+  }
+  value = (feature_type == AUTO_CONNECT || feature_type == CLIENT_SERVER_COMM) ? FEATURE_SUPPORTED
+                                                                               : FEATURE_NOT_SUPPORTED;
+  return SUCCESS;
+}
+
+Status AdxlEngine::MallocMem(MemType type, size_t size, void **ptr) {
+  if (size == 0 || ptr == nullptr || (type != MEM_HOST && type != MEM_DEVICE)) {
+    ADXL_ERROR("MallocMem: %s", size == 0 ? "size 0" : ptr == nullptr ? "null ptr" : "unknown memory type");
+    return PARAM_INVALID;
+  }
+  ADXL_ERROR("MallocMem: not supported yet (NUMA-placed shareable memory comes with the lanes work)");
+  return UNSUPPORTED;
+}
+
+Status AdxlEngine::ExportToShareableHandle(void *addr, ShareableHandle &) {
+  ADXL_ERROR("ExportToShareableHandle(%p): not a live MallocMem block", addr);
+  return PARAM_INVALID;
+}
+
+Status AdxlEngine::FreeMem(void *ptr) {
+  ADXL_ERROR("FreeMem(%p): not a live MallocMem block", ptr);
+  return PARAM_INVALID;
+}
+
+}  // namespace adxl

@@ -1,0 +1,262 @@
+#include "control.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "log.h"
+
+namespace adxl {
+
+ControlConn::ControlConn(Fd fd, Role role, std::string peer_desc)
+    : fd_(std::move(fd)), role_(role), desc_(std::move(peer_desc)) {
+  last_rx_ms.store(ControlLoop::NowMs());
+}
+
+ControlConn::~ControlConn() = default;
+
+std::string ControlConn::peer_name() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return peer_name_;
+}
+
+void ControlConn::set_peer_name(const std::string &n) {
+  std::lock_guard<std::mutex> l(mu_);
+  peer_name_ = n;
+}
+
+bool ControlConn::Send(const wire::Body &body, uint64_t seq, Clock::time_point deadline) {
+  std::string frame;
+  if (!wire::Encode(wire::Message{seq, body}, &frame)) {
+    ADXL_ERROR("control %s: %s message over the wire limits, not sent", desc_.c_str(),
+               wire::TypeName(wire::TypeOf(body)));
+    return false;
+  }
+  std::lock_guard<std::mutex> l(send_mu_);
+  if (closed_.load()) return false;
+  NetResult r = SendAll(fd_.get(), frame.data(), frame.size(), deadline);
+  if (r != NetResult::kOk) {
+    // A partial frame leaves the stream unusable.
+    ADXL_WARN("control %s: send of %s failed (%s); closing", desc_.c_str(), wire::TypeName(wire::TypeOf(body)),
+              r == NetResult::kTimeout ? "peer not reading" : "connection broken");
+    Close();
+    return false;
+  }
+  return true;
+}
+
+ControlConn::Outcome ControlConn::Request(const wire::Body &body, Clock::time_point deadline, uint32_t *ack_status) {
+  const uint64_t seq = next_seq_.fetch_add(1);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    pending_[seq] = -1;
+  }
+  Outcome out = Outcome::kClosed;
+  if (Send(body, seq, deadline)) {
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait_until(l, deadline, [&] { return pending_[seq] >= 0 || closed_.load(); });
+    if (pending_[seq] >= 0) {
+      *ack_status = static_cast<uint32_t>(pending_[seq]);
+      out = Outcome::kAcked;
+    } else {
+      out = closed_.load() ? Outcome::kClosed : Outcome::kTimeout;
+    }
+  } else if (Clock::now() >= deadline) {
+    out = Outcome::kTimeout;
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  pending_.erase(seq);
+  return out;
+}
+
+void ControlConn::CompleteAck(uint64_t seq, uint32_t status) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = pending_.find(seq);
+  if (it == pending_.end()) return;  // late or unsolicited: ignored
+  it->second = status;
+  cv_.notify_all();
+}
+
+void ControlConn::Close() {
+  if (closed_.exchange(true)) return;
+  shutdown(fd_.get(), SHUT_RDWR);  // the loop sees EOF and drops it; the fd closes with the object
+  std::lock_guard<std::mutex> l(mu_);
+  cv_.notify_all();
+}
+
+int64_t ControlLoop::NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();
+}
+
+bool ControlLoop::Start(Fd listen_fd, ControlHandler *handler, int tick_ms, std::string *why) {
+  listen_fd_ = std::move(listen_fd);
+  handler_ = handler;
+  tick_ms_ = tick_ms;
+  epoll_fd_ = Fd(epoll_create1(EPOLL_CLOEXEC));
+  wake_fd_ = Fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!epoll_fd_.valid() || !wake_fd_.valid()) {
+    *why = std::string("epoll/eventfd: ") + strerror(errno);
+    return false;
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = wake_fd_.get();
+  epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, wake_fd_.get(), &ev);
+  if (listen_fd_.valid()) {
+    ev.data.fd = listen_fd_.get();
+    epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, listen_fd_.get(), &ev);
+  }
+  stop_.store(false);
+  thread_ = std::thread([this] { Run(); });
+  return true;
+}
+
+bool ControlLoop::Add(const std::shared_ptr<ControlConn> &conn) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (stop_.load() || conn->closed()) return false;
+  conns_[conn->fd()] = conn;
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.data.fd = conn->fd();
+  if (epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, conn->fd(), &ev) != 0) {
+    conns_.erase(conn->fd());
+    return false;
+  }
+  return true;
+}
+
+void ControlLoop::Stop() {
+  if (!thread_.joinable()) return;
+  stop_.store(true);
+  uint64_t one = 1;
+  ssize_t rc = write(wake_fd_.get(), &one, sizeof(one));
+  (void)rc;
+  thread_.join();
+  std::map<int, std::shared_ptr<ControlConn>> conns;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    conns.swap(conns_);
+  }
+  for (auto &kv : conns) kv.second->Close();
+  listen_fd_.Reset();
+  epoll_fd_.Reset();
+  wake_fd_.Reset();
+}
+
+void ControlLoop::Run() {
+  std::vector<epoll_event> events(64);
+  int64_t next_tick = NowMs() + tick_ms_;
+  while (!stop_.load()) {
+    int64_t wait = next_tick - NowMs();
+    int n = epoll_wait(epoll_fd_.get(), events.data(), static_cast<int>(events.size()),
+                       wait < 0 ? 0 : static_cast<int>(wait));
+    for (int i = 0; i < n && !stop_.load(); ++i) {
+      int fd = events[i].data.fd;
+      if (fd == wake_fd_.get()) {
+        uint64_t v;
+        ssize_t rc = read(fd, &v, sizeof(v));
+        (void)rc;
+      } else if (fd == listen_fd_.get()) {
+        Accept();
+      } else {
+        std::shared_ptr<ControlConn> conn;
+        {
+          std::lock_guard<std::mutex> l(mu_);
+          auto it = conns_.find(fd);
+          if (it != conns_.end()) conn = it->second;
+        }
+        if (conn) ReadFrom(conn);
+      }
+    }
+    if (NowMs() >= next_tick && !stop_.load()) {
+      handler_->OnTick();
+      next_tick = NowMs() + tick_ms_;
+    }
+  }
+}
+
+void ControlLoop::Accept() {
+  while (true) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof(ss);
+    int fd = accept4(listen_fd_.get(), reinterpret_cast<sockaddr *>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) ADXL_WARN("accept: %s", strerror(errno));
+      return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    char host[INET6_ADDRSTRLEN] = "?";
+    uint16_t port = 0;
+    if (ss.ss_family == AF_INET) {
+      auto *a = reinterpret_cast<sockaddr_in *>(&ss);
+      inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+      port = ntohs(a->sin_port);
+    } else if (ss.ss_family == AF_INET6) {
+      auto *a = reinterpret_cast<sockaddr_in6 *>(&ss);
+      inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+      port = ntohs(a->sin6_port);
+    }
+    auto conn = std::make_shared<ControlConn>(Fd(fd), ControlConn::Role::kServer,
+                                              std::string(host) + ":" + std::to_string(port));
+    Add(conn);
+  }
+}
+
+void ControlLoop::ReadFrom(const std::shared_ptr<ControlConn> &conn) {
+  char buf[64 << 10];
+  bool eof = false;
+  while (true) {
+    ssize_t n = recv(conn->fd(), buf, sizeof(buf), 0);
+    if (n > 0) {
+      conn->reader.Feed(buf, static_cast<size_t>(n));
+      if (static_cast<size_t>(n) < sizeof(buf)) break;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    eof = true;
+    break;
+  }
+  conn->last_rx_ms.store(NowMs());
+  wire::Message msg;
+  std::string why;
+  while (!conn->closed()) {
+    wire::FrameReader::Result r = conn->reader.Next(&msg, &why);
+    if (r == wire::FrameReader::Result::kNeedMore) break;
+    if (r == wire::FrameReader::Result::kError) {
+      ADXL_ERROR("control connection from %s: %s; closing it", conn->desc().c_str(), why.c_str());
+      eof = true;
+      break;
+    }
+    if (auto *ack = std::get_if<wire::Ack>(&msg.body)) {
+      conn->CompleteAck(msg.seq, ack->status);
+    } else {
+      handler_->OnMessage(conn, msg);
+    }
+  }
+  if (eof || conn->closed()) Drop(conn);
+}
+
+void ControlLoop::Drop(const std::shared_ptr<ControlConn> &conn) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = conns_.find(conn->fd());
+    if (it == conns_.end() || it->second != conn) return;
+    epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, conn->fd(), nullptr);
+    conns_.erase(it);
+  }
+  conn->Close();
+  handler_->OnClosed(conn);
+}
+
+}  // namespace adxl

@@ -1,0 +1,119 @@
+// The control channel: TCP connections carrying wire.h frames, and the one
+// thread per engine that reads them.
+//
+// ControlConn is one connection, either the client end of a link (this
+// engine connected out) or a server end (a peer connected in).  Any thread
+// may Send() on it (one sender at a time, whole frames) or issue a Request()
+// and wait for its Ack; only the loop thread reads.
+//
+// ControlLoop owns an epoll set with the listening socket and every
+// registered connection.  It accepts, reads, decodes, completes Acks itself
+// and hands every other message to a ControlHandler, on its own thread, in
+// arrival order per connection.  It also calls OnTick() every tick_ms (the
+// heartbeat).  A connection that sends an undecodable frame is closed.
+#ifndef ADXL_SRC_CONTROL_H_
+#define ADXL_SRC_CONTROL_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "socket.h"
+#include "wire.h"
+
+namespace adxl {
+
+class ControlConn {
+ public:
+  enum class Role { kClient, kServer };
+  enum class Outcome { kAcked, kTimeout, kClosed };
+
+  ControlConn(Fd fd, Role role, std::string peer_desc);
+  ~ControlConn();
+  ControlConn(const ControlConn &) = delete;
+  ControlConn &operator=(const ControlConn &) = delete;
+
+  int fd() const { return fd_.get(); }
+  Role role() const { return role_; }
+  // For server ends: the client's engine name once its Hello was accepted.
+  std::string peer_name() const;
+  void set_peer_name(const std::string &n);
+  bool hello_done() const { return hello_done_.load(); }
+  void set_hello_done() { hello_done_.store(true); }
+
+  // Sends one frame (seq as given); false when the connection is closed or
+  // broke (then it is closed).
+  bool Send(const wire::Body &body, uint64_t seq, Clock::time_point deadline);
+  // Sends a request and waits for its Ack.
+  Outcome Request(const wire::Body &body, Clock::time_point deadline, uint32_t *ack_status);
+  // Called by the loop for an incoming Ack.
+  void CompleteAck(uint64_t seq, uint32_t status);
+
+  // Shuts the connection down; pending and future Requests end kClosed.
+  void Close();
+  bool closed() const { return closed_.load(); }
+
+  // Loop-thread state.
+  wire::FrameReader reader;
+  std::atomic<int64_t> last_rx_ms{0};
+  const std::string &desc() const { return desc_; }
+
+ private:
+  Fd fd_;
+  Role role_;
+  std::string desc_;
+  std::atomic<bool> closed_{false};
+  std::atomic<bool> hello_done_{false};
+  std::mutex send_mu_;
+  mutable std::mutex mu_;  // peer_name_, pending_
+  std::condition_variable cv_;
+  std::string peer_name_;
+  std::map<uint64_t, int64_t> pending_;  // seq -> ack status, -1 while waiting
+  std::atomic<uint64_t> next_seq_{1};
+};
+
+class ControlHandler {
+ public:
+  virtual ~ControlHandler() = default;
+  virtual void OnMessage(const std::shared_ptr<ControlConn> &conn, wire::Message &msg) = 0;
+  // The connection is gone (EOF, error, protocol violation, Close()).
+  virtual void OnClosed(const std::shared_ptr<ControlConn> &conn) = 0;
+  virtual void OnTick() = 0;
+};
+
+class ControlLoop {
+ public:
+  ControlLoop() = default;
+  ~ControlLoop() { Stop(); }
+  // listen_fd may be invalid (client-only engine).
+  bool Start(Fd listen_fd, ControlHandler *handler, int tick_ms, std::string *why);
+  // Starts reading a connection (any thread).
+  bool Add(const std::shared_ptr<ControlConn> &conn);
+  // Closes every connection and joins the thread.  Idempotent.
+  void Stop();
+  static int64_t NowMs();
+
+ private:
+  void Run();
+  void Accept();
+  void ReadFrom(const std::shared_ptr<ControlConn> &conn);
+  void Drop(const std::shared_ptr<ControlConn> &conn);
+
+  Fd listen_fd_;
+  Fd epoll_fd_;
+  Fd wake_fd_;
+  ControlHandler *handler_ = nullptr;
+  int tick_ms_ = 1000;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  std::mutex mu_;
+  std::map<int, std::shared_ptr<ControlConn>> conns_;
+};
+
+}  // namespace adxl
+
+#endif  // ADXL_SRC_CONTROL_H_

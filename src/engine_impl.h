@@ -1,0 +1,111 @@
+// AdxlEngine::AdxlEngineImpl: the engine behind the public API.
+//
+// Owns the transport (plugin), the registry, the links this engine opened,
+// the server ends of links peers opened to it, async requests and received
+// notifies.  Locks, in the order they may nest:
+//   life_mu_ (shared by every API call, exclusive in Initialize/Finalize)
+//   reg_op_mu_ (serialises RegisterMem/DeregisterMem, held while peers ack)
+//   links_mu_, reg_mu_, link->regions_mu, req_mu_, notify_mu_ (leaves)
+// The control thread takes only leaf locks, so it never waits on an API call.
+#ifndef ADXL_SRC_ENGINE_IMPL_H_
+#define ADXL_SRC_ENGINE_IMPL_H_
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "adxl/adxl_engine.h"
+#include "control.h"
+#include "engine_name.h"
+#include "link.h"
+#include "options.h"
+#include "registry.h"
+#include "transfer_plan.h"
+#include "transport.h"
+
+namespace adxl {
+
+// An async transfer (TransferAsync) until its final status was reported.
+struct AsyncRequest {
+  std::shared_ptr<Link> link;
+  std::unique_ptr<Batch> batch;
+  TransferPlan plan;
+  TransferOp op = READ;
+};
+
+class AdxlEngine::AdxlEngineImpl : public ControlHandler {
+ public:
+  AdxlEngineImpl() = default;
+  ~AdxlEngineImpl() override { Finalize(); }
+
+  Status Initialize(const AscendString &local_engine, const std::map<AscendString, AscendString> &options);
+  void Finalize();
+  Status RegisterMem(const MemDesc &mem, MemType type, MemHandle &handle);
+  Status DeregisterMem(MemHandle handle);
+  Status Connect(const AscendString &remote, int32_t timeout_ms);
+  Status Disconnect(const AscendString &remote, int32_t timeout_ms);
+  Status TransferSync(const AscendString &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
+                      int32_t timeout_ms);
+  Status TransferAsync(const AscendString &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
+                       TransferReq &req);
+  Status GetTransferStatus(const TransferReq &req, TransferStatus &status);
+  Status SendNotify(const AscendString &remote, const NotifyDesc &notify, int32_t timeout_ms);
+  Status GetNotifies(std::vector<NotifyDesc> &notifies);
+
+  // ControlHandler (control thread).
+  void OnMessage(const std::shared_ptr<ControlConn> &conn, wire::Message &msg) override;
+  void OnClosed(const std::shared_ptr<ControlConn> &conn) override;
+  void OnTick() override;
+
+ private:
+  Status ConnectOnce(const std::shared_ptr<Link> &link, const EngineName &peer, Clock::time_point deadline);
+  std::shared_ptr<Link> FindLink(const std::string &remote);
+  // Validation and planning shared by sync and async transfers.
+  Status Prepare(const char *api, const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
+                 std::shared_ptr<Link> *link, TransferPlan *plan);
+  Status Post(const std::shared_ptr<Link> &link, TransferOp op, const TransferPlan &plan,
+              std::unique_ptr<Batch> *batch);
+  // Pushes a region change to every subscribed peer and waits for acks.
+  void PushToPeers(const wire::Body &body, const std::vector<std::shared_ptr<ControlConn>> &peers);
+  void FenceAfterTimeout(const std::shared_ptr<Link> &link);
+  wire::Region ToWire(const LocalRegion &r) const;
+
+  void HandleServer(const std::shared_ptr<ControlConn> &conn, wire::Message &msg);
+  void HandleClient(const std::shared_ptr<ControlConn> &conn, wire::Message &msg);
+  std::shared_ptr<Link> LinkOf(const std::shared_ptr<ControlConn> &conn);
+  Status AddRemoteRegion(const std::shared_ptr<Link> &link, const wire::Region &r);
+
+  std::shared_mutex life_mu_;
+  std::atomic<bool> initialized_{false};
+  EngineName name_;
+  EngineOptions options_;
+  std::string node_id_;
+  std::shared_ptr<Transport> transport_;
+  ControlLoop loop_;
+
+  std::mutex reg_op_mu_;
+  std::shared_mutex reg_mu_;
+  std::unique_ptr<Registry> registry_;
+  std::set<std::shared_ptr<ControlConn>> subscribers_;  // server ends past Hello; under reg_mu_
+
+  std::mutex links_mu_;
+  std::map<std::string, std::shared_ptr<Link>> links_;
+  std::map<ControlConn *, std::weak_ptr<Link>> link_by_conn_;
+
+  std::mutex req_mu_;
+  std::unordered_map<uint64_t, std::unique_ptr<AsyncRequest>> requests_;
+  uint64_t next_req_ = 1;
+
+  std::mutex notify_mu_;
+  std::vector<NotifyDesc> notifies_;
+};
+
+}  // namespace adxl
+
+#endif  // ADXL_SRC_ENGINE_IMPL_H_

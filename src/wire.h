@@ -1,0 +1,118 @@
+// The control-channel wire format: every byte peers exchange over TCP.
+//
+// A frame is a 24-byte header followed by `length` payload bytes:
+//   u32 magic "ADXL" | u16 version | u16 type | u32 length | u32 reserved | u64 seq
+// all little-endian.  `seq` numbers requests; an Ack carries the seq it
+// answers.  Payloads are sequences of fixed-width little-endian integers and
+// length-prefixed (u32) byte strings.  Limits keep every message bounded:
+// payload <= kMaxPayload, strings <= kMaxString, regions <= kMaxRegions.
+// A frame with the wrong magic or version, an unknown type, a length over
+// the limit, or a payload that does not decode exactly is an error, and the
+// connection that sent it is closed.  This module is the only parser; the
+// fuzz target in tests/fuzz drives it directly.
+#ifndef ADXL_SRC_WIRE_H_
+#define ADXL_SRC_WIRE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace adxl {
+namespace wire {
+
+constexpr uint32_t kMagic = 0x4c584441;  // "ADXL" in memory order
+constexpr uint16_t kVersion = 1;
+constexpr size_t kHeaderSize = 24;
+constexpr size_t kMaxPayload = 4u << 20;
+constexpr size_t kMaxString = 64u << 10;
+constexpr size_t kMaxRegions = 4096;
+
+enum class Type : uint16_t {
+  kHello = 1,      // client -> server: who I am, whom I want
+  kHelloAck = 2,   // server -> client: status, node, transport address, regions
+  kRegionAdd = 3,  // server -> client: a new registration (acked)
+  kRegionDel = 4,  // server -> client: a registration is going away (acked)
+  kAck = 5,        // answer to any acked request
+  kNotify = 6,     // client -> server: a notify (acked)
+  kPing = 7,       // client -> server heartbeat
+  kPong = 8,       // server -> client heartbeat answer
+  kFence = 9,      // client -> server: drain what this link put in flight (acked)
+  kBye = 10,       // either side: the link is closing
+};
+
+struct Region {
+  uint64_t id = 0;
+  uint64_t addr = 0;
+  uint64_t len = 0;
+  uint32_t mem_type = 0;
+  std::string rkey;  // the plugin's packed key, opaque here
+};
+
+struct Hello {
+  std::string from_engine;  // client's own name
+  std::string to_engine;    // the name the client believes the server has
+  std::string node_id;
+};
+struct HelloAck {
+  uint32_t status = 0;
+  std::string node_id;
+  std::string transport_address;
+  std::vector<Region> regions;
+};
+struct RegionAdd {
+  Region region;
+};
+struct RegionDel {
+  uint64_t id = 0;
+};
+struct Ack {
+  uint32_t status = 0;
+};
+struct Notify {
+  std::string name;
+  std::string msg;
+};
+struct Ping {};
+struct Pong {};
+struct Fence {};
+struct Bye {};
+
+using Body = std::variant<Hello, HelloAck, RegionAdd, RegionDel, Ack, Notify, Ping, Pong, Fence, Bye>;
+
+struct Message {
+  uint64_t seq = 0;
+  Body body;
+};
+
+Type TypeOf(const Body &body);
+const char *TypeName(Type t);
+
+// Appends one encoded frame to *out.  Fails (false) only when a field is
+// over a limit, so a sender can never emit what a receiver would refuse.
+bool Encode(const Message &msg, std::string *out);
+
+// Incremental decoder over a byte stream.
+class FrameReader {
+ public:
+  enum class Result { kMessage, kNeedMore, kError };
+  // Appends received bytes.
+  void Feed(const void *data, size_t len) { buf_.append(static_cast<const char *>(data), len); }
+  // Extracts the next message; on kError *why says what was wrong and the
+  // reader must not be used again.
+  Result Next(Message *out, std::string *why);
+  size_t buffered() const { return buf_.size() - pos_; }
+
+ private:
+  std::string buf_;
+  size_t pos_ = 0;
+};
+
+// Decodes one payload of the given type (exposed for the fuzzer and tests).
+bool DecodePayload(uint16_t type, const uint8_t *data, size_t len, Body *out, std::string *why);
+
+}  // namespace wire
+}  // namespace adxl
+
+#endif  // ADXL_SRC_WIRE_H_
