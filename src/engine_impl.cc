@@ -379,13 +379,14 @@ Status AdxlEngine::AdxlEngineImpl::ConnectOnce(const std::shared_ptr<Link> &link
   // Complete the transport's wire-up inside the caller's deadline.
   std::unique_ptr<Batch> flush;
   rc = ep->Post(ADXL_PLUGIN_PUT, nullptr, 0, &flush);
-  while (rc == ADXL_PLUGIN_OK && (rc = flush->Test()) == ADXL_PLUGIN_IN_PROGRESS) {
+  while (rc == ADXL_PLUGIN_OK && flush->Test() == ADXL_PLUGIN_IN_PROGRESS) {
     if (Clock::now() >= deadline) {
       ADXL_ERROR("Connect to '%s': transport wire-up timed out", remote.c_str());
       return TIMEOUT;
     }
     transport_->Progress();
   }
+  if (rc == ADXL_PLUGIN_OK) rc = flush->Test();
   if (rc != ADXL_PLUGIN_OK) {
     ADXL_ERROR("Connect to '%s': transport wire-up failed (status %d)", remote.c_str(), rc);
     return FAILED;

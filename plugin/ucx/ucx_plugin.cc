@@ -10,6 +10,7 @@
 //    while the target application calls nothing, and an idle engine sleeps.
 // Nothing here throws across the C ABI: every entry point is noexcept and
 // catches what the C++ standard library could throw.
+#include <dirent.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -175,33 +176,31 @@ void adxl_plugin_batch::Complete(ucs_status_t st) {
 
 namespace {
 
-bool EnvSet(const char *name) { return getenv(name) != nullptr; }
+bool HaveInfiniBand() {
+  DIR *d = opendir("/sys/class/infiniband");
+  if (d == nullptr) return false;
+  bool any = false;
+  while (dirent *e = readdir(d)) {
+    if (e->d_name[0] != '.') any = true;
+  }
+  closedir(d);
+  return any;
+}
 
-// Our defaults for UCX settings, applied only where the user set nothing.
-void ApplyDefaults(ucp_config_t *config, const adxl_plugin_config_t *cfg, adxl_plugin_context *ctx) {
+// Our defaults for UCX settings, applied only where the user set nothing
+// (setenv without overwrite: a UCX_* variable of the user always wins).
+// Transport-level settings must go through the environment: UCX reads them
+// when it opens each transport, after ucp_config_modify() could apply them.
+void ApplyDefaults(const adxl_plugin_config_t *cfg) {
   // Shared-memory transports refuse endpoints with peer error handling unless
-  // told to check the peer; we need both (DESIGN.md).
-  if (!EnvSet("UCX_POSIX_ERROR_HANDLING")) ucp_config_modify(config, "POSIX_ERROR_HANDLING", "y");
-  if (!EnvSet("UCX_SYSV_ERROR_HANDLING")) ucp_config_modify(config, "SYSV_ERROR_HANDLING", "y");
+  // told to watch the peer process; we need both (DESIGN.md).
+  setenv("UCX_POSIX_ERROR_HANDLING", "y", 0);
+  setenv("UCX_SYSV_ERROR_HANDLING", "y", 0);
+  // Without an RDMA device UCX has no IB settings and would warn about them.
+  if (!HaveInfiniBand()) return;
   for (size_t i = 0; cfg != nullptr && i < cfg->num_params; ++i) {
-    const char *key = cfg->params[i].key;
-    const char *value = cfg->params[i].value;
-    const char *ucx_name = nullptr;
-    const char *env_name = nullptr;
-    if (strcmp(key, "rdma_traffic_class") == 0) {
-      ucx_name = "IB_TRAFFIC_CLASS";
-      env_name = "UCX_IB_TRAFFIC_CLASS";
-    } else if (strcmp(key, "rdma_service_level") == 0) {
-      ucx_name = "IB_SL";
-      env_name = "UCX_IB_SL";
-    }
-    if (ucx_name == nullptr || EnvSet(env_name)) continue;
-    // Without an InfiniBand transport in this UCX build the key does not exist.
-    ucs_status_t st = ucp_config_modify(config, ucx_name, value);
-    if (st != UCS_OK) {
-      ctx->Log(ADXL_PLUGIN_LOG_DEBUG, "UCX has no %s setting (%s); %s=%s not applied", ucx_name,
-               ucs_status_string(st), key, value);
-    }
+    if (strcmp(cfg->params[i].key, "rdma_traffic_class") == 0) setenv("UCX_IB_TRAFFIC_CLASS", cfg->params[i].value, 0);
+    if (strcmp(cfg->params[i].key, "rdma_service_level") == 0) setenv("UCX_IB_SL", cfg->params[i].value, 0);
   }
 }
 
@@ -213,6 +212,7 @@ int Open(const adxl_plugin_config_t *cfg, adxl_plugin_context_t **out) noexcept 
     ctx->log_fn = cfg->log;
     ctx->log_arg = cfg->log_arg;
   }
+  ApplyDefaults(cfg);
   ucp_config_t *config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) {
@@ -220,7 +220,6 @@ int Open(const adxl_plugin_config_t *cfg, adxl_plugin_context_t **out) noexcept 
     delete ctx;
     return FromUcs(st);
   }
-  ApplyDefaults(config, cfg, ctx);
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;

@@ -1,0 +1,171 @@
+// adxl_test_peer: an engine in its own process, driven line by line on stdin
+// by a test (tests/support/peer_process.h).  Every command prints exactly one
+// answer line on stdout: "ok ..." or "status <n>" or "err <why>".
+//
+//   init <name> [key=value ...]      Initialize
+//   alloc <bytes>                    aligned buffer, prints "ok <index> <addr>"
+//   reg <index> [offset len]         RegisterMem(host) of a buffer (or part); "ok <handle>"
+//   dereg <handle>                   DeregisterMem
+//   fill <index> <seed>              pattern fill of a whole buffer
+//   hash <index> <offset> <len>      "ok <fnv64>"
+//   byte <index> <offset>            "ok <value>"
+//   connect <remote> <timeout_ms>    Connect
+//   disconnect <remote> <timeout_ms> Disconnect
+//   write|read <remote> <timeout_ms> <local_index> <local_off> <remote_addr> <len>
+//   notify <remote> <name> <msg> <timeout_ms>
+//   notifies                         "ok <count> name=msg ..."
+//   finalize                         Finalize
+//   exit                             exit(0) without Finalize (like a crash, but clean stdout)
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "adxl/adxl_engine.h"
+#include "pattern.h"
+
+namespace {
+
+struct Buffer {
+  void *ptr = nullptr;
+  size_t len = 0;
+};
+
+int g_reply_fd = 1;
+
+// Answers go to the original stdout; everything else the process prints
+// (UCX logs to stdout by default) is moved to stderr in main().
+void Reply(const std::string &s) {
+  std::string l = s + "\n";
+  ssize_t n = write(g_reply_fd, l.data(), l.size());
+  (void)n;
+}
+
+void ReplyStatus(adxl::Status st) { Reply(st == adxl::SUCCESS ? "ok" : "status " + std::to_string(st)); }
+
+}  // namespace
+
+int main() {
+  g_reply_fd = dup(1);
+  dup2(2, 1);
+  adxl::AdxlEngine engine;
+  std::vector<Buffer> buffers;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    std::istringstream in(line);
+    std::string cmd;
+    in >> cmd;
+    if (cmd == "init") {
+      std::string name, kv;
+      in >> name;
+      std::map<adxl::AscendString, adxl::AscendString> opts;
+      while (in >> kv) {
+        size_t eq = kv.find('=');
+        opts[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
+      }
+      ReplyStatus(engine.Initialize(name.c_str(), opts));
+    } else if (cmd == "alloc") {
+      size_t len = 0;
+      in >> len;
+      void *p = nullptr;
+      if (posix_memalign(&p, 4096, len) != 0) {
+        Reply("err alloc");
+        continue;
+      }
+      buffers.push_back({p, len});
+      Reply("ok " + std::to_string(buffers.size() - 1) + " " + std::to_string(reinterpret_cast<uintptr_t>(p)));
+    } else if (cmd == "reg") {
+      size_t idx = 0, off = 0, len = 0;
+      in >> idx;
+      if (idx >= buffers.size()) {
+        Reply("err index");
+        continue;
+      }
+      len = buffers[idx].len;
+      in >> off >> len;
+      adxl::MemDesc d{};
+      d.addr = reinterpret_cast<uintptr_t>(buffers[idx].ptr) + off;
+      d.len = len;
+      adxl::MemHandle h = nullptr;
+      adxl::Status st = engine.RegisterMem(d, adxl::MEM_HOST, h);
+      if (st == adxl::SUCCESS) {
+        Reply("ok " + std::to_string(reinterpret_cast<uintptr_t>(h)));
+      } else {
+        ReplyStatus(st);
+      }
+    } else if (cmd == "dereg") {
+      uintptr_t h = 0;
+      in >> h;
+      ReplyStatus(engine.DeregisterMem(reinterpret_cast<adxl::MemHandle>(h)));
+    } else if (cmd == "fill") {
+      size_t idx = 0;
+      uint64_t seed = 0;
+      in >> idx >> seed;
+      if (idx >= buffers.size()) {
+        Reply("err index");
+        continue;
+      }
+      adxl_test::FillPattern(buffers[idx].ptr, buffers[idx].len, seed);
+      Reply("ok");
+    } else if (cmd == "hash" || cmd == "byte") {
+      size_t idx = 0, off = 0, len = 1;
+      in >> idx >> off;
+      if (cmd == "hash") in >> len;
+      if (idx >= buffers.size() || off + len > buffers[idx].len) {
+        Reply("err range");
+        continue;
+      }
+      const uint8_t *p = static_cast<const uint8_t *>(buffers[idx].ptr) + off;
+      Reply("ok " + std::to_string(cmd == "hash" ? adxl_test::Hash(p, len) : p[0]));
+    } else if (cmd == "connect" || cmd == "disconnect") {
+      std::string remote;
+      int32_t timeout = 0;
+      in >> remote >> timeout;
+      ReplyStatus(cmd == "connect" ? engine.Connect(remote.c_str(), timeout)
+                                   : engine.Disconnect(remote.c_str(), timeout));
+    } else if (cmd == "write" || cmd == "read") {
+      std::string remote;
+      int32_t timeout = 0;
+      size_t idx = 0, off = 0, len = 0;
+      uintptr_t raddr = 0;
+      in >> remote >> timeout >> idx >> off >> raddr >> len;
+      if (idx >= buffers.size()) {
+        Reply("err index");
+        continue;
+      }
+      adxl::TransferOpDesc d{reinterpret_cast<uintptr_t>(buffers[idx].ptr) + off, raddr, len};
+      ReplyStatus(engine.TransferSync(remote.c_str(), cmd == "write" ? adxl::WRITE : adxl::READ, {d}, timeout));
+    } else if (cmd == "notify") {
+      std::string remote, name, msg;
+      int32_t timeout = 0;
+      in >> remote >> name >> msg >> timeout;
+      adxl::NotifyDesc n{name.c_str(), msg.c_str()};
+      ReplyStatus(engine.SendNotify(remote.c_str(), n, timeout));
+    } else if (cmd == "notifies") {
+      std::vector<adxl::NotifyDesc> got;
+      adxl::Status st = engine.GetNotifies(got);
+      if (st != adxl::SUCCESS) {
+        ReplyStatus(st);
+        continue;
+      }
+      std::string out = "ok " + std::to_string(got.size());
+      for (const auto &n : got) out += std::string(" ") + n.name.GetString() + "=" + n.notify_msg.GetString();
+      Reply(out);
+    } else if (cmd == "finalize") {
+      engine.Finalize();
+      Reply("ok");
+    } else if (cmd == "exit") {
+      Reply("ok");
+      _exit(0);
+    } else {
+      Reply("err unknown command '" + cmd + "'");
+    }
+  }
+  return 0;
+}

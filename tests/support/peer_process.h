@@ -1,0 +1,123 @@
+// PeerProcess: a real engine in a separate process (adxl_test_peer), driven
+// from a test through pipes.  Also FreePort(), for engine names.
+#ifndef ADXL_TESTS_SUPPORT_PEER_PROCESS_H_
+#define ADXL_TESTS_SUPPORT_PEER_PROCESS_H_
+
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#ifndef ADXL_TEST_PEER_PATH
+#error "ADXL_TEST_PEER_PATH must name the adxl_test_peer binary"
+#endif
+
+namespace adxl_test {
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+inline uint16_t FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+inline std::string LoopbackName(uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
+
+class PeerProcess {
+ public:
+  // Starts the peer with extra environment entries ("K=V").
+  explicit PeerProcess(const std::vector<std::string> &env = {}) {
+    int in[2], out[2];
+    if (pipe(in) != 0 || pipe(out) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(in[0], 0);
+      dup2(out[1], 1);
+      close(in[1]);
+      close(out[0]);
+      for (const auto &e : env) putenv(strdup(e.c_str()));
+      execl(ADXL_TEST_PEER_PATH, ADXL_TEST_PEER_PATH, static_cast<char *>(nullptr));
+      _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    to_ = in[1];
+    from_ = out[0];
+  }
+  ~PeerProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (to_ >= 0) close(to_);
+    if (from_ >= 0) close(from_);
+  }
+  PeerProcess(const PeerProcess &) = delete;
+  PeerProcess &operator=(const PeerProcess &) = delete;
+
+  pid_t pid() const { return pid_; }
+
+  // Sends one command and returns its answer line ("" on timeout / death).
+  std::string Command(const std::string &line, int timeout_ms = 20000) {
+    std::string l = line + "\n";
+    if (write(to_, l.data(), l.size()) != static_cast<ssize_t>(l.size())) return "";
+    return ReadLine(timeout_ms);
+  }
+  // Convenience: the answer's words after "ok".
+  std::vector<std::string> Ok(const std::string &line) {
+    std::istringstream in(Command(line));
+    std::vector<std::string> words;
+    std::string w;
+    in >> w;
+    if (w != "ok") return {};
+    while (in >> w) words.push_back(w);
+    return words;
+  }
+
+  void Signal(int sig) { kill(pid_, sig); }
+  void KillAndWait() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+ private:
+  std::string ReadLine(int timeout_ms) {
+    while (true) {
+      size_t nl = buf_.find('\n');
+      if (nl != std::string::npos) {
+        std::string l = buf_.substr(0, nl);
+        buf_.erase(0, nl + 1);
+        return l;
+      }
+      pollfd p{from_, POLLIN, 0};
+      if (poll(&p, 1, timeout_ms) <= 0) return "";
+      char tmp[4096];
+      ssize_t n = read(from_, tmp, sizeof(tmp));
+      if (n <= 0) return "";
+      buf_.append(tmp, static_cast<size_t>(n));
+    }
+  }
+
+  pid_t pid_ = -1;
+  int to_ = -1;
+  int from_ = -1;
+  std::string buf_;
+};
+
+}  // namespace adxl_test
+
+#endif  // ADXL_TESTS_SUPPORT_PEER_PROCESS_H_
