@@ -41,6 +41,10 @@ Status AdxlEngine::SendNotify(const AscendString &remote_engine, const NotifyDes
 }
 Status AdxlEngine::GetNotifies(std::vector<NotifyDesc> &notifies) { return impl_->GetNotifies(notifies); }
 
+Status ext::GetLinkInfo(AdxlEngine &engine, const AscendString &remote_engine, ext::LinkInfo &info) {
+  return engine.impl_->GetLinkInfo(remote_engine, info);
+}
+
 Status AdxlEngine::GetCapability(FeatureType feature_type, int32_t &value) {
   if (static_cast<int32_t>(feature_type) < 0) {
     ADXL_ERROR("GetCapability: negative feature %d", static_cast<int32_t>(feature_type));

@@ -329,8 +329,8 @@ Status AdxlEngine::AdxlEngineImpl::ConnectOnce(const std::shared_ptr<Link> &link
   }
   auto conn = std::make_shared<ControlConn>(std::move(fd), ControlConn::Role::kClient, remote);
   link->conn = conn;
-  auto io_status = [&](const char *what) {
-    bool late = Clock::now() >= deadline;
+  auto io_status = [&](const char *what, NetResult r = NetResult::kError) {
+    bool late = r == NetResult::kTimeout || Clock::now() >= deadline;
     ADXL_ERROR("Connect to '%s': %s %s", remote.c_str(), what, late ? "timed out" : "failed (peer closed?)");
     return late ? TIMEOUT : FAILED;
   };
@@ -338,9 +338,8 @@ Status AdxlEngine::AdxlEngineImpl::ConnectOnce(const std::shared_ptr<Link> &link
   // Read exactly the HelloAck frame; anything after it stays in the socket
   // for the control thread.
   std::string frame(wire::kHeaderSize, '\0');
-  if (RecvExact(conn->fd(), frame.data(), frame.size(), deadline) != NetResult::kOk) {
-    return io_status("handshake");
-  }
+  nr = RecvExact(conn->fd(), frame.data(), frame.size(), deadline);
+  if (nr != NetResult::kOk) return io_status("handshake", nr);
   uint32_t len = 0;
   memcpy(&len, frame.data() + 8, sizeof(len));  // little-endian hosts only (x86-64, aarch64)
   if (len > wire::kMaxPayload) {
@@ -348,9 +347,8 @@ Status AdxlEngine::AdxlEngineImpl::ConnectOnce(const std::shared_ptr<Link> &link
     return FAILED;
   }
   frame.resize(wire::kHeaderSize + len);
-  if (RecvExact(conn->fd(), frame.data() + wire::kHeaderSize, len, deadline) != NetResult::kOk) {
-    return io_status("handshake");
-  }
+  nr = RecvExact(conn->fd(), frame.data() + wire::kHeaderSize, len, deadline);
+  if (nr != NetResult::kOk) return io_status("handshake", nr);
   wire::FrameReader reader;
   reader.Feed(frame.data(), frame.size());
   wire::Message msg;
@@ -624,9 +622,9 @@ Status AdxlEngine::AdxlEngineImpl::GetTransferStatus(const TransferReq &req, Tra
     }
     AsyncRequest &r = *it->second;
     if (r.link->disconnected()) {
-      requests_.erase(it);
       ADXL_ERROR("GetTransferStatus: request %" PRIu64 " to '%s' ended: the link was disconnected", id,
                  r.link->remote().c_str());
+      requests_.erase(it);
       return NOT_CONNECTED;
     }
     if (r.batch->Test() == ADXL_PLUGIN_IN_PROGRESS) {
@@ -705,6 +703,21 @@ Status AdxlEngine::AdxlEngineImpl::GetNotifies(std::vector<NotifyDesc> &notifies
     got.swap(notifies_);
   }
   notifies.insert(notifies.end(), std::make_move_iterator(got.begin()), std::make_move_iterator(got.end()));
+  return SUCCESS;
+}
+
+Status AdxlEngine::AdxlEngineImpl::GetLinkInfo(const AscendString &remote, ext::LinkInfo &info) {
+  std::shared_lock<std::shared_mutex> life(life_mu_);
+  if (!initialized_.load()) return FAILED;
+  std::shared_ptr<Link> link = FindLink(remote.GetString());
+  if (!link || link->state() == LinkState::kConnecting) return NOT_CONNECTED;
+  info.same_node = link->peer_node_id == node_id_;
+  info.lane = info.same_node ? "hccs" : "rdma";
+  info.transports = link->transports;
+  info.failed = link->state() == LinkState::kFailed;
+  info.bytes_read = link->bytes_read.load();
+  info.bytes_written = link->bytes_written.load();
+  info.ops = link->ops.load();
   return SUCCESS;
 }
 

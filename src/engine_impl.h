@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "adxl/adxl_engine.h"
+#include "adxl/adxl_ext.h"
 #include "control.h"
 #include "engine_name.h"
 #include "link.h"
@@ -57,6 +58,7 @@ class AdxlEngine::AdxlEngineImpl : public ControlHandler {
   Status GetTransferStatus(const TransferReq &req, TransferStatus &status);
   Status SendNotify(const AscendString &remote, const NotifyDesc &notify, int32_t timeout_ms);
   Status GetNotifies(std::vector<NotifyDesc> &notifies);
+  Status GetLinkInfo(const AscendString &remote, ext::LinkInfo &info);
 
   // ControlHandler (control thread).
   void OnMessage(const std::shared_ptr<ControlConn> &conn, wire::Message &msg) override;

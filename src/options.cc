@@ -143,8 +143,9 @@ bool ParseOptions(const std::map<std::string, std::string> &options, EngineOptio
 
   const char *env_tc = getenv("HCCL_RDMA_TC");
   const std::string *tc = Find(options, "RdmaTrafficClass");
+  // Given as an option (even empty) it must be valid; an empty variable is unset.
   std::string tc_text = tc != nullptr ? *tc : (env_tc != nullptr ? env_tc : "");
-  if (!tc_text.empty()) {
+  if (tc != nullptr || !tc_text.empty()) {
     if (!ParseInt(tc_text, 0, 255, &n) || n % 4 != 0) {
       *why = "RdmaTrafficClass '" + tc_text + "': expected an integer in [0,255] that is a multiple of 4" +
              (tc == nullptr ? " (from HCCL_RDMA_TC)" : "");
@@ -155,7 +156,7 @@ bool ParseOptions(const std::map<std::string, std::string> &options, EngineOptio
   const char *env_sl = getenv("HCCL_RDMA_SL");
   const std::string *sl = Find(options, "RdmaServiceLevel");
   std::string sl_text = sl != nullptr ? *sl : (env_sl != nullptr ? env_sl : "");
-  if (!sl_text.empty()) {
+  if (sl != nullptr || !sl_text.empty()) {
     if (!ParseInt(sl_text, 0, 7, &n)) {
       *why = "RdmaServiceLevel '" + sl_text + "': expected an integer in [0,7]" +
              (sl == nullptr ? " (from HCCL_RDMA_SL)" : "");

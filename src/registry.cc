@@ -1,11 +1,15 @@
 #include "registry.h"
 
+#include "transport.h"
+
 namespace adxl {
 namespace {
 
 int Index(MemType t) { return t == MEM_DEVICE ? 0 : 1; }
 
 }  // namespace
+
+LocalRegion::~LocalRegion() = default;
 
 Status Registry::Check(uintptr_t addr, size_t len, MemType type, std::shared_ptr<LocalRegion> *existing,
                        std::string *why) const {

@@ -28,6 +28,7 @@ struct LocalRegion {
   MemType type = MEM_HOST;
   uint32_t refs = 1;  // registrations of this identical range
   std::unique_ptr<TransportMem> mem;  // null in unit tests
+  ~LocalRegion();  // out of line: TransportMem is complete only in registry.cc
 };
 
 class Registry {

@@ -27,6 +27,12 @@
 
 namespace adxl {
 
+class AdxlEngine;
+namespace ext {  // extensions of this implementation: include/adxl/adxl_ext.h
+struct LinkInfo;
+Status GetLinkInfo(AdxlEngine &engine, const AscendString &remote_engine, LinkInfo &info);
+}  // namespace ext
+
 class ASCEND_FUNC_VISIBILITY AdxlEngine {
  public:
   AdxlEngine();
@@ -63,6 +69,7 @@ class ASCEND_FUNC_VISIBILITY AdxlEngine {
   static Status GetCapability(FeatureType feature_type, int32_t &value);
 
  private:
+  friend Status ext::GetLinkInfo(AdxlEngine &, const AscendString &, ext::LinkInfo &);
   class AdxlEngineImpl;
   std::unique_ptr<AdxlEngineImpl> impl_;
 };

@@ -187,22 +187,40 @@ bool HaveInfiniBand() {
   return any;
 }
 
-// Our defaults for UCX settings, applied only where the user set nothing
-// (setenv without overwrite: a UCX_* variable of the user always wins).
-// Transport-level settings must go through the environment: UCX reads them
-// when it opens each transport, after ucp_config_modify() could apply them.
-void ApplyDefaults(const adxl_plugin_config_t *cfg) {
-  // Shared-memory transports refuse endpoints with peer error handling unless
-  // told to watch the peer process; we need both (DESIGN.md).
-  setenv("UCX_POSIX_ERROR_HANDLING", "y", 0);
-  setenv("UCX_SYSV_ERROR_HANDLING", "y", 0);
-  // Without an RDMA device UCX has no IB settings and would warn about them.
-  if (!HaveInfiniBand()) return;
-  for (size_t i = 0; cfg != nullptr && i < cfg->num_params; ++i) {
-    if (strcmp(cfg->params[i].key, "rdma_traffic_class") == 0) setenv("UCX_IB_TRAFFIC_CLASS", cfg->params[i].value, 0);
-    if (strcmp(cfg->params[i].key, "rdma_service_level") == 0) setenv("UCX_IB_SL", cfg->params[i].value, 0);
+// Our defaults for UCX settings, applied only where the user set nothing: a
+// UCX_* variable of the user always wins.  Transport-level settings are read
+// from the environment when UCX opens each transport (ucp_config_modify does
+// not reach them), so they are set for the duration of ucp_init and worker
+// creation and removed again, so that child processes do not inherit them.
+class ScopedUcxDefaults {
+ public:
+  explicit ScopedUcxDefaults(const adxl_plugin_config_t *cfg) {
+    // Shared-memory transports refuse endpoints with peer error handling
+    // unless told to watch the peer process; we need both (DESIGN.md).
+    const char *tls = getenv("UCX_TLS");
+    auto may_use = [tls](const char *t) { return tls == nullptr || strstr(tls, "all") || strstr(tls, "sm") || strstr(tls, t); };
+    if (may_use("posix")) Set("UCX_POSIX_ERROR_HANDLING", "y");
+    if (may_use("sysv")) Set("UCX_SYSV_ERROR_HANDLING", "y");
+    // Without an RDMA device UCX has no IB settings and would warn about them.
+    if (!HaveInfiniBand()) return;
+    for (size_t i = 0; cfg != nullptr && i < cfg->num_params; ++i) {
+      if (strcmp(cfg->params[i].key, "rdma_traffic_class") == 0) Set("UCX_IB_TRAFFIC_CLASS", cfg->params[i].value);
+      if (strcmp(cfg->params[i].key, "rdma_service_level") == 0) Set("UCX_IB_SL", cfg->params[i].value);
+    }
   }
-}
+  ~ScopedUcxDefaults() {
+    for (size_t i = 0; i < set_count_; ++i) unsetenv(set_[i]);
+  }
+
+ private:
+  void Set(const char *name, const char *value) {
+    if (getenv(name) != nullptr || set_count_ == 4) return;
+    setenv(name, value, 0);
+    set_[set_count_++] = name;
+  }
+  const char *set_[4] = {};
+  size_t set_count_ = 0;
+};
 
 int Open(const adxl_plugin_config_t *cfg, adxl_plugin_context_t **out) noexcept {
   if (out == nullptr) return ADXL_PLUGIN_ERR_INVALID;
@@ -212,7 +230,7 @@ int Open(const adxl_plugin_config_t *cfg, adxl_plugin_context_t **out) noexcept 
     ctx->log_fn = cfg->log;
     ctx->log_arg = cfg->log_arg;
   }
-  ApplyDefaults(cfg);
+  ScopedUcxDefaults defaults(cfg);
   ucp_config_t *config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) {

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds in build/, runs the whole test suite with
+# ctest.  Exits non-zero on any failure, and when no test ran.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+adxl_build
+cd "$BUILD_DIR"
+# Serial: several tests time heartbeats and deadlines on a 2-core machine.
+ctest --output-on-failure --no-tests=error "$@"
