@@ -7,3 +7,4 @@ adxl_build
 cd "$BUILD_DIR"
 # Serial: several tests time heartbeats and deadlines on a 2-core machine.
 ctest --output-on-failure --no-tests=error "$@"
+"$ADXL_ROOT/scripts/fuzz.sh"

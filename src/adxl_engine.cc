@@ -2,7 +2,10 @@
 // implements the static helpers.
 #include "adxl/adxl_engine.h"
 
+#include <string>
+
 #include "engine_impl.h"
+#include "host_memory.h"
 #include "log.h"
 
 namespace adxl {
@@ -60,18 +63,29 @@ Status AdxlEngine::MallocMem(MemType type, size_t size, void **ptr) {
     ADXL_ERROR("MallocMem: %s", size == 0 ? "size 0" : ptr == nullptr ? "null ptr" : "unknown memory type");
     return PARAM_INVALID;
   }
-  ADXL_ERROR("MallocMem: not supported yet (NUMA-placed shareable memory comes with the lanes work)");
-  return UNSUPPORTED;
+  if (type == MEM_DEVICE) {
+    ADXL_ERROR("MallocMem(MEM_DEVICE): no device runtime in this build (device memory needs the accelerator's "
+               "runtime allocator, e.g. CANN aclrtMalloc)");
+    return UNSUPPORTED;
+  }
+  std::string why;
+  Status s = HostAlloc(size, ptr, &why);
+  if (s != SUCCESS) ADXL_ERROR("MallocMem(MEM_HOST, %zu): %s", size, why.c_str());
+  return s;
 }
 
-Status AdxlEngine::ExportToShareableHandle(void *addr, ShareableHandle &) {
-  ADXL_ERROR("ExportToShareableHandle(%p): not a live MallocMem block", addr);
-  return PARAM_INVALID;
+Status AdxlEngine::ExportToShareableHandle(void *addr, ShareableHandle &handle) {
+  std::string why;
+  Status s = HostExport(addr, &handle, &why);
+  if (s != SUCCESS) ADXL_ERROR("ExportToShareableHandle(%p): %s", addr, why.c_str());
+  return s;
 }
 
 Status AdxlEngine::FreeMem(void *ptr) {
-  ADXL_ERROR("FreeMem(%p): not a live MallocMem block", ptr);
-  return PARAM_INVALID;
+  std::string why;
+  Status s = HostFree(ptr, &why);
+  if (s != SUCCESS) ADXL_ERROR("FreeMem(%p): %s", ptr, why.c_str());
+  return s;
 }
 
 }  // namespace adxl

@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <cstring>
 
+#include "lane_select.h"
 #include "log.h"
 #include "node_id.h"
 
@@ -363,10 +364,17 @@ Status AdxlEngine::AdxlEngineImpl::ConnectOnce(const std::shared_ptr<Link> &link
                remote.c_str(), remote.c_str());
     return FAILED;
   }
+  const bool same_node = ack->node_id == node_id_;
+  const uint32_t lanes = AllowedLanes(same_node, options_.protocols);
+  if (lanes == 0) {
+    ADXL_ERROR("Connect to '%s': no lane allowed by comm_resource_config.protocol_desc reaches a peer on %s node",
+               remote.c_str(), same_node ? "the same" : "another");
+    return FAILED;
+  }
   std::shared_ptr<Endpoint> ep;
-  int rc = Endpoint::Create(transport_, ack->transport_address, &ep);
+  int rc = Endpoint::Create(transport_, ack->transport_address, lanes, &ep);
   if (rc != ADXL_PLUGIN_OK) {
-    ADXL_ERROR("Connect to '%s': transport endpoint creation failed (status %d)", remote.c_str(), rc);
+    ADXL_ERROR("Connect to '%s': no allowed lane reaches the peer (transport status %d)", remote.c_str(), rc);
     return FAILED;
   }
   link->endpoint = ep;
@@ -398,8 +406,8 @@ Status AdxlEngine::AdxlEngineImpl::ConnectOnce(const std::shared_ptr<Link> &link
     ADXL_ERROR("Connect to '%s': the peer closed the connection during the handshake", remote.c_str());
     return FAILED;
   }
-  ADXL_INFO("Connect: linked to '%s' (%s node, %zu regions) over %s", remote.c_str(),
-            link->peer_node_id == node_id_ ? "same" : "other", ack->regions.size(), link->transports.c_str());
+  ADXL_INFO("Connect: linked to '%s' (%s node, %zu regions) on the %s lane over %s", remote.c_str(),
+            same_node ? "same" : "other", ack->regions.size(), LaneName(ep->lane()), link->transports.c_str());
   return SUCCESS;
 }
 
@@ -712,7 +720,7 @@ Status AdxlEngine::AdxlEngineImpl::GetLinkInfo(const AscendString &remote, ext::
   std::shared_ptr<Link> link = FindLink(remote.GetString());
   if (!link || link->state() == LinkState::kConnecting) return NOT_CONNECTED;
   info.same_node = link->peer_node_id == node_id_;
-  info.lane = info.same_node ? "hccs" : "rdma";
+  info.lane = LaneName(link->endpoint ? link->endpoint->lane() : 0);
   info.transports = link->transports;
   info.failed = link->state() == LinkState::kFailed;
   info.bytes_read = link->bytes_read.load();

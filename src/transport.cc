@@ -77,11 +77,14 @@ int TransportMem::Register(std::shared_ptr<Transport> t, void *addr, size_t len,
 
 TransportMem::~TransportMem() { t_->ops().mem_dereg(t_->ctx(), mem_); }
 
-int Endpoint::Create(std::shared_ptr<Transport> t, const std::string &address, std::shared_ptr<Endpoint> *out) {
+int Endpoint::Create(std::shared_ptr<Transport> t, const std::string &address, uint32_t lanes,
+                     std::shared_ptr<Endpoint> *out) {
   adxl_plugin_ep_t *ep = nullptr;
-  int rc = t->ops().ep_create(t->ctx(), address.data(), address.size(), &ep);
+  int rc = t->ops().ep_create(t->ctx(), address.data(), address.size(), lanes, &ep);
   if (rc != ADXL_PLUGIN_OK) return rc;
+  const uint32_t lane = t->ops().ep_lane(ep);
   out->reset(new Endpoint(std::move(t), ep));
+  (*out)->lane_ = lane;
   return ADXL_PLUGIN_OK;
 }
 

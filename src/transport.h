@@ -75,13 +75,17 @@ class Batch {
 
 class Endpoint {
  public:
-  static int Create(std::shared_ptr<Transport> t, const std::string &address, std::shared_ptr<Endpoint> *out);
+  // Connects over the first lane of `lanes` (ADXL_PLUGIN_LANE_* mask) that
+  // reaches the peer.
+  static int Create(std::shared_ptr<Transport> t, const std::string &address, uint32_t lanes,
+                    std::shared_ptr<Endpoint> *out);
   ~Endpoint() { Cancel(); }
   // Posts a batch (count 0: flush only).  ERR_IO once cancelled.
   int Post(int op, const adxl_plugin_iov_t *iov, size_t count, std::unique_ptr<Batch> *out);
   // Force-closes the endpoint; idempotent.
   void Cancel();
   std::string Describe();
+  uint32_t lane() const { return lane_; }
   const std::shared_ptr<Transport> &transport() const { return t_; }
 
  private:
@@ -90,6 +94,7 @@ class Endpoint {
   std::shared_ptr<Transport> t_;
   std::shared_mutex mu_;
   adxl_plugin_ep_t *ep_;  // null once cancelled
+  uint32_t lane_ = 0;
 };
 
 class RemoteKey {

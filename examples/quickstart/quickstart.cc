@@ -47,7 +47,13 @@ int main(int argc, char **argv) {
   int up[2], down[2];
   if (pipe(up) != 0 || pipe(down) != 0) return 1;
   pid_t child = fork();
-  if (child == 0) _exit(RunTarget(target, up[1], down[0]));
+  if (child == 0) {
+    close(up[0]);
+    close(down[1]);  // so that the target sees EOF if the initiator dies
+    _exit(RunTarget(target, up[1], down[0]));
+  }
+  close(up[1]);
+  close(down[0]);
 
   uintptr_t remote = 0;
   if (read(up[0], &remote, sizeof(remote)) != sizeof(remote)) return 1;

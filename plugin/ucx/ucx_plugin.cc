@@ -1,4 +1,9 @@
-// The UCX transport plugin: the ADXL plugin ABI (include/adxl/plugin) on UCP.
+// The UCX transport plugin: the ADXL plugin ABI (include/adxl/plugin) on UCX.
+//
+// Lanes: HCCS (same node) is UCT cross-memory attach (cma_lane.h), truly
+// one-sided; RDMA (network) is UCP over whatever UCX selects (verbs where a
+// NIC exists, TCP otherwise).  Addresses and packed keys carry both parts:
+// [u32 len][UCP part][u32 len][cma part].
 //
 //  - one UCP context and one multi-threaded worker per plugin context;
 //  - registrations are ucp_mem_map'ed user memory, keys packed with
@@ -16,6 +21,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cinttypes>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -24,10 +30,12 @@
 #include <new>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <ucp/api/ucp.h>
 
 #include "adxl/plugin/adxl_plugin.h"
+#include "cma_lane.h"
 
 namespace {
 
@@ -36,6 +44,7 @@ constexpr int kCloseTimeoutMs = 2000;  // bound on a graceful endpoint close
 }  // namespace
 
 struct adxl_plugin_context {
+  CmaLane cma;
   ucp_context_h ucp = nullptr;
   ucp_worker_h worker = nullptr;
   bool device_memory = false;
@@ -64,16 +73,23 @@ struct adxl_plugin_context {
 
 struct adxl_plugin_mem {
   ucp_mem_h memh = nullptr;
+  uct_mem_h cma_memh = UCT_MEM_HANDLE_NULL;
+  bool cma_ok = false;
+  std::string cma_key;  // packed at registration
 };
 
 struct adxl_plugin_ep {
   adxl_plugin_context *ctx = nullptr;
-  ucp_ep_h ep = nullptr;
+  uint32_t lane = ADXL_PLUGIN_LANE_RDMA;
+  ucp_ep_h ep = nullptr;      // RDMA lane
+  uct_ep_h cma_ep = nullptr;  // HCCS lane
   std::atomic<int> failed{ADXL_PLUGIN_OK};
 };
 
 struct adxl_plugin_rkey {
-  ucp_rkey_h rkey = nullptr;
+  adxl_plugin_context *ctx = nullptr;  // not the endpoint: keys may outlive it
+  ucp_rkey_h rkey = nullptr;  // RDMA lane
+  uct_rkey_bundle_t cma{};    // HCCS lane
 };
 
 // Shared by the engine (until release) and the pending flush (until its
@@ -249,6 +265,13 @@ int Open(const adxl_plugin_config_t *cfg, adxl_plugin_context_t **out) noexcept 
     delete ctx;
     return FromUcs(st);
   }
+  std::string cma_why;
+  try {
+    if (!ctx->cma.Open(&cma_why)) {
+      ctx->Log(ADXL_PLUGIN_LOG_INFO, "HCCS lane unavailable: %s; same-node peers use the RDMA lane", cma_why.c_str());
+    }
+  } catch (...) {
+  }
   ucp_context_attr_t cattr{};
   cattr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
   if (ucp_context_query(ctx->ucp, &cattr) == UCS_OK) {
@@ -324,15 +347,44 @@ int CopyOut(const void *src, size_t n, void *buf, size_t *len) {
   return ADXL_PLUGIN_OK;
 }
 
+// [u32 length][bytes] framing of the two parts of addresses and keys.
+void AppendPart(std::string *out, const void *data, size_t len) {
+  uint32_t n = static_cast<uint32_t>(len);
+  out->append(reinterpret_cast<const char *>(&n), sizeof(n));
+  out->append(static_cast<const char *>(data), len);
+}
+
+bool SplitParts(const void *blob, size_t len, std::string *first, std::string *second) {
+  const char *p = static_cast<const char *>(blob);
+  const char *end = p + len;
+  for (std::string *part : {first, second}) {
+    uint32_t n = 0;
+    if (end - p < static_cast<ptrdiff_t>(sizeof(n))) return false;
+    memcpy(&n, p, sizeof(n));
+    p += sizeof(n);
+    if (static_cast<size_t>(end - p) < n) return false;
+    part->assign(p, n);
+    p += n;
+  }
+  return p == end;
+}
+
 int GetAddress(adxl_plugin_context_t *ctx, void *buf, size_t *len) noexcept {
   if (ctx == nullptr || len == nullptr) return ADXL_PLUGIN_ERR_INVALID;
   ucp_address_t *addr = nullptr;
   size_t n = 0;
   ucs_status_t st = ucp_worker_get_address(ctx->worker, &addr, &n);
   if (st != UCS_OK) return FromUcs(st);
-  int rc = CopyOut(addr, n, buf, len);
+  std::string blob;
+  try {
+    AppendPart(&blob, addr, n);
+    AppendPart(&blob, ctx->cma.address().data(), ctx->cma.address().size());
+  } catch (...) {
+    ucp_worker_release_address(ctx->worker, addr);
+    return ADXL_PLUGIN_ERR_NO_RESOURCE;
+  }
   ucp_worker_release_address(ctx->worker, addr);
-  return rc;
+  return CopyOut(blob.data(), blob.size(), buf, len);
 }
 
 int MemReg(adxl_plugin_context_t *ctx, void *addr, size_t len, int mem_type, adxl_plugin_mem_t **out) noexcept {
@@ -355,6 +407,15 @@ int MemReg(adxl_plugin_context_t *ctx, void *addr, size_t len, int mem_type, adx
     delete mem;
     return FromUcs(st);
   }
+  if (mem_type == ADXL_PLUGIN_MEM_HOST) {
+    std::string why;
+    try {
+      mem->cma_ok = ctx->cma.Register(addr, len, &mem->cma_memh, &mem->cma_key, &why);
+      if (!mem->cma_ok) ctx->Log(ADXL_PLUGIN_LOG_WARN, "%s: the HCCS lane cannot reach this region", why.c_str());
+    } catch (...) {
+      mem->cma_ok = false;
+    }
+  }
   *out = mem;
   return ADXL_PLUGIN_OK;
 }
@@ -365,26 +426,61 @@ int MemPack(adxl_plugin_context_t *ctx, adxl_plugin_mem_t *mem, void *buf, size_
   size_t n = 0;
   ucs_status_t st = ucp_rkey_pack(ctx->ucp, mem->memh, &packed, &n);
   if (st != UCS_OK) return FromUcs(st);
-  int rc = CopyOut(packed, n, buf, len);
+  std::string blob;
+  int rc = ADXL_PLUGIN_OK;
+  try {
+    AppendPart(&blob, packed, n);
+    // A leading flag says whether the HCCS lane can reach the region at all.
+    std::string cma_part(1, mem->cma_ok ? '\1' : '\0');
+    cma_part += mem->cma_key;
+    AppendPart(&blob, cma_part.data(), cma_part.size());
+  } catch (...) {
+    rc = ADXL_PLUGIN_ERR_NO_RESOURCE;
+  }
   ucp_rkey_buffer_release(packed);
-  return rc;
+  return rc == ADXL_PLUGIN_OK ? CopyOut(blob.data(), blob.size(), buf, len) : rc;
 }
 
 void MemDereg(adxl_plugin_context_t *ctx, adxl_plugin_mem_t *mem) noexcept {
   if (ctx == nullptr || mem == nullptr) return;
+  if (mem->cma_ok) ctx->cma.Deregister(mem->cma_memh);
   ucp_mem_unmap(ctx->ucp, mem->memh);
   delete mem;
 }
 
-int EpCreate(adxl_plugin_context_t *ctx, const void *address, size_t len, adxl_plugin_ep_t **out) noexcept {
+int EpCreate(adxl_plugin_context_t *ctx, const void *address, size_t len, uint32_t lanes,
+             adxl_plugin_ep_t **out) noexcept {
   if (ctx == nullptr || address == nullptr || len == 0 || out == nullptr) return ADXL_PLUGIN_ERR_INVALID;
+  std::string ucp_addr, cma_addr;
+  try {
+    if (!SplitParts(address, len, &ucp_addr, &cma_addr)) {
+      ctx->Log(ADXL_PLUGIN_LOG_ERROR, "malformed peer address (%zu bytes)", len);
+      return ADXL_PLUGIN_ERR_INVALID;
+    }
+  } catch (...) {
+    return ADXL_PLUGIN_ERR_NO_RESOURCE;
+  }
   auto *ep = new (std::nothrow) adxl_plugin_ep();
   if (ep == nullptr) return ADXL_PLUGIN_ERR_NO_RESOURCE;
   ep->ctx = ctx;
+  if (lanes & ADXL_PLUGIN_LANE_HCCS) {
+    ep->cma_ep = ctx->cma.Connect(cma_addr);
+    if (ep->cma_ep != nullptr) {
+      ep->lane = ADXL_PLUGIN_LANE_HCCS;
+      *out = ep;
+      return ADXL_PLUGIN_OK;
+    }
+    ctx->Log(ADXL_PLUGIN_LOG_INFO, "HCCS lane (cma) cannot reach the peer%s",
+             (lanes & ADXL_PLUGIN_LANE_RDMA) ? "; using the RDMA lane" : "");
+  }
+  if (!(lanes & ADXL_PLUGIN_LANE_RDMA) || ucp_addr.empty()) {
+    delete ep;
+    return ADXL_PLUGIN_ERR_UNSUPPORTED;
+  }
   ucp_ep_params_t p{};
   p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                  UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  p.address = static_cast<const ucp_address_t *>(address);
+  p.address = reinterpret_cast<const ucp_address_t *>(ucp_addr.data());
   p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
   p.err_handler.cb = EpError;
   p.err_handler.arg = ep;
@@ -394,28 +490,38 @@ int EpCreate(adxl_plugin_context_t *ctx, const void *address, size_t len, adxl_p
     delete ep;
     return FromUcs(st);
   }
+  ep->lane = ADXL_PLUGIN_LANE_RDMA;
   ctx->Wake();  // wire-up messages need progress
   *out = ep;
   return ADXL_PLUGIN_OK;
 }
 
+uint32_t EpLane(adxl_plugin_ep_t *ep) noexcept { return ep == nullptr ? 0 : ep->lane; }
+
 void EpDestroy(adxl_plugin_ep_t *ep, int force) noexcept {
   if (ep == nullptr) return;
   adxl_plugin_context *ctx = ep->ctx;
-  ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  p.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-  ucs_status_t st = WaitRequest(ctx, ucp_ep_close_nbx(ep->ep, &p), force ? -1 : kCloseTimeoutMs);
-  if (st != UCS_OK && !force) {
-    // A graceful close that did not finish (peer gone): drop what is left.
-    p.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    WaitRequest(ctx, ucp_ep_close_nbx(ep->ep, &p), -1);
+  if (ep->cma_ep != nullptr) ctx->cma.Disconnect(ep->cma_ep);  // nothing in flight: cma is synchronous
+  if (ep->ep != nullptr) {
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    ucs_status_t st = WaitRequest(ctx, ucp_ep_close_nbx(ep->ep, &p), force ? -1 : kCloseTimeoutMs);
+    if (st != UCS_OK && !force) {
+      // A graceful close that did not finish (peer gone): drop what is left.
+      p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+      WaitRequest(ctx, ucp_ep_close_nbx(ep->ep, &p), -1);
+    }
   }
   delete ep;
 }
 
 int EpDescribe(adxl_plugin_ep_t *ep, char *buf, size_t len) noexcept {
   if (ep == nullptr || buf == nullptr || len == 0) return ADXL_PLUGIN_ERR_INVALID;
+  if (ep->lane == ADXL_PLUGIN_LANE_HCCS) {
+    snprintf(buf, len, "cma/memory");
+    return ADXL_PLUGIN_OK;
+  }
   char *text = nullptr;
   size_t text_len = 0;
   FILE *f = open_memstream(&text, &text_len);
@@ -439,7 +545,7 @@ int EpDescribe(adxl_plugin_ep_t *ep, char *buf, size_t len) noexcept {
       std::string name(s, e);
       size_t dot = name.rfind('.');
       if (dot != std::string::npos) name.resize(dot);
-      if (!name.empty() && (out.empty() || (","+out+",").find("," + name + ",") == std::string::npos)) {
+      if (!name.empty() && ("," + out + ",").find("," + name + ",") == std::string::npos) {
         if (!out.empty()) out += ",";
         out += name;
       }
@@ -456,13 +562,37 @@ int EpDescribe(adxl_plugin_ep_t *ep, char *buf, size_t len) noexcept {
 
 int RkeyUnpack(adxl_plugin_ep_t *ep, const void *packed, size_t len, adxl_plugin_rkey_t **out) noexcept {
   if (ep == nullptr || packed == nullptr || len == 0 || out == nullptr) return ADXL_PLUGIN_ERR_INVALID;
+  std::string ucp_key, cma_part;
+  try {
+    if (!SplitParts(packed, len, &ucp_key, &cma_part) || cma_part.empty()) {
+      ep->ctx->Log(ADXL_PLUGIN_LOG_ERROR, "malformed remote key (%zu bytes)", len);
+      return ADXL_PLUGIN_ERR_INVALID;
+    }
+  } catch (...) {
+    return ADXL_PLUGIN_ERR_NO_RESOURCE;
+  }
   auto *rkey = new (std::nothrow) adxl_plugin_rkey();
   if (rkey == nullptr) return ADXL_PLUGIN_ERR_NO_RESOURCE;
-  ucs_status_t st = ucp_ep_rkey_unpack(ep->ep, packed, &rkey->rkey);
-  if (st != UCS_OK) {
-    ep->ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_ep_rkey_unpack: %s", ucs_status_string(st));
-    delete rkey;
-    return FromUcs(st);
+  rkey->ctx = ep->ctx;
+  if (ep->lane == ADXL_PLUGIN_LANE_HCCS) {
+    std::string why;
+    bool ok = false;
+    try {
+      ok = cma_part[0] == '\1' && ep->ctx->cma.Unpack(cma_part.substr(1), &rkey->cma, &why);
+    } catch (...) {
+    }
+    if (!ok) {
+      ep->ctx->Log(ADXL_PLUGIN_LOG_ERROR, "HCCS lane key: %s", why.empty() ? "region not reachable over cma" : why.c_str());
+      delete rkey;
+      return ADXL_PLUGIN_ERR_INVALID;
+    }
+  } else {
+    ucs_status_t st = ucp_ep_rkey_unpack(ep->ep, ucp_key.data(), &rkey->rkey);
+    if (st != UCS_OK) {
+      ep->ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_ep_rkey_unpack: %s", ucs_status_string(st));
+      delete rkey;
+      return FromUcs(st);
+    }
   }
   *out = rkey;
   return ADXL_PLUGIN_OK;
@@ -470,8 +600,37 @@ int RkeyUnpack(adxl_plugin_ep_t *ep, const void *packed, size_t len, adxl_plugin
 
 void RkeyDestroy(adxl_plugin_rkey_t *rkey) noexcept {
   if (rkey == nullptr) return;
-  ucp_rkey_destroy(rkey->rkey);
+  if (rkey->rkey != nullptr) ucp_rkey_destroy(rkey->rkey);
+  rkey->ctx->cma.Release(&rkey->cma);
   delete rkey;
+}
+
+// HCCS lane: every copy is a system call of this thread; the batch is
+// complete (or failed) when this returns.
+int PostCma(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t count, adxl_plugin_batch_t *batch) {
+  std::vector<CmaLane::Op> ops;
+  try {
+    ops.reserve(count);
+  } catch (...) {
+    batch->status.store(ADXL_PLUGIN_ERR_NO_RESOURCE);
+    return ADXL_PLUGIN_OK;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const adxl_plugin_iov_t &v = iov[i];
+    ops.push_back({reinterpret_cast<void *>(static_cast<uintptr_t>(v.local_addr)),
+                   v.local != nullptr ? v.local->cma_memh : UCT_MEM_HANDLE_NULL, v.length, v.remote_addr,
+                   v.remote->cma.rkey});
+  }
+  ucs_status_t st = ep->ctx->cma.Copy(op == ADXL_PLUGIN_PUT, ep->cma_ep, ops.data(), ops.size());
+  if (st != UCS_OK) {
+    ep->ctx->Log(ADXL_PLUGIN_LOG_ERROR, "cma %s batch of %zu operations failed: %s (peer gone?)",
+                 op == ADXL_PLUGIN_PUT ? "put" : "get", count, ucs_status_string(st));
+    ep->failed.store(ADXL_PLUGIN_ERR_IO);
+    batch->status.store(ADXL_PLUGIN_ERR_IO);
+    return ADXL_PLUGIN_OK;
+  }
+  batch->status.store(ADXL_PLUGIN_OK, std::memory_order_release);
+  return ADXL_PLUGIN_OK;
 }
 
 int Post(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t count,
@@ -482,6 +641,8 @@ int Post(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t coun
   if (failed != ADXL_PLUGIN_OK) return failed;
   auto *batch = new (std::nothrow) adxl_plugin_batch();
   if (batch == nullptr) return ADXL_PLUGIN_ERR_NO_RESOURCE;
+  *out = batch;
+  if (ep->lane == ADXL_PLUGIN_LANE_HCCS) return PostCma(ep, op, iov, count, batch);
   ucp_request_param_t p{};
   for (size_t i = 0; i < count; ++i) {
     const adxl_plugin_iov_t &v = iov[i];
@@ -515,7 +676,6 @@ int Post(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t coun
   } else {
     ep->ctx->Wake();  // the progress thread drives the flush when nobody polls
   }
-  *out = batch;
   return ADXL_PLUGIN_OK;
 }
 
@@ -536,7 +696,7 @@ int Progress(adxl_plugin_context_t *ctx) noexcept {
 const adxl_plugin_ops_t kOps = {
     ADXL_PLUGIN_ABI_VERSION, sizeof(adxl_plugin_ops_t), "ucx",
     Open, Close, Query, GetAddress, MemReg, MemPack, MemDereg,
-    EpCreate, EpDestroy, EpDescribe, RkeyUnpack, RkeyDestroy,
+    EpCreate, EpLane, EpDestroy, EpDescribe, RkeyUnpack, RkeyDestroy,
     Post, Test, Release, Progress,
 };
 

@@ -208,8 +208,11 @@ TEST_F(TransferTest, ManyAsyncRequestsCompleteWhileTheTargetCallsNothing) {
   EXPECT_EQ(done, reqs.size());
 }
 
+// A peer on "another host" over TCP: UCP RMA there needs the target to progress.
+const std::vector<std::string> kRemoteTcpPeer = {"ADXL_NODE_ID=another-host", "UCX_TLS=tcp"};
+
 TEST_F(TransferTest, AsyncRequestOnADisconnectedLinkIsNotConnected) {
-  StartPeer({"UCX_TLS=tcp"});  // emulated RMA: needs the target to progress
+  StartPeer(kRemoteTcpPeer);
   ASSERT_EQ(Connect(), SUCCESS);
   peer_->Signal(SIGSTOP);
   TransferReq req = nullptr;
@@ -225,7 +228,7 @@ TEST_F(TransferTest, AsyncRequestOnADisconnectedLinkIsNotConnected) {
 }
 
 TEST_F(TransferTest, DeadlineGivesTimeoutAndFailsTheLink) {
-  StartPeer({"UCX_TLS=tcp"});  // emulated RMA: a stopped target cannot complete it
+  StartPeer(kRemoteTcpPeer);
   ASSERT_EQ(Connect(), SUCCESS);
   FillPattern(local_.data(), local_.size(), 77);
   peer_->Signal(SIGSTOP);
@@ -237,6 +240,23 @@ TEST_F(TransferTest, DeadlineGivesTimeoutAndFailsTheLink) {
   EXPECT_EQ(engine_.Disconnect(peer_name_.c_str(), 1000), SUCCESS);
   ASSERT_EQ(Connect(), SUCCESS);
   EXPECT_EQ(Sync(WRITE, {{local_.addr(), remote_, 64}}), SUCCESS);
+}
+
+TEST_F(TransferTest, HccsLaneIsOneSidedAgainstAStoppedTarget) {
+  // Same node, default transports: the HCCS lane.  The target process is
+  // stopped, so only the initiator can move bytes.
+  peer_->Signal(SIGSTOP);
+  FillPattern(local_.data(), kRemoteSize, 31);
+  std::vector<TransferOpDesc> descs;
+  for (size_t off = 0; off < kRemoteSize; off += 65536) descs.push_back({local_.addr() + off, remote_ + off, 65536});
+  EXPECT_EQ(Sync(WRITE, descs, 5000), SUCCESS);
+  memset(local_.data(), 0, kRemoteSize);
+  EXPECT_EQ(Sync(READ, descs, 5000), SUCCESS);
+  std::vector<uint8_t> want(kRemoteSize);
+  FillPattern(want.data(), kRemoteSize, 31);
+  EXPECT_EQ(memcmp(local_.data(), want.data(), kRemoteSize), 0);
+  peer_->Signal(SIGCONT);
+  EXPECT_EQ(RemoteHash(0, kRemoteSize), Hash(want.data(), kRemoteSize));
 }
 
 TEST_F(TransferTest, RegistrationsMadeWhileLinkedArePushedAndWithdrawn) {

@@ -82,7 +82,13 @@ int main(int argc, char **argv) {
   int up[2], down[2];
   if (pipe(up) != 0 || pipe(down) != 0) return 1;
   pid_t child = fork();
-  if (child == 0) _exit(Target(target, shape, up[1], down[0]));
+  if (child == 0) {
+    close(up[0]);
+    close(down[1]);  // so that the target sees EOF if the initiator dies
+    _exit(Target(target, shape, up[1], down[0]));
+  }
+  close(up[1]);
+  close(down[0]);
   uintptr_t remote = 0;
   if (read(up[0], &remote, sizeof(remote)) != sizeof(remote) || remote == 0) {
     fprintf(stderr, "demo: the target process could not start its engine\n");

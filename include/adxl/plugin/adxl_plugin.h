@@ -49,6 +49,12 @@ typedef enum {
 
 typedef enum { ADXL_PLUGIN_MEM_DEVICE = 0, ADXL_PLUGIN_MEM_HOST = 1 } adxl_plugin_mem_type_t;
 typedef enum { ADXL_PLUGIN_GET = 0, ADXL_PLUGIN_PUT = 1 } adxl_plugin_op_t;
+
+/* Lanes (spec §9).  HCCS: the intra-node path, truly one-sided (the
+ * initiator alone moves the bytes).  RDMA: the network path (RDMA verbs where
+ * a NIC exists, TCP otherwise). */
+#define ADXL_PLUGIN_LANE_HCCS (1u << 0)
+#define ADXL_PLUGIN_LANE_RDMA (1u << 1)
 typedef enum {
   ADXL_PLUGIN_LOG_ERROR = 0,
   ADXL_PLUGIN_LOG_WARN = 1,
@@ -112,7 +118,13 @@ typedef struct adxl_plugin_ops {
   int (*mem_pack)(adxl_plugin_context_t *ctx, adxl_plugin_mem_t *mem, void *buf, size_t *len);
   void (*mem_dereg)(adxl_plugin_context_t *ctx, adxl_plugin_mem_t *mem);
 
-  int (*ep_create)(adxl_plugin_context_t *ctx, const void *address, size_t len, adxl_plugin_ep_t **ep);
+  /* Connects to a peer's address over the first lane of `lanes` (a mask of
+   * ADXL_PLUGIN_LANE_*) that reaches it, HCCS preferred; ERR_UNSUPPORTED when
+   * none does. */
+  int (*ep_create)(adxl_plugin_context_t *ctx, const void *address, size_t len, uint32_t lanes,
+                   adxl_plugin_ep_t **ep);
+  /* The lane the endpoint uses (one ADXL_PLUGIN_LANE_* bit). */
+  uint32_t (*ep_lane)(adxl_plugin_ep_t *ep);
   void (*ep_destroy)(adxl_plugin_ep_t *ep, int force);
   /* Human-readable description of the transports the endpoint uses. */
   int (*ep_describe)(adxl_plugin_ep_t *ep, char *buf, size_t len);

@@ -1,0 +1,231 @@
+#include "cma_lane.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+constexpr const char kTl[] = "cma";
+constexpr const char kDev[] = "memory";
+
+}  // namespace
+
+CmaLane::~CmaLane() {
+  if (iface_ != nullptr) uct_iface_close(iface_);
+  if (worker_ != nullptr) uct_worker_destroy(worker_);
+  if (async_ != nullptr) ucs_async_context_destroy(async_);
+  if (md_ != nullptr) uct_md_close(md_);
+  if (components_ != nullptr) uct_release_component_list(components_);
+}
+
+bool CmaLane::Open(std::string *why) {
+  // Honour a UCX_TLS restriction the way UCP reads it: "^a,b" excludes,
+  // otherwise only the listed transports (or the "sm"/"all" aliases) are used.
+  if (const char *tls = getenv("UCX_TLS")) {
+    const std::string list = std::string(",") + (tls[0] == '^' ? tls + 1 : tls) + ",";
+    const bool listed = list.find(",cma,") != std::string::npos;
+    const bool allowed = tls[0] == '^' ? !listed
+                                       : listed || list.find(",sm,") != std::string::npos ||
+                                             list.find(",all,") != std::string::npos;
+    if (!allowed) {
+      *why = std::string("UCX_TLS=") + tls + " excludes cma";
+      return false;
+    }
+  }
+  unsigned n = 0;
+  if (uct_query_components(&components_, &n) != UCS_OK) {
+    *why = "uct_query_components failed";
+    return false;
+  }
+  // Find the component with an MD of that name (the cma component's MD is "cma").
+  for (unsigned i = 0; i < n && md_ == nullptr; ++i) {
+    uct_component_attr_t attr{};
+    attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME | UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
+    if (uct_component_query(components_[i], &attr) != UCS_OK) continue;
+    std::vector<uct_md_resource_desc_t> mds(attr.md_resource_count);
+    attr.field_mask = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
+    attr.md_resources = mds.data();
+    if (uct_component_query(components_[i], &attr) != UCS_OK) continue;
+    for (const auto &md : mds) {
+      if (strcmp(md.md_name, kTl) != 0) continue;
+      uct_md_config_t *config = nullptr;
+      if (uct_md_config_read(components_[i], nullptr, nullptr, &config) != UCS_OK) continue;
+      ucs_status_t st = uct_md_open(components_[i], md.md_name, config, &md_);
+      uct_config_release(config);
+      if (st == UCS_OK) component_ = components_[i];
+      break;
+    }
+  }
+  if (md_ == nullptr) {
+    *why = "this UCX has no cma transport";
+    return false;
+  }
+  uct_md_attr_t md_attr{};
+  if (uct_md_query(md_, &md_attr) != UCS_OK) {
+    *why = "uct_md_query(cma) failed";
+    return false;
+  }
+  need_reg_ = (md_attr.cap.flags & UCT_MD_FLAG_REG) != 0;
+  rkey_size_ = md_attr.rkey_packed_size;
+  if (ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &async_) != UCS_OK ||
+      uct_worker_create(async_, UCS_THREAD_MODE_SINGLE, &worker_) != UCS_OK) {
+    *why = "UCT worker for cma could not be created";
+    return false;
+  }
+  uct_iface_config_t *iface_config = nullptr;
+  if (uct_md_iface_config_read(md_, kTl, nullptr, nullptr, &iface_config) != UCS_OK) {
+    *why = "uct_md_iface_config_read(cma) failed";
+    return false;
+  }
+  uct_iface_params_t params{};
+  params.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE;
+  params.open_mode = UCT_IFACE_OPEN_MODE_DEVICE;
+  params.mode.device.tl_name = kTl;
+  params.mode.device.dev_name = kDev;
+  ucs_status_t st = uct_iface_open(md_, worker_, &params, iface_config, &iface_);
+  uct_config_release(iface_config);
+  if (st != UCS_OK) {
+    iface_ = nullptr;
+    *why = std::string("uct_iface_open(cma): ") + ucs_status_string(st);
+    return false;
+  }
+  uct_iface_attr_t attr{};
+  if (uct_iface_query(iface_, &attr) != UCS_OK ||
+      !(attr.cap.flags & UCT_IFACE_FLAG_PUT_ZCOPY) || !(attr.cap.flags & UCT_IFACE_FLAG_GET_ZCOPY) ||
+      !(attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_IFACE)) {
+    *why = "cma interface lacks zero-copy put/get";
+    uct_iface_close(iface_);
+    iface_ = nullptr;
+    return false;
+  }
+  max_zcopy_ = std::min(attr.cap.put.max_zcopy, attr.cap.get.max_zcopy);
+  dev_addr_len_ = attr.device_addr_len;
+  std::string dev(attr.device_addr_len, '\0');
+  std::string ifa(attr.iface_addr_len, '\0');
+  if (uct_iface_get_device_address(iface_, reinterpret_cast<uct_device_addr_t *>(dev.data())) != UCS_OK ||
+      uct_iface_get_address(iface_, reinterpret_cast<uct_iface_addr_t *>(ifa.data())) != UCS_OK) {
+    *why = "cma address query failed";
+    uct_iface_close(iface_);
+    iface_ = nullptr;
+    return false;
+  }
+  address_ = dev + ifa;
+  return true;
+}
+
+bool CmaLane::Register(void *addr, size_t len, uct_mem_h *memh, std::string *packed, std::string *why) {
+  *memh = UCT_MEM_HANDLE_NULL;
+  packed->clear();
+  if (!available()) return true;
+  if (need_reg_) {
+    ucs_status_t st = uct_md_mem_reg(md_, addr, len, UCT_MD_MEM_ACCESS_ALL, memh);
+    if (st != UCS_OK) {
+      *why = std::string("cma registration: ") + ucs_status_string(st);
+      return false;
+    }
+  }
+  packed->assign(rkey_size_, '\0');
+  if (rkey_size_ > 0 && uct_md_mkey_pack(md_, *memh, packed->data()) != UCS_OK) {
+    *why = "cma key packing failed";
+    Deregister(*memh);
+    return false;
+  }
+  return true;
+}
+
+void CmaLane::Deregister(uct_mem_h memh) {
+  if (available() && need_reg_ && memh != UCT_MEM_HANDLE_NULL) uct_md_mem_dereg(md_, memh);
+}
+
+bool CmaLane::Unpack(const std::string &packed, uct_rkey_bundle_t *rkey, std::string *why) {
+  *rkey = uct_rkey_bundle_t{};
+  if (packed.size() != rkey_size_) {
+    *why = "cma key of " + std::to_string(packed.size()) + " bytes, expected " + std::to_string(rkey_size_);
+    return false;
+  }
+  if (uct_rkey_unpack(component_, packed.data(), rkey) != UCS_OK) {
+    *why = "cma key unpack failed";
+    return false;
+  }
+  return true;
+}
+
+void CmaLane::Release(uct_rkey_bundle_t *rkey) {
+  if (available() && rkey->handle != nullptr) uct_rkey_release(component_, rkey);
+}
+
+uct_ep_h CmaLane::Connect(const std::string &peer_address) {
+  if (!available() || peer_address.size() < dev_addr_len_ || peer_address.size() != address_.size()) return nullptr;
+  auto *dev = reinterpret_cast<const uct_device_addr_t *>(peer_address.data());
+  auto *ifa = reinterpret_cast<const uct_iface_addr_t *>(peer_address.data() + dev_addr_len_);
+  if (!uct_iface_is_reachable(iface_, dev, ifa)) return nullptr;
+  uct_ep_params_t p{};
+  p.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR | UCT_EP_PARAM_FIELD_IFACE_ADDR;
+  p.iface = iface_;
+  p.dev_addr = dev;
+  p.iface_addr = ifa;
+  uct_ep_h ep = nullptr;
+  return uct_ep_create(&p, &ep) == UCS_OK ? ep : nullptr;
+}
+
+void CmaLane::Disconnect(uct_ep_h ep) {
+  if (ep != nullptr) uct_ep_destroy(ep);
+}
+
+namespace {
+
+// Completion shared by the operations of one Copy(): counts down to zero.
+struct BatchCompletion {
+  uct_completion_t comp;
+  ucs_status_t status = UCS_OK;
+};
+
+void OnDone(uct_completion_t *comp) {
+  auto *b = reinterpret_cast<BatchCompletion *>(comp);
+  if (comp->status != UCS_OK && b->status == UCS_OK) b->status = comp->status;
+}
+
+}  // namespace
+
+ucs_status_t CmaLane::Copy(bool put, uct_ep_h ep, const Op *ops, size_t count) {
+  std::lock_guard<std::mutex> lock(mu_);
+  BatchCompletion done;
+  done.comp.func = OnDone;
+  done.comp.count = 1;  // released after the last post
+  done.comp.status = UCS_OK;
+  ucs_status_t first_error = UCS_OK;
+  for (size_t i = 0; i < count && first_error == UCS_OK; ++i) {
+    auto *p = static_cast<char *>(ops[i].local);
+    uint64_t remote = ops[i].remote;
+    size_t left = ops[i].len;
+    while (left > 0) {
+      const size_t n = left < max_zcopy_ ? left : max_zcopy_;
+      uct_iov_t iov{p, n, ops[i].memh, 0, 1};
+      ++done.comp.count;
+      ucs_status_t st = put ? uct_ep_put_zcopy(ep, &iov, 1, remote, ops[i].rkey, &done.comp)
+                            : uct_ep_get_zcopy(ep, &iov, 1, remote, ops[i].rkey, &done.comp);
+      if (st == UCS_INPROGRESS) {
+        // queued: completes through done.comp
+      } else if (st == UCS_ERR_NO_RESOURCE) {
+        --done.comp.count;
+        uct_worker_progress(worker_);  // drain, then retry this piece
+        continue;
+      } else {
+        --done.comp.count;
+        if (st != UCS_OK) {
+          first_error = st;
+          break;
+        }
+      }
+      p += n;
+      remote += n;
+      left -= n;
+    }
+  }
+  // Everything queued must finish (or fail) before the caller may reuse or
+  // unregister the buffers, error or not.
+  --done.comp.count;
+  while (done.comp.count > 0) uct_worker_progress(worker_);
+  return first_error != UCS_OK ? first_error : done.status;
+}

@@ -1,0 +1,119 @@
+#!/usr/bin/python3
+"""Plot adxl-bench CSV output: bandwidth against block size.
+
+One panel per direction (H2rH, rH2H, ...), one line per benchmark (engine
+modes and the memcpy / ucp baselines) and per transport when several CSV
+files (e.g. one run with --lane hccs, one with --lane rdma) are given.
+
+    build/bin/adxl-bench --spawn --lane hccs --csv hccs.csv
+    build/bin/adxl-bench --spawn --lane rdma --csv rdma.csv
+    scripts/plot_bench.py hccs.csv rdma.csv -o bench.png
+
+Needs matplotlib: Debian's python3-matplotlib (apt-get install python3-matplotlib),
+hence the interpreter /usr/bin/python3; with another Python, run it as
+"python3 scripts/plot_bench.py ..." where that Python has matplotlib.
+"""
+
+import argparse
+import csv
+import sys
+from collections import defaultdict
+
+COLUMNS = [
+    "benchmark", "pattern", "block_size", "batch_size", "threads", "transport", "direction",
+    "initiator_memory", "target_memory", "bandwidth_gbps", "ops_per_sec", "avg_latency_us",
+    "p99_us", "error_count", "consistency",
+]
+
+# Baselines dashed, engine solid: the eye finds the engine first.
+STYLE = {"memcpy": ":", "ucp": "--"}
+
+
+def read_rows(paths):
+    rows = []
+    for path in paths:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            if reader.fieldnames != COLUMNS:
+                raise ValueError(f"{path}: not an adxl-bench CSV (columns {reader.fieldnames})")
+            rows.extend(reader)
+    return rows
+
+
+def size_label(n):
+    for unit, shift in (("M", 20), ("K", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return str(n)
+
+
+def series(rows):
+    """{direction: {(benchmark, transport): [(block, GB/s), ...]}} for bandwidth rows."""
+    out = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        if r["pattern"] != "seq" or int(r["error_count"]) != 0:
+            continue  # latency rows and failed rows have no bandwidth to show
+        key = (r["benchmark"], r["transport"])
+        out[r["direction"]][key].append((int(r["block_size"]), float(r["bandwidth_gbps"])))
+    return out
+
+
+def plot(data, output, title, logy):
+    import matplotlib
+    matplotlib.use("Agg")  # no display needed
+    import matplotlib.pyplot as plt
+
+    directions = sorted(data)
+    fig, axes = plt.subplots(1, len(directions), figsize=(6.5 * len(directions), 4.8), squeeze=False)
+    transports = {t for d in data.values() for (_, t) in d}
+    for ax, direction in zip(axes[0], directions):
+        blocks = set()
+        for (bench, transport), points in sorted(data[direction].items()):
+            points.sort()
+            xs, ys = [p[0] for p in points], [p[1] for p in points]
+            blocks.update(xs)
+            label = bench if len(transports) == 1 else f"{bench} [{transport}]"
+            ax.plot(xs, ys, STYLE.get(bench, "-"), marker="o", label=label)
+        ax.set_xscale("log", base=2)
+        if logy:
+            ax.set_yscale("log")  # memcpy can dwarf the rest
+        ticks = sorted(blocks)
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([size_label(b) for b in ticks])
+        ax.set_xlabel("block size")
+        ax.set_ylabel("bandwidth (GB/s, 1e9 B/s)")
+        ax.set_title(direction)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize="small")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(output, dpi=120)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("csv", nargs="+", help="CSV files written by adxl-bench --csv")
+    p.add_argument("-o", "--output", default="bench.png", help="PNG to write (default: bench.png)")
+    p.add_argument("--title", default="adxl-bench", help="figure title")
+    p.add_argument("--logy", action="store_true", help="logarithmic bandwidth axis")
+    args = p.parse_args()
+    try:
+        data = series(read_rows(args.csv))
+    except (OSError, ValueError, KeyError) as e:
+        print(f"plot_bench: {e}", file=sys.stderr)
+        return 2
+    if not data:
+        print("plot_bench: no bandwidth rows without errors in the input", file=sys.stderr)
+        return 1
+    try:
+        plot(data, args.output, args.title, args.logy)
+    except ImportError:
+        print("plot_bench: matplotlib is missing (Debian: apt-get install python3-matplotlib)", file=sys.stderr)
+        return 2
+    print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+// Writes the seed corpus of the wire fuzzer (tests/fuzz/corpus/): one valid
+// frame of every message type, a stream of several frames, and truncated or
+// malformed frames.  The files are checked in; this program is how they were
+// made, and how to remake them after a change of the wire format:
+//
+//   g++ -std=c++17 -I src tests/fuzz/make_corpus.cc src/wire.cc -o /tmp/make_corpus
+//   /tmp/make_corpus tests/fuzz/corpus
+//
+// (from the repository root; not part of the CMake build).
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "wire.h"
+
+using namespace adxl::wire;
+
+namespace {
+
+std::string Enc(uint64_t seq, Body body) {
+  std::string out;
+  if (!Encode(Message{seq, std::move(body)}, &out)) {
+    std::fprintf(stderr, "Encode refused a corpus message\n");
+    std::exit(1);
+  }
+  return out;
+}
+
+void PutLe(std::string *s, uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) s->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+std::string Header(uint16_t type, uint32_t len, uint32_t magic = kMagic, uint16_t version = kVersion,
+                   uint64_t seq = 1) {
+  std::string s;
+  PutLe(&s, magic, 4);
+  PutLe(&s, version, 2);
+  PutLe(&s, type, 2);
+  PutLe(&s, len, 4);
+  PutLe(&s, 0, 4);
+  PutLe(&s, seq, 8);
+  return s;
+}
+
+Region MakeRegion(uint64_t id, uint64_t addr, uint64_t len, uint32_t type, std::string rkey) {
+  Region r;
+  r.id = id;
+  r.addr = addr;
+  r.len = len;
+  r.mem_type = type;
+  r.rkey = std::move(rkey);
+  return r;
+}
+
+void Write(const std::string &dir, const std::string &name, const std::string &bytes) {
+  const std::string path = dir + "/" + name;
+  FILE *f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr || std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size() || std::fclose(f) != 0) {
+    std::fprintf(stderr, "cannot write %s\n", path.c_str());
+    std::exit(1);
+  }
+  std::printf("%-28s %5zu bytes\n", name.c_str(), bytes.size());
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s <corpus-dir>\n", argv[0]);
+    return 2;
+  }
+  const std::string dir = argv[1];
+
+  // One valid frame of every type.
+  const std::string hello = Enc(1, Hello{"127.0.0.1", "127.0.0.1:26000", "node-0123456789abcdef"});
+  HelloAck ack;
+  ack.status = 0;
+  ack.node_id = "node-0123456789abcdef";
+  ack.transport_address = std::string("\x01\x00\x02ucx-worker-address\xff", 22);
+  ack.regions.push_back(MakeRegion(1, 0x7f0000001000ull, 4096, 1, std::string("\x00\x01rkey\x02", 7)));
+  ack.regions.push_back(MakeRegion(2, 0x7f0000400000ull, 1u << 20, 0, ""));
+  const std::string hello_ack = Enc(1, ack);
+  HelloAck refused;
+  refused.status = 103900;  // PARAM_INVALID: wrong engine name
+  refused.node_id = "n";
+  const std::string notify = Enc(7, Notify{"kv_ready", "req-42 layer 0..31"});
+  Write(dir, "valid_hello", hello);
+  Write(dir, "valid_hello_ack", hello_ack);
+  Write(dir, "valid_hello_ack_refused", Enc(1, refused));
+  Write(dir, "valid_region_add", Enc(3, RegionAdd{MakeRegion(9, 0x1234567890abcdefull, 1ull << 40, 1, "k")}));
+  Write(dir, "valid_region_del", Enc(4, RegionDel{9}));
+  Write(dir, "valid_ack", Enc(3, Ack{0}));
+  Write(dir, "valid_notify", notify);
+  Write(dir, "valid_ping", Enc(0, Ping{}));
+  Write(dir, "valid_pong", Enc(0, Pong{}));
+  Write(dir, "valid_fence", Enc(11, Fence{}));
+  Write(dir, "valid_bye", Enc(0, Bye{}));
+  // A client's session: Hello, Ping, Notify, Fence, Bye back to back.
+  Write(dir, "stream_session", hello + Enc(0, Ping{}) + notify + Enc(12, Fence{}) + Enc(0, Bye{}));
+
+  // Truncated frames.
+  Write(dir, "trunc_header", hello.substr(0, 13));
+  Write(dir, "trunc_payload", hello.substr(0, hello.size() - 5));
+  Write(dir, "trunc_second_frame", Enc(0, Ping{}) + hello_ack.substr(0, 40));
+
+  // Malformed frames.
+  Write(dir, "bad_magic", Header(7, 0, 0x50545448 /* "HTTP" */));
+  Write(dir, "bad_version", Header(7, 0, kMagic, 2));
+  Write(dir, "bad_type_0", Header(0, 0));
+  Write(dir, "bad_type_11", Header(11, 4) + std::string(4, '\0'));
+  Write(dir, "bad_huge_length", Header(1, 0xfffffff0u));
+  Write(dir, "bad_length_over_limit", Header(1, static_cast<uint32_t>(kMaxPayload + 1)));
+  Write(dir, "bad_ping_with_payload", Header(7, 1) + "x");
+  Write(dir, "bad_ack_short", Header(5, 3) + std::string(3, '\0'));
+  Write(dir, "bad_hello_trailing_byte", Header(1, 13) + std::string(12, '\0') + "!");
+  {
+    std::string p;  // Hello whose first string claims more bytes than the payload holds
+    PutLe(&p, 1000, 4);
+    p += "abc";
+    Write(dir, "bad_hello_string_overrun", Header(1, static_cast<uint32_t>(p.size())) + p);
+  }
+  {
+    std::string p;  // Notify whose name is over kMaxString
+    PutLe(&p, kMaxString + 1, 4);
+    Write(dir, "bad_notify_string_limit", Header(6, static_cast<uint32_t>(p.size())) + p);
+  }
+  {
+    std::string p;  // HelloAck announcing more than kMaxRegions regions
+    PutLe(&p, 0, 4);
+    PutLe(&p, 0, 4);
+    PutLe(&p, 0, 4);
+    PutLe(&p, kMaxRegions + 1, 4);
+    Write(dir, "bad_hello_ack_region_count", Header(2, static_cast<uint32_t>(p.size())) + p);
+  }
+  {
+    std::string p;  // HelloAck announcing 3 regions, carrying 1
+    PutLe(&p, 0, 4);
+    PutLe(&p, 0, 4);
+    PutLe(&p, 0, 4);
+    PutLe(&p, 3, 4);
+    PutLe(&p, 1, 8);
+    PutLe(&p, 4096, 8);
+    PutLe(&p, 4096, 8);
+    PutLe(&p, 1, 4);
+    PutLe(&p, 0, 4);
+    Write(dir, "bad_hello_ack_regions_short", Header(2, static_cast<uint32_t>(p.size())) + p);
+  }
+  Write(dir, "bad_after_valid", Enc(0, Ping{}) + Header(7, 0, kMagic, 0));
+  Write(dir, "garbage_text", "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  {
+    std::string g;  // deterministic binary noise
+    uint32_t x = 0x12345678;
+    for (int i = 0; i < 96; ++i) {
+      x = x * 1103515245u + 12345u;
+      g.push_back(static_cast<char>(x >> 24));
+    }
+    Write(dir, "garbage_binary", g);
+  }
+  return 0;
+}

@@ -1,0 +1,755 @@
+// Hostile input on a server's control port.  A peer process listens; this
+// process's engine is linked to it and keeps transferring (WRITE, then READ
+// back, both verified, the WRITE also through the peer's "hash" command) from
+// a thread, while the test thread opens raw TCP connections to the peer's port
+// and sends what no engine would: garbage, impossible headers, truncated
+// frames, a wrong version, Hellos to another name, Hellos twice, frames only a
+// server may send, and hundreds of idle connections.  After each, the peer
+// must still answer commands and complete a fresh handshake, and the
+// legitimate transfers must keep succeeding.
+//
+// The test links only the public library, so frames are built here by hand
+// from the layout documented in src/wire.h:
+//   u32 magic "ADXL" | u16 version | u16 type | u32 length | u32 reserved | u64 seq
+// little-endian, then the payload (strings are u32 length + bytes).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "mp_fixture.h"
+
+using namespace adxl;
+using namespace adxl_test;
+
+namespace {
+
+// ------------------------------------------------------------ wire by hand
+
+constexpr uint32_t kMagic = 0x4c584441;  // "ADXL"
+constexpr uint16_t kVersion = 1;
+constexpr size_t kHeaderSize = 24;
+constexpr uint32_t kMaxPayload = 4u << 20;
+enum : uint16_t {
+  kHello = 1,
+  kHelloAck = 2,
+  kRegionAdd = 3,
+  kRegionDel = 4,
+  kAck = 5,
+  kNotify = 6,
+  kPing = 7,
+  kPong = 8,
+  kFence = 9,
+  kBye = 10,
+};
+
+void PutLe(std::string *s, uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) s->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+uint64_t GetLe(const std::string &s, size_t off, int n) {
+  uint64_t v = 0;
+  for (int i = 0; i < n; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(s[off + i])) << (8 * i);
+  return v;
+}
+
+std::string Header(uint16_t type, uint32_t len, uint64_t seq = 1, uint16_t version = kVersion,
+                   uint32_t magic = kMagic) {
+  std::string s;
+  PutLe(&s, magic, 4);
+  PutLe(&s, version, 2);
+  PutLe(&s, type, 2);
+  PutLe(&s, len, 4);
+  PutLe(&s, 0, 4);
+  PutLe(&s, seq, 8);
+  return s;
+}
+
+std::string Frame(uint16_t type, const std::string &payload, uint64_t seq = 1, uint16_t version = kVersion,
+                  uint32_t magic = kMagic) {
+  return Header(type, static_cast<uint32_t>(payload.size()), seq, version, magic) + payload;
+}
+
+std::string Str(const std::string &v) {
+  std::string s;
+  PutLe(&s, v.size(), 4);
+  return s + v;
+}
+
+std::string HelloFrame(const std::string &from, const std::string &to, uint64_t seq = 1) {
+  return Frame(kHello, Str(from) + Str(to) + Str("hostile-node"), seq);
+}
+
+std::string RegionAddFrame(uint64_t seq) {
+  std::string p;
+  PutLe(&p, 77, 8);                       // id
+  PutLe(&p, 0x100000, 8);                 // addr
+  PutLe(&p, 4096, 8);                     // len
+  PutLe(&p, 1, 4);                        // MEM_HOST
+  return Frame(kRegionAdd, p + Str("k"), seq);
+}
+
+std::string RandomBytes(std::mt19937_64 &rng, size_t n) {
+  std::string s(n, '\0');
+  for (char &c : s) c = static_cast<char>(rng());
+  if (n >= 4 && GetLe(s, 0, 4) == kMagic) s[0] ^= 1;  // garbage, not by chance a header
+  return s;
+}
+
+// A raw TCP connection to the control port, speaking whatever the test says.
+class RawConn {
+ public:
+  // rcvbuf > 0: a small receive buffer (a client that reads slowly fills up fast).
+  explicit RawConn(uint16_t port, int rcvbuf = 0) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd_ >= 0 && rcvbuf > 0) setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    if (fd_ >= 0 && connect(fd_, reinterpret_cast<sockaddr *>(&a), sizeof(a)) != 0) {
+      close(fd_);
+      fd_ = -1;
+    }
+    if (fd_ >= 0) {
+      int one = 1;
+      setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
+  }
+  ~RawConn() { Close(); }
+  RawConn(const RawConn &) = delete;
+  RawConn &operator=(const RawConn &) = delete;
+
+  bool ok() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+  void Close() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+  void ShutdownWrite() { shutdown(fd_, SHUT_WR); }
+
+  // Sends everything (blocking); false when the server closed or reset.
+  bool Send(const std::string &bytes) {
+    size_t off = 0;
+    while (off < bytes.size()) {
+      ssize_t n = send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      off += static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  // Reads one whole frame within timeout_ms.
+  bool ReadFrame(int timeout_ms, uint16_t *type, uint64_t *seq, std::string *payload) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    std::string h;
+    if (!ReadExact(kHeaderSize, deadline, &h)) return false;
+    if (GetLe(h, 0, 4) != kMagic || GetLe(h, 4, 2) != kVersion) return false;
+    *type = static_cast<uint16_t>(GetLe(h, 6, 2));
+    *seq = GetLe(h, 16, 8);
+    const uint64_t len = GetLe(h, 8, 4);
+    if (len > kMaxPayload) return false;
+    return ReadExact(len, deadline, payload);
+  }
+
+  // True when the server closes (EOF or reset) within timeout_ms; whatever it
+  // sends before that is discarded.
+  bool ClosedByServer(int timeout_ms) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    char buf[4096];
+    while (true) {
+      const int left = static_cast<int>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
+      if (left <= 0) return false;
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, left) <= 0) continue;
+      ssize_t n = recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
+      if (n == 0) return true;
+      if (n < 0 && (errno == ECONNRESET || errno == EPIPE)) return true;
+    }
+  }
+
+  // Non-blocking: has the server closed its end already?
+  bool ClosedNow() {
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, 0) <= 0) return false;
+    if (p.revents & (POLLHUP | POLLERR)) return true;
+    char c;
+    ssize_t n = recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+  }
+
+ private:
+  bool ReadExact(size_t len, std::chrono::steady_clock::time_point deadline, std::string *out) {
+    out->clear();
+    char buf[4096];
+    while (out->size() < len) {
+      const int left = static_cast<int>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
+      if (left <= 0) return false;
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, left) <= 0) continue;
+      ssize_t n = recv(fd_, buf, std::min(sizeof(buf), len - out->size()), MSG_DONTWAIT);
+      if (n == 0) return false;
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
+        return false;
+      }
+      out->append(buf, static_cast<size_t>(n));
+    }
+    return true;
+  }
+
+  int fd_ = -1;
+};
+
+// ------------------------------------------------------------ the fixture
+
+class HostileInputTest : public PeerTest {
+ protected:
+  static constexpr uint32_t kParamInvalid = 103900;
+  static constexpr int kCloseWithinMs = 3000;
+
+  void SetUp() override {
+    // A peer that dies must fail the test, not kill it with SIGPIPE on the command pipe.
+    signal(SIGPIPE, SIG_IGN);
+    PeerTest::SetUp();
+    if (HasFatalFailure()) return;
+    port_ = static_cast<uint16_t>(std::stoi(peer_name_.substr(peer_name_.rfind(':') + 1)));
+    ASSERT_EQ(Connect(), SUCCESS);
+    traffic_ = std::thread([this] { TrafficLoop(); });
+    // Traffic flows before the first hostile byte.
+    ASSERT_TRUE(WaitForRounds(2)) << "no legitimate transfer completed at all";
+  }
+
+  void TearDown() override {
+    if (!traffic_.joinable()) return;  // SetUp failed before the traffic started
+    stop_.store(true);
+    traffic_.join();
+    std::lock_guard<std::mutex> l(fail_mu_);
+    EXPECT_EQ(failed_rounds_, 0u) << "legitimate transfers failed during the hostile input; first failures:\n"
+                                  << failures_;
+    EXPECT_GT(rounds_.load(), 0u);
+    std::printf("[ INFO     ] %llu legitimate WRITE+READ rounds verified, %llu failed\n",
+                static_cast<unsigned long long>(rounds_.load()), static_cast<unsigned long long>(failed_rounds_));
+  }
+
+  // The peer's stdin/stdout channel is shared by the traffic thread and the test thread.
+  std::string PeerCommand(const std::string &line) {
+    std::lock_guard<std::mutex> l(peer_mu_);
+    return peer_->Command(line);
+  }
+
+  void RecordFailure(const std::string &what) {
+    std::lock_guard<std::mutex> l(fail_mu_);
+    if (++failed_rounds_ <= 10) failures_ += "  " + what + "\n";
+  }
+
+  // WRITE a fresh pattern to a random remote slot, check it there through the
+  // peer, READ it back into the other half of the local buffer, compare.
+  void TrafficLoop() {
+    std::mt19937_64 rng(20240611);
+    const size_t half = kLocalSize / 2;
+    for (uint64_t round = 0; !stop_.load(); ++round) {
+      const size_t len = 1 + rng() % (256u << 10);
+      const size_t roff = rng() % (kRemoteSize - len);
+      uint8_t *src = local_.data();
+      uint8_t *dst = local_.data() + half;
+      FillPattern(src, len, 7000 + round);
+      const std::string where = "round " + std::to_string(round) + " (" + std::to_string(len) + " bytes at +" +
+                                std::to_string(roff) + "): ";
+      Status st = engine_.TransferSync(peer_name_.c_str(), WRITE, {{local_.addr(), remote_ + roff, len}}, 5000);
+      if (st != SUCCESS) {
+        RecordFailure(where + "WRITE status " + std::to_string(st));
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        continue;
+      }
+      const std::string h = PeerCommand("hash 0 " + std::to_string(roff) + " " + std::to_string(len));
+      if (h != "ok " + std::to_string(Hash(src, len))) {
+        RecordFailure(where + "remote hash after WRITE: '" + h + "'");
+        continue;
+      }
+      memset(dst, 0, len);
+      st = engine_.TransferSync(peer_name_.c_str(), READ, {{local_.addr() + half, remote_ + roff, len}}, 5000);
+      if (st != SUCCESS) {
+        RecordFailure(where + "READ status " + std::to_string(st));
+        continue;
+      }
+      if (memcmp(src, dst, len) != 0) {
+        RecordFailure(where + "READ brought other bytes back");
+        continue;
+      }
+      rounds_.fetch_add(1);
+    }
+  }
+
+  bool WaitForRounds(uint64_t more, int timeout_ms = 15000) {
+    const uint64_t target = rounds_.load() + more;
+    const auto t0 = std::chrono::steady_clock::now();
+    while (rounds_.load() < target) {
+      if (MsSince(t0) > timeout_ms) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+  }
+
+  // A client's handshake on a fresh raw connection: the HelloAck's status
+  // (-1 when none came within timeout_ms); *regions gets its region count.
+  int64_t Handshake(RawConn &c, const std::string &to, int timeout_ms = 3000, uint32_t *regions = nullptr) {
+    if (!c.ok() || !c.Send(HelloFrame("127.0.0.1:1", to, 1))) return -1;
+    uint16_t type = 0;
+    uint64_t seq = 0;
+    std::string p;
+    if (!c.ReadFrame(timeout_ms, &type, &seq, &p) || type != kHelloAck || seq != 1 || p.size() < 4) return -1;
+    if (regions != nullptr) {
+      // status, node_id, transport_address, region count
+      size_t off = 4;
+      for (int i = 0; i < 2 && off + 4 <= p.size(); ++i) off += 4 + GetLe(p, off, 4);
+      *regions = off + 4 <= p.size() ? static_cast<uint32_t>(GetLe(p, off, 4)) : 0;
+    }
+    return static_cast<int64_t>(GetLe(p, 0, 4));
+  }
+
+  // The peer survived `after`: its process lives, it answers a command, its
+  // control loop completes a new handshake, and legitimate transfers still
+  // complete and verify.
+  void ExpectPeerServes(const std::string &after) {
+    SCOPED_TRACE("after " + after);
+    ASSERT_EQ(waitpid(peer_->pid(), nullptr, WNOHANG), 0) << "the peer process died";
+    const std::string h = PeerCommand("hash 0 0 64");
+    ASSERT_EQ(h.rfind("ok ", 0), 0u) << "the peer does not answer commands: '" << h << "'";
+    {
+      RawConn c(port_);
+      ASSERT_TRUE(c.ok()) << "the peer no longer accepts connections";
+      EXPECT_EQ(Handshake(c, peer_name_), 0) << "the peer's control loop does not answer a Hello";
+      c.Send(Frame(kBye, "", 0));
+    }
+    EXPECT_TRUE(WaitForRounds(2)) << "legitimate transfers stopped completing";
+    std::lock_guard<std::mutex> l(fail_mu_);
+    EXPECT_EQ(failed_rounds_, 0u) << failures_;
+  }
+
+  uint16_t port_ = 0;
+  std::thread traffic_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> rounds_{0};
+  std::mutex peer_mu_;
+  std::mutex fail_mu_;
+  uint64_t failed_rounds_ = 0;
+  std::string failures_;
+};
+
+// ------------------------------------------------------------ the cases
+
+TEST_F(HostileInputTest, RandomGarbageIsRejected) {
+  std::mt19937_64 rng(1);
+  for (size_t n : {24u, 1000u, 64u << 10}) {
+    RawConn c(port_);
+    ASSERT_TRUE(c.ok());
+    c.Send(RandomBytes(rng, n));
+    EXPECT_TRUE(c.ClosedByServer(kCloseWithinMs)) << n << " random bytes: connection left open";
+  }
+  {
+    RawConn c(port_);  // someone's HTTP client on the wrong port
+    c.Send("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    EXPECT_TRUE(c.ClosedByServer(kCloseWithinMs));
+  }
+  {
+    RawConn c(port_);  // less than a header, then gone
+    c.Send(RandomBytes(rng, 10));
+  }
+  ExpectPeerServes("random garbage");
+}
+
+TEST_F(HostileInputTest, HeaderWithHugeLengthIsRejected) {
+  for (uint32_t len : {0xffffffffu, 0xfffffff0u, 0x80000000u, kMaxPayload + 1}) {
+    RawConn c(port_);
+    ASSERT_TRUE(c.ok());
+    c.Send(Header(kHello, len));
+    EXPECT_TRUE(c.ClosedByServer(kCloseWithinMs)) << "length " << len << ": connection left open";
+  }
+  {
+    // The largest allowed length, with a payload that is not a Hello.
+    RawConn c(port_);
+    std::mt19937_64 rng(2);
+    c.Send(Header(kHello, kMaxPayload) + RandomBytes(rng, kMaxPayload));
+    EXPECT_TRUE(c.ClosedByServer(5000)) << "a 4 MiB malformed Hello left the connection open";
+  }
+  {
+    // The largest allowed length, a quarter of the payload, then gone.
+    RawConn c(port_);
+    c.Send(Header(kHello, kMaxPayload) + std::string(1u << 20, 'x'));
+  }
+  ExpectPeerServes("headers with huge lengths");
+}
+
+TEST_F(HostileInputTest, TruncatedFrameThenClose) {
+  const std::string hello = HelloFrame("127.0.0.1:1", peer_name_);
+  for (size_t cut : {size_t{1}, size_t{13}, kHeaderSize, kHeaderSize + 5, hello.size() - 1}) {
+    RawConn c(port_);
+    ASSERT_TRUE(c.ok());
+    c.Send(hello.substr(0, cut));
+    c.Close();
+  }
+  {
+    // Half-close after a truncated frame: the server sees EOF and closes too.
+    RawConn c(port_);
+    c.Send(hello.substr(0, hello.size() - 3));
+    c.ShutdownWrite();
+    EXPECT_TRUE(c.ClosedByServer(kCloseWithinMs)) << "EOF after a truncated frame did not close the connection";
+  }
+  ExpectPeerServes("truncated frames");
+}
+
+TEST_F(HostileInputTest, WrongVersionOrMagicIsRejected) {
+  const std::string hello_payload = Str("127.0.0.1:1") + Str(peer_name_) + Str("n");
+  for (uint16_t version : {0, 2, 0xffff}) {
+    RawConn c(port_);
+    ASSERT_TRUE(c.ok());
+    c.Send(Frame(kHello, hello_payload, 1, version));
+    uint16_t type = 0;
+    uint64_t seq = 0;
+    std::string p;
+    EXPECT_FALSE(c.ReadFrame(500, &type, &seq, &p)) << "version " << version << " was answered";
+    EXPECT_TRUE(c.ClosedByServer(kCloseWithinMs)) << "version " << version << ": connection left open";
+  }
+  {
+    RawConn c(port_);
+    c.Send(Frame(kHello, hello_payload, 1, kVersion, 0x4c584442));
+    EXPECT_TRUE(c.ClosedByServer(kCloseWithinMs)) << "wrong magic: connection left open";
+  }
+  {
+    RawConn c(port_);  // unknown message types
+    c.Send(Frame(11, ""));
+    EXPECT_TRUE(c.ClosedByServer(kCloseWithinMs)) << "type 11: connection left open";
+  }
+  ExpectPeerServes("wrong versions and magic");
+}
+
+TEST_F(HostileInputTest, HelloToAnotherNameIsRefused) {
+  for (const std::string &to : {std::string("127.0.0.1:1"), std::string(""), std::string(60000, 'n'),
+                                peer_name_ + " ", std::string("127.0.0.1:") + std::string(10, '\0')}) {
+    RawConn c(port_);
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(Handshake(c, to), static_cast<int64_t>(kParamInvalid)) << "Hello to '" << to.substr(0, 40) << "'";
+    EXPECT_TRUE(c.ClosedByServer(kCloseWithinMs)) << "refused Hello: connection left open";
+  }
+  ExpectPeerServes("Hellos to other names");
+}
+
+TEST_F(HostileInputTest, GarbageAfterValidHelloClosesOnlyThatConnection) {
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 5; ++i) {
+    RawConn c(port_);
+    ASSERT_TRUE(c.ok());
+    uint32_t regions = 0;
+    ASSERT_EQ(Handshake(c, peer_name_, 3000, &regions), 0);
+    EXPECT_EQ(regions, 1u) << "the peer advertises its one registration";
+    c.Send(i % 2 == 0 ? RandomBytes(rng, 100 + i * 1000) : Header(kNotify, kMaxPayload + 7));
+    EXPECT_TRUE(c.ClosedByServer(kCloseWithinMs)) << "garbage after a Hello: connection left open";
+  }
+  ExpectPeerServes("garbage after valid Hellos");
+}
+
+TEST_F(HostileInputTest, ReplayedHelloClosesTheConnection) {
+  {
+    RawConn c(port_);
+    ASSERT_EQ(Handshake(c, peer_name_), 0);
+    c.Send(HelloFrame("127.0.0.1:1", peer_name_, 2));
+    EXPECT_TRUE(c.ClosedByServer(kCloseWithinMs)) << "a second Hello on one connection was accepted";
+  }
+  {
+    // Both Hellos in one segment: the first is answered, then the connection closes.
+    RawConn c(port_);
+    ASSERT_TRUE(c.ok());
+    c.Send(HelloFrame("127.0.0.1:1", peer_name_, 1) + HelloFrame("127.0.0.1:2", peer_name_, 2));
+    uint16_t type = 0;
+    uint64_t seq = 0;
+    std::string p;
+    ASSERT_TRUE(c.ReadFrame(3000, &type, &seq, &p));
+    EXPECT_EQ(type, kHelloAck);
+    EXPECT_EQ(seq, 1u);
+    EXPECT_TRUE(c.ClosedByServer(kCloseWithinMs)) << "a second Hello on one connection was accepted";
+  }
+  {
+    // A replay of the legitimate client's own Hello (its name) on another connection.
+    RawConn c(port_);
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE(c.Send(HelloFrame("127.0.0.1", peer_name_, 1)));
+    uint16_t type = 0;
+    uint64_t seq = 0;
+    std::string p;
+    ASSERT_TRUE(c.ReadFrame(3000, &type, &seq, &p));
+    EXPECT_EQ(type, kHelloAck);
+    c.Send(Frame(kBye, "", 0));
+    EXPECT_TRUE(c.ClosedByServer(kCloseWithinMs));
+  }
+  ExpectPeerServes("replayed Hellos");
+}
+
+TEST_F(HostileInputTest, ServerOnlyMessagesFromAClientCloseTheConnection) {
+  {
+    // RegionAdd after a valid Hello: a server never accepts it from a client.
+    RawConn c(port_);
+    ASSERT_EQ(Handshake(c, peer_name_), 0);
+    c.Send(RegionAddFrame(5));
+    uint16_t type = 0;
+    uint64_t seq = 0;
+    std::string p;
+    if (c.ReadFrame(1000, &type, &seq, &p)) {
+      EXPECT_NE(type, kAck) << "the server acknowledged a RegionAdd from a client";
+    }
+    EXPECT_TRUE(c.ClosedByServer(kCloseWithinMs)) << "RegionAdd from a client: connection left open";
+  }
+  {
+    RawConn c(port_);  // RegionAdd instead of a Hello
+    c.Send(RegionAddFrame(1));
+    EXPECT_TRUE(c.ClosedByServer(kCloseWithinMs)) << "RegionAdd before Hello: connection left open";
+  }
+  std::string del;
+  PutLe(&del, 1, 8);
+  std::string ack_payload;
+  PutLe(&ack_payload, 0, 4);
+  ack_payload += Str("n") + Str("a");
+  PutLe(&ack_payload, 0, 4);
+  for (const std::string &f : {Frame(kRegionDel, del, 6), Frame(kHelloAck, ack_payload, 7), Frame(kPong, "", 0)}) {
+    RawConn c(port_);
+    ASSERT_EQ(Handshake(c, peer_name_), 0);
+    c.Send(f);
+    EXPECT_TRUE(c.ClosedByServer(kCloseWithinMs)) << "type " << GetLe(f, 6, 2) << " from a client: left open";
+  }
+  {
+    // Notify and Fence before a Hello.
+    for (const std::string &f : {Frame(kNotify, Str("a") + Str("b"), 3), Frame(kFence, "", 4), Frame(kPing, "", 0)}) {
+      RawConn c(port_);
+      c.Send(f);
+      EXPECT_TRUE(c.ClosedByServer(kCloseWithinMs)) << "type " << GetLe(f, 6, 2) << " before Hello: left open";
+    }
+  }
+  {
+    // An Ack nobody asked for is ignored; the connection keeps working.
+    RawConn c(port_);
+    ASSERT_EQ(Handshake(c, peer_name_), 0);
+    std::string st;
+    PutLe(&st, 0, 4);
+    c.Send(Frame(kAck, st, 12345) + Frame(kPing, "", 9));
+    uint16_t type = 0;
+    uint64_t seq = 0;
+    std::string p;
+    ASSERT_TRUE(c.ReadFrame(3000, &type, &seq, &p)) << "no Pong after an unsolicited Ack";
+    EXPECT_EQ(type, kPong);
+    EXPECT_EQ(seq, 9u);
+    c.Send(Frame(kBye, "", 0));
+  }
+  ExpectPeerServes("server-only messages from clients");
+}
+
+// Known gap probed here: a connection that never completes a Hello is never
+// timed out by the server (the heartbeat sweep only looks at clients whose
+// Hello was accepted), so idle connections pile up (slow loris).  The test
+// requires that the server keeps serving with 200 of them open, and reports
+// how many the server closed on its own.  A Hello'd client that then goes
+// silent, by contrast, must be forgotten after 3 heartbeats (spec §5).
+TEST_F(HostileInputTest, ManyIdleConnections) {
+  constexpr int kIdle = 200;
+  constexpr int kPartial = 20;   // a few bytes of a header, then silence
+  constexpr int kSilent = 10;    // a valid Hello, then silence
+  std::vector<std::unique_ptr<RawConn>> idle, partial, silent;
+  for (int i = 0; i < kIdle; ++i) {
+    idle.push_back(std::make_unique<RawConn>(port_));
+    ASSERT_TRUE(idle.back()->ok()) << "connection " << i << " refused";
+  }
+  for (int i = 0; i < kPartial; ++i) {
+    partial.push_back(std::make_unique<RawConn>(port_));
+    ASSERT_TRUE(partial.back()->ok());
+    partial.back()->Send(Header(kHello, 100).substr(0, 1 + i % 23));
+  }
+  for (int i = 0; i < kSilent; ++i) {
+    silent.push_back(std::make_unique<RawConn>(port_));
+    ASSERT_EQ(Handshake(*silent.back(), peer_name_), 0);
+  }
+  ExpectPeerServes(std::to_string(kIdle + kPartial + kSilent) + " idle connections");
+
+  // Give the server many heartbeat periods (200 ms here) to clean up.
+  const auto t0 = std::chrono::steady_clock::now();
+  while (MsSince(t0) < 4000) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto closed = [](std::vector<std::unique_ptr<RawConn>> &v) {
+    int n = 0;
+    for (auto &c : v) n += c->ClosedNow() ? 1 : 0;
+    return n;
+  };
+  const int idle_closed = closed(idle), partial_closed = closed(partial), silent_closed = closed(silent);
+  std::printf("[ INFO     ] after %.0f ms: server closed %d/%d idle pre-Hello connections, %d/%d with a partial "
+              "header, %d/%d silent after Hello\n",
+              MsSince(t0), idle_closed, kIdle, partial_closed, kPartial, silent_closed, kSilent);
+  RecordProperty("idle_pre_hello_closed", idle_closed);
+  RecordProperty("partial_header_closed", partial_closed);
+  RecordProperty("silent_after_hello_closed", silent_closed);
+  EXPECT_EQ(silent_closed, kSilent) << "clients silent after their Hello must be forgotten after 3 heartbeats";
+  ExpectPeerServes("waiting with idle connections open");
+  idle.clear();
+  partial.clear();
+  silent.clear();
+  ExpectPeerServes("closing the idle connections");
+}
+
+// Everything above, one after the other, against one peer.
+TEST_F(HostileInputTest, AllInOneSession) {
+  std::mt19937_64 rng(4);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"garbage", RandomBytes(rng, 4096)},
+      {"huge length", Header(kHello, 0xfffffff0u)},
+      {"wrong version", Frame(kPing, "", 0, 3)},
+      {"Hello to another name", HelloFrame("x", "127.0.0.1:1")},
+      {"Hello then garbage", HelloFrame("x", peer_name_) + RandomBytes(rng, 300)},
+      {"Hello twice", HelloFrame("x", peer_name_, 1) + HelloFrame("x", peer_name_, 2)},
+      {"Hello then RegionAdd", HelloFrame("x", peer_name_) + RegionAddFrame(2)},
+  };
+  std::vector<std::unique_ptr<RawConn>> idle;
+  for (int round = 0; round < 3; ++round) {
+    for (const auto &c : cases) {
+      RawConn conn(port_);
+      ASSERT_TRUE(conn.ok());
+      conn.Send(c.second);
+      EXPECT_TRUE(conn.ClosedByServer(kCloseWithinMs)) << c.first << ": connection left open";
+      RawConn truncated(port_);
+      truncated.Send(c.second.substr(0, c.second.size() / 2));
+      idle.push_back(std::make_unique<RawConn>(port_));
+    }
+    ExpectPeerServes("round " + std::to_string(round) + " of every case");
+  }
+}
+
+// ------------------------------------------------------------ probes of known weaknesses
+
+// Peer process memory (VmRSS, KiB) and CPU time (ms).
+long PeerRssKb(pid_t pid) {
+  FILE *f = fopen(("/proc/" + std::to_string(pid) + "/status").c_str(), "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  long kb = -1;
+  while (fgets(line, sizeof(line), f) != nullptr) {
+    if (sscanf(line, "VmRSS: %ld", &kb) == 1) break;
+  }
+  fclose(f);
+  return kb;
+}
+
+long PeerCpuMs(pid_t pid) {
+  FILE *f = fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (f == nullptr) return -1;
+  char buf[1024];
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')');
+  unsigned long ut = 0, st = 0;
+  if (p == nullptr || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2) return -1;
+  return static_cast<long>((ut + st) * 1000 / sysconf(_SC_CLK_TCK));
+}
+
+// The tests below show weaknesses of src/ found with this file; the two that
+// fail are DISABLED_ until src/ is fixed (run them with
+// --gtest_also_run_disabled_tests).
+
+// KNOWN BUG (fails): a client that completes its Hello, then sends Pings and
+// never reads the Pongs, stalls the server's one control thread: HandleServer
+// answers each Ping with ControlConn::Send, a blocking SendAll with a 1 s
+// deadline (kControlSendDeadline), on the loop thread.  Once the flooder's
+// socket buffers are full the loop blocks ~1 s per flooding connection; no
+// other connection is read meanwhile, so the legitimate client's Pings go
+// unanswered (it declares the link dead after 3 heartbeats) and the server's
+// own sweep "forgets" the legitimate client as silent.  Every later transfer
+// on the link is FAILED.  With the default 1000 ms heartbeat, 3 flooders do it.
+TEST_F(HostileInputTest, DISABLED_PingFloodFromAClientThatNeverReads) {
+  std::vector<std::unique_ptr<RawConn>> flooders;
+  for (int i = 0; i < 3; ++i) {
+    flooders.push_back(std::make_unique<RawConn>(port_, 4096));
+    ASSERT_EQ(Handshake(*flooders.back(), peer_name_), 0);
+    timeval tv{0, 300000};
+    setsockopt(flooders.back()->fd(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  }
+  std::string pings;
+  for (int i = 0; i < 20000; ++i) pings += Frame(kPing, "", 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  size_t sent = 0;
+  while (MsSince(t0) < 3000) {
+    for (auto &f : flooders) sent += f->Send(pings) ? pings.size() : 0;
+  }
+  std::printf("[ INFO     ] %zu bytes of Pings sent in %.0f ms by %zu clients that never read\n", sent, MsSince(t0),
+              flooders.size());
+  ExpectPeerServes("Ping floods from clients that never read");
+}
+
+// Gap (passes, reports): before its Hello a connection may make the server
+// buffer a frame of up to kMaxPayload (4 MiB), and the number of such
+// connections is not limited (and they are never timed out), so the server's
+// memory grows by ~4 MiB per connection.  Required here: it keeps serving.
+TEST_F(HostileInputTest, LargePartialFramesBeforeHello) {
+  constexpr int kConns = 40;
+  const long rss0 = PeerRssKb(peer_->pid());
+  std::vector<std::unique_ptr<RawConn>> conns;
+  const std::string chunk = Header(kHello, kMaxPayload) + std::string(kMaxPayload - 1, 'x');
+  for (int i = 0; i < kConns; ++i) {
+    conns.push_back(std::make_unique<RawConn>(port_));
+    ASSERT_TRUE(conns.back()->Send(chunk));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const long rss1 = PeerRssKb(peer_->pid());
+  std::printf("[ INFO     ] %d pre-Hello connections, each 1 byte short of a 4 MiB frame: peer RSS %ld -> %ld MiB\n",
+              kConns, rss0 / 1024, rss1 / 1024);
+  RecordProperty("peer_rss_growth_mib", static_cast<int>((rss1 - rss0) / 1024));
+  ExpectPeerServes("large partial frames");
+}
+
+// KNOWN BUG (fails): idle connections, never timed out, exhaust the server's
+// descriptors; then accept4() fails with EMFILE, ControlLoop::Accept logs a
+// warning and returns, and the listening socket, still readable
+// (level-triggered epoll), wakes the loop again at once: the control thread
+// spins at 100% CPU, writes a warning per spin (over a million lines in a few
+// seconds) and no new client can connect, for as long as the idle
+// connections stay open.  Existing links keep working.  The peer here gets a
+// limit of 256 descriptors so that 300 connections reach it.
+class HostileInputFdLimitTest : public HostileInputTest {
+ protected:
+  void SetUp() override {
+    rlimit old{};
+    getrlimit(RLIMIT_NOFILE, &old);
+    rlimit low = old;
+    low.rlim_cur = 256;
+    setrlimit(RLIMIT_NOFILE, &low);  // inherited by the peer process started now
+    HostileInputTest::SetUp();
+    setrlimit(RLIMIT_NOFILE, &old);
+  }
+};
+
+TEST_F(HostileInputFdLimitTest, DISABLED_IdleConnectionsExhaustDescriptors) {
+  std::vector<std::unique_ptr<RawConn>> idle;
+  for (int i = 0; i < 300; ++i) idle.push_back(std::make_unique<RawConn>(port_));  // the kernel's backlog accepts
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const long cpu0 = PeerCpuMs(peer_->pid());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  const long cpu1 = PeerCpuMs(peer_->pid());
+  int closed = 0;
+  for (auto &c : idle) closed += c->ClosedNow() ? 1 : 0;
+  std::printf("[ INFO     ] 300 idle connections to a peer limited to 256 fds: peer CPU %ld ms in 1000 ms, %d closed\n",
+              cpu1 - cpu0, closed);
+  ExpectPeerServes("descriptor exhaustion");
+}
+
+}  // namespace

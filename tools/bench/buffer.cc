@@ -1,0 +1,96 @@
+#include "buffer.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+namespace bench {
+namespace {
+
+uint64_t Mix(uint64_t x) {  // splitmix64 finaliser
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+PageBuffer::~PageBuffer() {
+  if (data_ != nullptr) munmap(data_, len_);
+}
+
+PageBuffer::PageBuffer(PageBuffer &&o) noexcept
+    : data_(std::exchange(o.data_, nullptr)), len_(std::exchange(o.len_, 0)) {}
+
+PageBuffer &PageBuffer::operator=(PageBuffer &&o) noexcept {
+  if (this != &o) {
+    if (data_ != nullptr) munmap(data_, len_);
+    data_ = std::exchange(o.data_, nullptr);
+    len_ = std::exchange(o.len_, 0);
+  }
+  return *this;
+}
+
+bool PageBuffer::Allocate(size_t len, PageBuffer *out, std::string *why) {
+  if (len == 0) {
+    *why = "buffer of 0 bytes";
+    return false;
+  }
+  // Touching more than the free memory would end in the OOM killer, not an
+  // error message: refuse up front.
+  const uint64_t free_bytes =
+      static_cast<uint64_t>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  if (len > free_bytes) {
+    *why = "a buffer of " + std::to_string(len) + " bytes does not fit in the " + std::to_string(free_bytes) +
+           " bytes of free memory (use a smaller --transfer-size)";
+    return false;
+  }
+  void *p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    *why = "cannot map a buffer of " + std::to_string(len) + " bytes: " + strerror(errno);
+    return false;
+  }
+  PageBuffer b;
+  b.data_ = static_cast<uint8_t *>(p);
+  b.len_ = len;
+  // Touch every page now: the first write to an anonymous page faults, and a
+  // fault inside a timed step would be measured as transfer time.
+  const long page = sysconf(_SC_PAGESIZE);
+  for (size_t off = 0; off < len; off += static_cast<size_t>(page)) b.data_[off] = 1;
+  *out = std::move(b);
+  return true;
+}
+
+void FillPattern(void *p, size_t len, uint64_t seed) {
+  auto *bytes = static_cast<uint8_t *>(p);
+  const uint64_t base = Mix(seed + 0x9e3779b97f4a7c15ull);
+  size_t words = len / 8;
+  for (size_t i = 0; i < words; ++i) {
+    uint64_t w = Mix(base ^ i);
+    memcpy(bytes + 8 * i, &w, 8);
+  }
+  for (size_t i = words * 8; i < len; ++i) bytes[i] = static_cast<uint8_t>(Mix(base ^ i));
+}
+
+void Poison(void *p, size_t len) { memset(p, 0xA5, len); }
+
+uint64_t HashBytes(const void *p, size_t len) {
+  const auto *bytes = static_cast<const uint8_t *>(p);
+  uint64_t h = 0xcbf29ce484222325ull ^ len;
+  size_t words = len / 8;
+  for (size_t i = 0; i < words; ++i) {
+    uint64_t w;
+    memcpy(&w, bytes + 8 * i, 8);
+    // Position-dependent, so that swapped blocks do not cancel out.
+    h = (h ^ Mix(w + i)) * 0x100000001b3ull;
+  }
+  for (size_t i = words * 8; i < len; ++i) h = (h ^ bytes[i]) * 0x100000001b3ull;
+  return Mix(h);
+}
+
+}  // namespace bench

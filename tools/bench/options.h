@@ -1,0 +1,62 @@
+// Command-line options of adxl-bench: what to measure and how the two
+// processes find each other.  Parsing only; nothing here starts anything.
+#ifndef ADXL_TOOLS_BENCH_OPTIONS_H_
+#define ADXL_TOOLS_BENCH_OPTIONS_H_
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+enum class Role { kSpawn, kInitiator, kTarget };
+enum class Lane { kAuto, kHccs, kRdma };
+enum class Mode { kSync, kAsync };
+// How the target drives its raw-UCP worker for the ucp baseline.
+enum class TargetProgress { kEvent, kPoll };
+
+struct Options {
+  Role role = Role::kSpawn;
+  bool role_given = false;        // --spawn or --role seen
+  std::string side_channel;       // host:port (target listens, initiator connects)
+  std::string local_engine;       // this process's engine name
+  Lane lane = Lane::kAuto;
+  std::vector<std::string> directions = {"H2rH", "rH2H"};
+  std::vector<size_t> block_sizes;  // powers of two, ascending
+  size_t transfer_size = 64ull << 20;
+  int loops = 3;
+  std::vector<Mode> modes = {Mode::kSync};
+  int threads = 1;
+  int async_batch = 64;           // descriptors per TransferAsync request
+  bool memcpy_baseline = true;
+  bool ucp_baseline = true;
+  bool run_bandwidth = true;
+  bool run_latency = true;
+  int latency_iters = 2000;
+  bool verify = false;
+  bool quick = false;
+  std::string csv_path;
+  std::string json_path;
+  int timeout_ms = 30000;         // per transfer call and per side-channel answer
+  int accept_timeout_s = 300;     // how long a target waits for its initiator
+  TargetProgress target_progress = TargetProgress::kEvent;
+  std::vector<std::string> argv;  // as given, for the JSON record
+};
+
+// Fills *out from argv.  Returns false with a message in *why on a usage
+// error.  *help is set when --help was asked for (then nothing else counts).
+bool ParseOptions(int argc, char **argv, Options *out, bool *help, std::string *why);
+
+std::string HelpText(const char *prog);
+
+// "16K" -> 16384; K, M, G are binary (x1024).  False on garbage or overflow.
+bool ParseSize(const std::string &text, size_t *out);
+// 16384 -> "16K".
+std::string FormatSize(size_t bytes);
+
+const char *LaneName(Lane lane);
+const char *ModeName(Mode mode);
+
+}  // namespace bench
+
+#endif  // ADXL_TOOLS_BENCH_OPTIONS_H_

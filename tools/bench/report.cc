@@ -1,0 +1,163 @@
+#include "report.h"
+
+#include <cerrno>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "options.h"
+
+namespace bench {
+namespace {
+
+// The CSV columns, in this order, are part of the tool's interface.
+const char kCsvHeader[] =
+    "benchmark,pattern,block_size,batch_size,threads,transport,direction,initiator_memory,target_memory,"
+    "bandwidth_gbps,ops_per_sec,avg_latency_us,p99_us,error_count,consistency";
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  snprintf(buf, sizeof(buf), "%.*f", digits, v);
+  return buf;
+}
+
+// 1234567 -> "1.23M": ops/s spans six orders of magnitude.
+std::string Short(double v) {
+  const char *units[] = {"", "k", "M", "G"};
+  int u = 0;
+  while (u < 3 && v >= 1000) {
+    v /= 1000;
+    ++u;
+  }
+  return Fixed(v, v < 10 ? 2 : v < 100 ? 1 : 0) + units[u];
+}
+
+std::string Ratio(double r) { return std::isnan(r) ? "-" : Fixed(r, 2); }
+
+std::string CsvField(const std::string &s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+std::string JsonString(const std::string &s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string JsonNumber(double v) {
+  if (std::isnan(v) || std::isinf(v)) return "null";
+  char buf[64];
+  snprintf(buf, sizeof(buf), "%.6g", v);
+  return buf;
+}
+
+// "initiator UCX_TLS" -> "initiator_ucx_tls": JSON keys a script can use.
+std::string JsonKey(const std::string &label) {
+  std::string k;
+  for (char c : label) k += c == ' ' ? '_' : static_cast<char>(tolower(static_cast<unsigned char>(c)));
+  return k;
+}
+
+bool Save(const std::string &path, const std::string &text, std::string *why) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (f) f << text;
+  if (!f) {
+    *why = "cannot write '" + path + "': " + strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void PrintPreamble(FILE *out, const RunInfo &info) {
+  for (const auto &kv : info) fprintf(out, "%-18s %s\n", (kv.first + ":").c_str(), kv.second.c_str());
+  fprintf(out, "\n");
+}
+
+// One table line, without trailing blanks.
+void PrintLine(FILE *out, const std::vector<std::string> &cells) {
+  static const int kWidths[] = {-5, -8, -13, 6, 6, 3, 9, 8, 10, 10, 10, 8, 4, -9, 0};
+  std::string line;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    char buf[512];
+    snprintf(buf, sizeof(buf), "%*s ", kWidths[i], cells[i].c_str());
+    line += buf;
+  }
+  line.erase(line.find_last_not_of(' ') + 1);
+  fprintf(out, "%s\n", line.c_str());
+}
+
+void PrintTable(FILE *out, const std::vector<Row> &rows) {
+  PrintLine(out, {"dir", "pattern", "benchmark", "block", "batch", "thr", "GB/s", "ops/s", "avg_us", "p99_us",
+                  "eng/memcpy", "eng/ucp", "err", "check", ""});
+  std::string group;
+  for (const Row &r : rows) {
+    // A blank line between (direction, block) groups: engine and its baselines.
+    std::string key = r.direction + "/" + r.pattern + "/" + std::to_string(r.block_size);
+    if (!group.empty() && key != group) fprintf(out, "\n");
+    group = key;
+    PrintLine(out, {r.direction, r.pattern, r.benchmark, FormatSize(r.block_size), std::to_string(r.batch_size),
+                    std::to_string(r.threads), Fixed(r.bandwidth_gbps, 3), Short(r.ops_per_sec),
+                    Fixed(r.avg_latency_us, 1), Fixed(r.p99_us, 1), Ratio(r.vs_memcpy), Ratio(r.vs_ucp),
+                    std::to_string(r.error_count), r.consistency, r.note.empty() ? "" : "(" + r.note + ")"});
+  }
+  fprintf(out, "\nGB/s = 1e9 bytes/s; ops = descriptors; latency = one transfer call (the whole batch in "
+               "bandwidth rows);\neng/x = engine GB/s / baseline GB/s in the same run.\n");
+}
+
+bool WriteCsv(const std::string &path, const std::vector<Row> &rows, std::string *why) {
+  std::ostringstream s;
+  s << kCsvHeader << "\n";
+  for (const Row &r : rows) {
+    s << CsvField(r.benchmark) << ',' << CsvField(r.pattern) << ',' << r.block_size << ',' << r.batch_size << ','
+      << r.threads << ',' << CsvField(r.transport) << ',' << CsvField(r.direction) << ','
+      << CsvField(r.initiator_memory) << ',' << CsvField(r.target_memory) << ',' << Fixed(r.bandwidth_gbps, 4)
+      << ',' << Fixed(r.ops_per_sec, 1) << ',' << Fixed(r.avg_latency_us, 3) << ',' << Fixed(r.p99_us, 3) << ','
+      << r.error_count << ',' << CsvField(r.consistency) << "\n";
+  }
+  return Save(path, s.str(), why);
+}
+
+bool WriteJson(const std::string &path, const RunInfo &info, const std::vector<Row> &rows, std::string *why) {
+  std::ostringstream s;
+  s << "{\n  \"settings\": {";
+  for (size_t i = 0; i < info.size(); ++i) {
+    s << (i ? ",\n    " : "\n    ") << JsonString(JsonKey(info[i].first)) << ": " << JsonString(info[i].second);
+  }
+  s << "\n  },\n  \"results\": [";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row &r = rows[i];
+    s << (i ? ",\n    {" : "\n    {") << "\"benchmark\": " << JsonString(r.benchmark)
+      << ", \"pattern\": " << JsonString(r.pattern) << ", \"block_size\": " << r.block_size
+      << ", \"batch_size\": " << r.batch_size << ", \"threads\": " << r.threads
+      << ", \"transport\": " << JsonString(r.transport) << ", \"direction\": " << JsonString(r.direction)
+      << ", \"initiator_memory\": " << JsonString(r.initiator_memory)
+      << ", \"target_memory\": " << JsonString(r.target_memory)
+      << ", \"bandwidth_gbps\": " << JsonNumber(r.bandwidth_gbps) << ", \"ops_per_sec\": " << JsonNumber(r.ops_per_sec)
+      << ", \"avg_latency_us\": " << JsonNumber(r.avg_latency_us) << ", \"p99_us\": " << JsonNumber(r.p99_us)
+      << ", \"error_count\": " << r.error_count << ", \"consistency\": " << JsonString(r.consistency)
+      << ", \"engine_vs_memcpy\": " << JsonNumber(r.vs_memcpy) << ", \"engine_vs_ucp\": " << JsonNumber(r.vs_ucp)
+      << ", \"note\": " << JsonString(r.note) << "}";
+  }
+  s << "\n  ]\n}\n";
+  return Save(path, s.str(), why);
+}
+
+}  // namespace bench

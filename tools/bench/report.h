@@ -1,0 +1,24 @@
+// Output: the readable table, --csv and --json.  Formatting only.
+#ifndef ADXL_TOOLS_BENCH_REPORT_H_
+#define ADXL_TOOLS_BENCH_REPORT_H_
+
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "measurement.h"
+
+namespace bench {
+
+// The run's settings, printed above the table and stored in the JSON.
+using RunInfo = std::vector<std::pair<std::string, std::string>>;
+
+void PrintPreamble(FILE *out, const RunInfo &info);
+void PrintTable(FILE *out, const std::vector<Row> &rows);
+bool WriteCsv(const std::string &path, const std::vector<Row> &rows, std::string *why);
+bool WriteJson(const std::string &path, const RunInfo &info, const std::vector<Row> &rows, std::string *why);
+
+}  // namespace bench
+
+#endif  // ADXL_TOOLS_BENCH_REPORT_H_

@@ -1,0 +1,365 @@
+#include "session.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+
+#include "memcpy_baseline.h"
+
+namespace bench {
+namespace {
+
+constexpr size_t kLatencyBlock = 4096;
+// The initiator is started after its target (or spawns it): a target that
+// does not answer within this time is not coming.
+constexpr int kSideChannelConnectMs = 10000;
+// Pattern seeds: the WRITE source lives here, the READ source on the target.
+constexpr uint64_t kWriteSeed = 1;
+constexpr uint64_t kReadSeed = 2;
+
+// Engine rows get their ratios to the baselines of the same group.
+void FillRatios(std::vector<Row> *group) {
+  double memcpy_gbps = 0, ucp_gbps = 0;
+  for (const Row &r : *group) {
+    if (r.benchmark == "memcpy") memcpy_gbps = r.bandwidth_gbps;
+    if (r.benchmark == "ucp") ucp_gbps = r.bandwidth_gbps;
+  }
+  for (Row &r : *group) {
+    if (r.benchmark.rfind("engine", 0) != 0) continue;
+    if (memcpy_gbps > 0) r.vs_memcpy = r.bandwidth_gbps / memcpy_gbps;
+    if (ucp_gbps > 0) r.vs_ucp = r.bandwidth_gbps / ucp_gbps;
+  }
+}
+
+}  // namespace
+
+Session::~Session() {
+  ucp_.reset();
+  if (engine_) {
+    if (handle_ != nullptr) engine_->DeregisterMem(handle_);
+    engine_->Finalize();
+  }
+}
+
+Message Session::Call(const Message &request) {
+  Message reply;
+  std::string why;
+  Check(ch_.Call(request, &reply, o_.timeout_ms, &why), why);
+  return reply;
+}
+
+// ---------------------------------------------------------------- set-up
+
+void Session::SetUp(const std::function<bool()> &keep_trying) {
+  std::string why;
+  Check(SideChannel::Connect(o_.side_channel, kSideChannelConnectMs, keep_trying, &ch_, &why), why);
+  // UCX reads UCX_TLS when a context is created: before the engine starts.
+  tls_ = ApplyTls(LaneTls(o_.lane));
+  Hello();
+  Check(PageBuffer::Allocate(o_.transfer_size, &buffer_, &why), why);
+  if (o_.memcpy_baseline) Check(PageBuffer::Allocate(o_.transfer_size, &scratch_, &why), why);
+  StartEngine();
+  if (o_.ucp_baseline) StartUcp();
+}
+
+void Session::Hello() {
+  Message hello("HELLO");
+  hello.Set("version", kSideChannelVersion).Set("size", o_.transfer_size).Set("ucp", o_.ucp_baseline ? 1 : 0);
+  hello.Set("tls", tls_.value.empty() ? "-" : tls_.value);
+  hello.Set("progress", o_.target_progress == TargetProgress::kPoll ? "poll" : "event");
+  Message ready = Call(hello);
+  uint64_t size = 0;
+  target_engine_ = ready.Get("engine");
+  Check(!target_engine_.empty() && ready.GetU64("addr", &remote_addr_) && ready.GetU64("size", &size),
+        "target's READY lacks engine, addr or size");
+  Check(size >= o_.transfer_size, "target buffer is smaller than --transfer-size");
+  const std::string target_tls = ready.Get("tls");
+  target_tls_ = (target_tls == "-" ? "UCX default" : "UCX_TLS=" + target_tls) + " (" + ready.Get("tls_source") + ")";
+  if (target_tls != (tls_.value.empty() ? "-" : tls_.value)) {
+    fprintf(stderr, "adxl-bench: warning: the target uses UCX_TLS=%s, this side %s\n", target_tls.c_str(),
+            tls_.value.empty() ? "the UCX default" : tls_.value.c_str());
+  }
+  if (o_.ucp_baseline) {
+    Check(FromHex(ready.Get("ucp_addr"), &ucp_worker_address_) && FromHex(ready.Get("ucp_rkey"), &ucp_rkey_) &&
+              !ucp_worker_address_.empty() && !ucp_rkey_.empty(),
+          "target's READY lacks a valid UCP worker address or remote key");
+  }
+}
+
+void Session::StartEngine() {
+  // A client-only name (no port) is enough: the initiator only connects.
+  local_engine_ = o_.local_engine.empty() ? "127.0.0.1" : o_.local_engine;
+  engine_ = std::make_unique<adxl::AdxlEngine>();
+  adxl::Status st = engine_->Initialize(local_engine_.c_str(), {});
+  Check(st == adxl::SUCCESS, "engine Initialize('" + local_engine_ + "') returned " + StatusName(st));
+  st = engine_->RegisterMem({buffer_.addr(), buffer_.size()}, adxl::MEM_HOST, handle_);
+  Check(st == adxl::SUCCESS, std::string("engine RegisterMem returned ") + StatusName(st));
+  st = engine_->Connect(target_engine_.c_str(), o_.timeout_ms);
+  Check(st == adxl::SUCCESS, "engine Connect('" + target_engine_ + "') returned " + StatusName(st));
+  connected_ = true;
+  runner_ = std::make_unique<EngineRunner>(*engine_, target_engine_);
+  engine_link_ = runner_->LinkDescription();
+}
+
+void Session::StartUcp() {
+  std::string why;
+  ucp_ = UcpInitiator::Create(buffer_.data(), buffer_.size(), ucp_worker_address_, ucp_rkey_, remote_addr_,
+                              o_.timeout_ms, &why);
+  Check(ucp_ != nullptr, "ucp baseline: " + why);
+  transport_ = ucp_->transports();
+  rma_note_ = ucp_->peer_mapped() ? "one-sided (ucp_rkey_ptr maps the target buffer)"
+                                  : "emulated or network (no direct mapping; the target must progress)";
+}
+
+void Session::Finish() {
+  if (finished_) return;
+  finished_ = true;
+  ucp_.reset();  // graceful close needs the target still up
+  if (connected_) engine_->Disconnect(target_engine_.c_str(), o_.timeout_ms);
+  connected_ = false;
+  Call(Message("BYE"));
+}
+
+RunInfo Session::Info() const {
+  std::vector<std::string> blocks, modes;
+  for (size_t b : o_.block_sizes) blocks.push_back(FormatSize(b));
+  for (Mode m : o_.modes) modes.push_back(ModeName(m));
+  std::vector<std::string> baselines;
+  if (o_.memcpy_baseline) baselines.push_back("memcpy (1 thread)");
+  if (o_.ucp_baseline) baselines.push_back("ucp (1 thread)");
+  char host[256] = "?";
+  gethostname(host, sizeof(host) - 1);
+  char when[64];
+  time_t now = time(nullptr);
+  strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S%z", localtime(&now));
+  RunInfo info = {
+      {"date", when},
+      {"host", host},
+      {"command", Join(o_.argv, " ")},
+      {"engines", local_engine_ + " -> " + target_engine_},
+      {"lane", LaneName(o_.lane)},
+      {"initiator UCX_TLS", tls_.Describe()},
+      {"target UCX_TLS", target_tls_},
+      {"engine link", engine_link_.empty() ? "unknown (engine without adxl/adxl_ext.h)" : engine_link_},
+      {"ucp transport", transport_.empty() ? "unknown (ucp baseline off)" : transport_ + " (lanes of the ucp endpoint)"},
+      {"ucp rma", rma_note_},
+      {"directions", Join(o_.directions, ",")},
+      {"transfer size", FormatSize(o_.transfer_size) + " per step"},
+      {"block sizes", Join(blocks, ",")},
+      {"loops", std::to_string(o_.loops) + " timed + 1 warm-up per row"},
+      {"mode", Join(modes, ",")},
+      {"threads", std::to_string(o_.threads) + " (engine rows)"},
+      {"async batch", std::to_string(o_.async_batch) + " descriptors per request"},
+      {"baselines", baselines.empty() ? "none" : Join(baselines, ", ")},
+      {"target progress", o_.target_progress == TargetProgress::kPoll ? "poll" : "event (ucp_worker_arm + efd)"},
+      {"verify", o_.verify ? "on" : "off"},
+  };
+  if (o_.run_latency) {
+    info.emplace_back("latency", std::to_string(o_.latency_iters) + " x TransferSync of one 4K descriptor");
+  }
+  return info;
+}
+
+// ---------------------------------------------------------------- verification
+
+void Session::PrepareSources(const Direction &d) {
+  if (!o_.verify) return;
+  if (d.op == adxl::WRITE) {
+    FillPattern(buffer_.data(), buffer_.size(), kWriteSeed);
+  } else {
+    Call(Message("FILL").Set("seed", kReadSeed).Set("len", o_.transfer_size));
+    // The memcpy baseline's READ source holds the same pattern.
+    if (scratch_.data() != nullptr) FillPattern(scratch_.data(), scratch_.size(), kReadSeed);
+  }
+}
+
+uint64_t Session::SourceHash(const Direction &d, size_t len) {
+  if (d.op == adxl::WRITE) return HashBytes(buffer_.data(), len);
+  uint64_t h = 0;
+  Check(Call(Message("HASH").Set("len", len)).GetU64("hash", &h), "target's HASH answer lacks a hash");
+  return h;
+}
+
+void Session::PoisonDestination(const Destination &dest, size_t len) {
+  if (dest.remote) {
+    Call(Message("CLEAR").Set("len", len));
+  } else {
+    Poison(dest.local, len);
+  }
+}
+
+uint64_t Session::DestinationHash(const Destination &dest, size_t len) {
+  if (!dest.remote) return HashBytes(dest.local, len);
+  uint64_t h = 0;
+  Check(Call(Message("HASH").Set("len", len)).GetU64("hash", &h), "target's HASH answer lacks a hash");
+  return h;
+}
+
+// ---------------------------------------------------------------- measuring
+
+// One untimed warm-up step, then o_.loops timed steps.  With --verify, every
+// step (warm-up included) starts from a poisoned destination and ends with a
+// hash comparison.  A failed step ends the row: its link needs resetting.
+void Session::RunSteps(const Destination &dest, uint64_t expected, size_t span, size_t bytes, size_t ops,
+                       const std::function<StepResult()> &step, RowAccumulator *acc) {
+  for (int i = 0; i <= o_.loops; ++i) {
+    if (o_.verify) PoisonDestination(dest, span);
+    StepResult r = step();
+    if (i == 0) {
+      if (r.errors > 0) acc->AddError(r.first_error);
+    } else {
+      acc->AddStep(r, bytes, ops);
+    }
+    if (r.errors > 0) return;
+    if (o_.verify) acc->AddCheck(DestinationHash(dest, span) == expected);
+  }
+}
+
+Row Session::NewRow(const std::string &benchmark, const char *pattern, const Direction &d, size_t block,
+                    size_t batch, int threads) const {
+  Row r;
+  r.benchmark = benchmark;
+  r.pattern = pattern;
+  r.block_size = block;
+  r.batch_size = batch;
+  r.threads = threads;
+  // "<--lane>:<transports>", the engine's own account first.
+  std::string used = engine_link_.empty() ? transport_ : engine_link_.substr(engine_link_.rfind(' ') + 1);
+  r.transport = std::string(LaneName(o_.lane)) + ":" + (used.empty() ? "unknown" : used);
+  for (char &c : r.transport) c = c == ',' ? '+' : c;  // keep the CSV field plain
+  r.direction = d.name;
+  r.initiator_memory = MemoryName(d.initiator_memory);
+  r.target_memory = MemoryName(d.target_memory);
+  return r;
+}
+
+Row Session::MeasureEngine(const Direction &d, const BlockBatch &b, Mode mode) {
+  EngineSettings s{mode, o_.threads, o_.async_batch, o_.timeout_ms};
+  Row row = NewRow(std::string("engine_") + ModeName(mode), "seq", d, b.block, EngineRunner::CallSize(b, s),
+                   o_.threads);
+  const size_t span = b.block * b.count;
+  RowAccumulator acc;
+  RunSteps(RemoteSideDestination(d), o_.verify ? SourceHash(d, span) : 0, span, span, b.count,
+           [&] { return runner_->RunStep(b, s); }, &acc);
+  acc.FillRow(&row);
+  return row;
+}
+
+Row Session::MeasureUcp(const Direction &d, const BlockBatch &b) {
+  Row row = NewRow("ucp", "seq", d, b.block, b.count, 1);
+  const size_t span = b.block * b.count;
+  RowAccumulator acc;
+  RunSteps(RemoteSideDestination(d), o_.verify ? SourceHash(d, span) : 0, span, span, b.count,
+           [&] { return ucp_->RunStep(b, o_.timeout_ms); }, &acc);
+  acc.FillRow(&row);
+  return row;
+}
+
+Row Session::MeasureMemcpy(const Direction &d, const BlockBatch &b) {
+  Row row = NewRow("memcpy", "seq", d, b.block, b.count, 1);
+  const size_t span = b.block * b.count;
+  const Destination dest = MemcpyDestination(d);
+  const uint8_t *src = MemcpySource(d);
+  RowAccumulator acc;
+  RunSteps(dest, o_.verify ? HashBytes(src, span) : 0, span, span, b.count,
+           [&] { return MemcpyStep(dest.local, src, b.block, b.count); }, &acc);
+  acc.FillRow(&row);
+  return row;
+}
+
+// Ends a group of rows: ratios, then into the report; then, since a failed
+// transfer leaves the engine link failed (ADXL semantics), a fresh link for
+// the next group.
+void Session::EndGroup(std::vector<Row> *group, std::vector<Row> *rows) {
+  FillRatios(group);
+  rows->insert(rows->end(), group->begin(), group->end());
+  bool engine_failed = false;
+  for (const Row &r : *group) engine_failed |= r.benchmark.rfind("engine", 0) == 0 && r.error_count > 0;
+  if (!engine_failed) return;
+  std::string why;
+  const bool reconnected = runner_->Reconnect(o_.timeout_ms, &why);
+  Check(reconnected, "after a failed step, the engine cannot reconnect: " + why);
+}
+
+
+void Session::RunBandwidth(const Direction &d, Progress &progress, std::vector<Row> *rows) {
+  for (size_t block : o_.block_sizes) {
+    const BlockBatch b{d.op, buffer_.addr(), remote_addr_, block, o_.transfer_size / block};
+    const std::string label = std::string(d.name) + " " + FormatSize(block) + " ";
+    std::vector<Row> group;
+    for (Mode m : o_.modes) {
+      progress.Row(label + "engine_" + ModeName(m));
+      group.push_back(MeasureEngine(d, b, m));
+    }
+    if (ucp_) {
+      progress.Row(label + "ucp");
+      group.push_back(MeasureUcp(d, b));
+    }
+    if (o_.memcpy_baseline) {
+      progress.Row(label + "memcpy");
+      group.push_back(MeasureMemcpy(d, b));
+    }
+    EndGroup(&group, rows);
+  }
+}
+
+// One 4 KiB descriptor per call, o_.latency_iters calls; a tenth as many
+// untimed calls first.  Verified once at the end (every call moves the same
+// block).
+void Session::RunLatency(const Direction &d, Progress &progress, std::vector<Row> *rows) {
+  const BlockBatch one{d.op, buffer_.addr(), remote_addr_, kLatencyBlock, 1};
+  const int warmup = std::max(10, o_.latency_iters / 10);
+  const std::string label = std::string(d.name) + " latency ";
+  auto measure = [&](const std::string &name, const Destination &dest, uint64_t expected,
+                     const std::function<StepResult(int)> &run) {
+    Row row = NewRow(name, "latency", d, kLatencyBlock, 1, 1);
+    RowAccumulator acc;
+    if (o_.verify) PoisonDestination(dest, kLatencyBlock);
+    StepResult warm = run(warmup);
+    StepResult r = warm.errors > 0 ? warm : run(o_.latency_iters);
+    acc.AddStep(r, kLatencyBlock * r.call_us.size(), r.call_us.size());
+    if (o_.verify && r.errors == 0) acc.AddCheck(DestinationHash(dest, kLatencyBlock) == expected);
+    acc.FillRow(&row);
+    return row;
+  };
+  std::vector<Row> group;
+  const uint64_t expected = o_.verify ? SourceHash(d, kLatencyBlock) : 0;
+  progress.Row(label + "engine");
+  group.push_back(measure("engine_sync", RemoteSideDestination(d), expected,
+                          [&](int n) { return runner_->RunLatency(one, n, o_.timeout_ms); }));
+  if (ucp_) {
+    progress.Row(label + "ucp");
+    group.push_back(measure("ucp", RemoteSideDestination(d), expected,
+                            [&](int n) { return ucp_->RunLatency(one, n, o_.timeout_ms); }));
+  }
+  if (o_.memcpy_baseline) {
+    progress.Row(label + "memcpy");
+    const Destination dest = MemcpyDestination(d);
+    const uint8_t *src = MemcpySource(d);
+    group.push_back(measure("memcpy", dest, o_.verify ? HashBytes(src, kLatencyBlock) : 0,
+                            [&](int n) { return MemcpyLatency(dest.local, src, kLatencyBlock, n); }));
+  }
+  EndGroup(&group, rows);
+}
+
+void Session::RunAll(std::vector<Row> *rows) {
+  const int per_group = 1 + (ucp_ ? 1 : 0) + (o_.memcpy_baseline ? 1 : 0);
+  const int dirs = static_cast<int>(o_.directions.size());
+  int total = 0;
+  if (o_.run_bandwidth) {
+    total += dirs * static_cast<int>(o_.block_sizes.size()) * (per_group - 1 + static_cast<int>(o_.modes.size()));
+  }
+  if (o_.run_latency) total += dirs * per_group;
+  Progress progress(total);
+  for (const std::string &name : o_.directions) {
+    const Direction &d = *FindDirection(name.c_str());
+    PrepareSources(d);
+    if (o_.run_bandwidth) RunBandwidth(d, progress, rows);
+    if (o_.run_latency) RunLatency(d, progress, rows);
+  }
+}
+
+// ---------------------------------------------------------------- entry
+
+}  // namespace bench

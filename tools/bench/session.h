@@ -1,0 +1,125 @@
+// The initiator's session: sets both sides up over the side channel, then
+// measures every row -- the engine, then the ucp and memcpy baselines on the
+// same buffers and blocks -- with the optional verify pass around each step.
+#ifndef ADXL_TOOLS_BENCH_SESSION_H_
+#define ADXL_TOOLS_BENCH_SESSION_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "adxl/adxl_engine.h"
+#include "buffer.h"
+#include "directions.h"
+#include "engine_runner.h"
+#include "lane.h"
+#include "measurement.h"
+#include "options.h"
+#include "progress.h"
+#include "report.h"
+#include "side_channel.h"
+#include "ucp_baseline.h"
+
+namespace bench {
+
+// A failure that ends the whole run (set-up, side channel, lost target).
+// Failures of single transfers are not Fatal: they are counted in the row.
+struct Fatal : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+inline void Check(bool ok, const std::string &why) {
+  if (!ok) throw Fatal(why);
+}
+
+inline std::string Join(const std::vector<std::string> &items, const char *sep) {
+  std::string out;
+  for (const std::string &s : items) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+// Where a step's bytes land, for the verify pass.
+struct Destination {
+  bool remote = false;       // the target's buffer
+  uint8_t *local = nullptr;  // else this local buffer
+};
+
+class Session {
+ public:
+  explicit Session(const Options &o) : o_(o) {}
+  ~Session();
+  Session(const Session &) = delete;
+  Session &operator=(const Session &) = delete;
+
+  void SetUp(const std::function<bool()> &keep_trying);
+  // Appends rows as they are measured, so that a run that ends with Fatal
+  // still reports what it measured.
+  void RunAll(std::vector<Row> *rows);
+  RunInfo Info() const;
+  // Orderly end: closes the baseline endpoint and the engine link, then
+  // releases the target.
+  void Finish();
+
+ private:
+  void Hello();
+  void StartEngine();
+  void StartUcp();
+
+  void RunBandwidth(const Direction &d, Progress &progress, std::vector<Row> *rows);
+  void RunLatency(const Direction &d, Progress &progress, std::vector<Row> *rows);
+  void EndGroup(std::vector<Row> *group, std::vector<Row> *rows);
+  Row NewRow(const std::string &benchmark, const char *pattern, const Direction &d, size_t block, size_t batch,
+             int threads) const;
+  Row MeasureEngine(const Direction &d, const BlockBatch &b, Mode mode);
+  Row MeasureUcp(const Direction &d, const BlockBatch &b);
+  Row MeasureMemcpy(const Direction &d, const BlockBatch &b);
+  void RunSteps(const Destination &dest, uint64_t expected, size_t span, size_t bytes, size_t ops,
+                const std::function<StepResult()> &step, RowAccumulator *acc);
+
+  // Verification: sources hold known patterns, destinations are poisoned
+  // before each step and hashed after it.
+  void PrepareSources(const Direction &d);
+  uint64_t SourceHash(const Direction &d, size_t len);
+  void PoisonDestination(const Destination &dest, size_t len);
+  uint64_t DestinationHash(const Destination &dest, size_t len);
+  Destination RemoteSideDestination(const Direction &d) {
+    return d.op == adxl::WRITE ? Destination{true, nullptr} : Destination{false, buffer_.data()};
+  }
+  Destination MemcpyDestination(const Direction &d) {
+    return Destination{false, d.op == adxl::WRITE ? scratch_.data() : buffer_.data()};
+  }
+  const uint8_t *MemcpySource(const Direction &d) const {
+    return d.op == adxl::WRITE ? buffer_.data() : scratch_.data();
+  }
+
+  Message Call(const Message &request);
+
+  const Options &o_;
+  SideChannel ch_;
+  TlsChoice tls_;
+  std::string target_tls_;
+  std::string local_engine_;
+  std::string target_engine_;
+  uint64_t remote_addr_ = 0;
+  std::string ucp_worker_address_;
+  std::string ucp_rkey_;
+  std::string transport_;     // ucp endpoint lanes
+  std::string engine_link_;   // what the engine says its link runs on
+  std::string rma_note_ = "n/a (ucp baseline off)";
+  // Declared before the engine and UCP so that they are destroyed after.
+  PageBuffer buffer_;
+  PageBuffer scratch_;  // the memcpy baseline's other side
+  std::unique_ptr<adxl::AdxlEngine> engine_;
+  adxl::MemHandle handle_ = nullptr;
+  bool connected_ = false;
+  std::unique_ptr<EngineRunner> runner_;
+  std::unique_ptr<UcpInitiator> ucp_;
+  bool finished_ = false;
+};
+
+}  // namespace bench
+
+#endif  // ADXL_TOOLS_BENCH_SESSION_H_

@@ -1,0 +1,139 @@
+#include "target.h"
+
+#include <cstdio>
+#include <memory>
+
+#include "adxl/adxl_engine.h"
+#include "buffer.h"
+#include "engine_runner.h"
+#include "lane.h"
+#include "side_channel.h"
+#include "ucp_baseline.h"
+
+namespace bench {
+namespace {
+
+constexpr uint64_t kMaxBuffer = 64ull << 30;  // refuse absurd sizes from a confused peer
+
+int Fail(const std::string &why) {
+  fprintf(stderr, "adxl-bench target: %s\n", why.c_str());
+  return 2;
+}
+
+// Everything the target holds, destroyed in reverse order: the raw-UCP side
+// and the engine let go of the buffer before it is unmapped.
+struct TargetState {
+  PageBuffer buffer;
+  adxl::AdxlEngine engine;
+  adxl::MemHandle handle = nullptr;
+  std::unique_ptr<UcpTarget> ucp;
+  TlsChoice tls;
+  ~TargetState() {
+    ucp.reset();
+    if (handle != nullptr) engine.DeregisterMem(handle);
+    engine.Finalize();
+  }
+};
+
+// HELLO: configure transports, then create buffer, engine and UCP worker.
+bool SetUp(const Options &o, const Message &hello, TargetState *s, Message *ready, std::string *why) {
+  uint64_t version = 0, size = 0, want_ucp = 0;
+  if (hello.verb != "HELLO" || !hello.GetU64("version", &version) || !hello.GetU64("size", &size) ||
+      !hello.GetU64("ucp", &want_ucp)) {
+    *why = "expected HELLO version= size= ucp=, got " + hello.verb;
+    return false;
+  }
+  if (version != kSideChannelVersion) {
+    *why = "initiator speaks side-channel version " + std::to_string(version) + ", this target " +
+           std::to_string(kSideChannelVersion) + ": use the same adxl-bench on both hosts";
+    return false;
+  }
+  if (size == 0 || size > kMaxBuffer) {
+    *why = "buffer size " + std::to_string(size) + " out of range";
+    return false;
+  }
+  // UCX reads UCX_TLS when a context is created: set it before the engine.
+  std::string tls = hello.Get("tls");
+  s->tls = ApplyTls(tls == "-" ? std::string() : tls);
+  if (!PageBuffer::Allocate(size, &s->buffer, why)) return false;
+  adxl::Status st = s->engine.Initialize(o.local_engine.c_str(), {});
+  if (st != adxl::SUCCESS) {
+    *why = "engine Initialize('" + o.local_engine + "') returned " + StatusName(st);
+    return false;
+  }
+  st = s->engine.RegisterMem({s->buffer.addr(), s->buffer.size()}, adxl::MEM_HOST, s->handle);
+  if (st != adxl::SUCCESS) {
+    *why = std::string("engine RegisterMem returned ") + StatusName(st);
+    return false;
+  }
+  *ready = Message("OK");
+  if (want_ucp != 0) {
+    TargetProgress progress = hello.Get("progress") == "poll" ? TargetProgress::kPoll : TargetProgress::kEvent;
+    s->ucp = UcpTarget::Create(s->buffer.data(), s->buffer.size(), progress, why);
+    if (!s->ucp) return false;
+    ready->Set("ucp_addr", ToHex(s->ucp->worker_address())).Set("ucp_rkey", ToHex(s->ucp->packed_rkey()));
+  }
+  ready->Set("engine", o.local_engine).Set("addr", s->buffer.addr()).Set("size", s->buffer.size());
+  ready->Set("tls", s->tls.value.empty() ? "-" : s->tls.value).Set("tls_source", s->tls.source);
+  return true;
+}
+
+// One step command of the verify pass; false only when the answer cannot be sent.
+bool Serve(SideChannel &ch, const Message &m, TargetState &s, bool *bye, std::string *why) {
+  uint64_t len = 0, seed = 0;
+  Message reply("OK");
+  bool len_ok = m.GetU64("len", &len) && len <= s.buffer.size();
+  if (m.verb == "BYE") {
+    *bye = true;
+  } else if (!len_ok) {
+    reply = Message("ERR");
+    reply.text = m.verb + ": missing len or len over the buffer size";
+  } else if (m.verb == "FILL" && m.GetU64("seed", &seed)) {
+    FillPattern(s.buffer.data(), len, seed);
+  } else if (m.verb == "CLEAR") {
+    Poison(s.buffer.data(), len);
+  } else if (m.verb == "HASH") {
+    reply.Set("hash", HashBytes(s.buffer.data(), len));
+  } else {
+    reply = Message("ERR");
+    reply.text = "unknown command " + m.verb;
+  }
+  return ch.Send(reply, why);
+}
+
+}  // namespace
+
+int RunTarget(const Options &o) {
+  std::string why;
+  Fd listener;
+  SideChannel ch;
+  if (!SideChannel::Listen(o.side_channel, &listener, &why) ||
+      !SideChannel::Accept(listener, o.accept_timeout_s * 1000, &ch, &why)) {
+    return Fail(why);
+  }
+  listener.Reset();  // one initiator per target
+  Message hello, ready;
+  if (!ch.Receive(&hello, o.timeout_ms, &why)) return Fail(why);
+  auto state = std::make_unique<TargetState>();
+  if (!SetUp(o, hello, state.get(), &ready, &why)) {
+    Message err("ERR");
+    err.text = why;
+    std::string ignored;
+    ch.Send(err, &ignored);
+    return Fail(why);
+  }
+  if (!ch.Send(ready, &why)) return Fail(why);
+  // Transfers are one-sided: between commands the engine's and the baseline's
+  // progress threads do the target's work; this thread only waits here.
+  for (bool bye = false; !bye;) {
+    Message m;
+    bool eof = false;
+    if (!ch.Receive(&m, 24 * 3600 * 1000, &why, &eof)) {
+      return Fail(eof ? "the initiator went away without BYE" : why);
+    }
+    if (!Serve(ch, m, *state, &bye, &why)) return Fail(why);
+  }
+  return 0;
+}
+
+}  // namespace bench

@@ -1,0 +1,17 @@
+// --role target: owns the remote buffer, registers it with its engine and
+// (for the ucp baseline) with a raw UCP worker, then answers the initiator's
+// side-channel commands until BYE.  It measures nothing and prints only
+// errors; every setting comes from the initiator's HELLO.
+#ifndef ADXL_TOOLS_BENCH_TARGET_H_
+#define ADXL_TOOLS_BENCH_TARGET_H_
+
+#include "options.h"
+
+namespace bench {
+
+// Returns the process exit status.
+int RunTarget(const Options &options);
+
+}  // namespace bench
+
+#endif  // ADXL_TOOLS_BENCH_TARGET_H_
