@@ -18,7 +18,10 @@ namespace adxl {
 
 ControlConn::ControlConn(Fd fd, Role role, std::string peer_desc)
     : fd_(std::move(fd)), role_(role), desc_(std::move(peer_desc)) {
-  last_rx_ms.store(ControlLoop::NowMs());
+  created_ms = ControlLoop::NowMs();
+  last_rx_ms.store(created_ms);
+  // Clients only ever send small messages to a server.
+  if (role == Role::kServer) reader.set_max_payload(wire::kMaxClientPayload);
 }
 
 ControlConn::~ControlConn() = default;
@@ -96,10 +99,12 @@ int64_t ControlLoop::NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();
 }
 
-bool ControlLoop::Start(Fd listen_fd, ControlHandler *handler, int tick_ms, std::string *why) {
+bool ControlLoop::Start(Fd listen_fd, ControlHandler *handler, int tick_ms, int hello_timeout_ms,
+                        std::string *why) {
   listen_fd_ = std::move(listen_fd);
   handler_ = handler;
   tick_ms_ = tick_ms;
+  hello_timeout_ms_ = hello_timeout_ms;
   epoll_fd_ = Fd(epoll_create1(EPOLL_CLOEXEC));
   wake_fd_ = Fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!epoll_fd_.valid() || !wake_fd_.valid()) {
@@ -110,10 +115,8 @@ bool ControlLoop::Start(Fd listen_fd, ControlHandler *handler, int tick_ms, std:
   ev.events = EPOLLIN;
   ev.data.fd = wake_fd_.get();
   epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, wake_fd_.get(), &ev);
-  if (listen_fd_.valid()) {
-    ev.data.fd = listen_fd_.get();
-    epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, listen_fd_.get(), &ev);
-  }
+  listening_ = false;
+  SetListening(true);
   stop_.store(false);
   thread_ = std::thread([this] { Run(); });
   return true;
@@ -177,6 +180,8 @@ void ControlLoop::Run() {
       }
     }
     if (NowMs() >= next_tick && !stop_.load()) {
+      SetListening(true);  // resumes accepting after descriptor exhaustion
+      CloseStaleHandshakes();
       handler_->OnTick();
       next_tick = NowMs() + tick_ms_;
     }
@@ -190,7 +195,14 @@ void ControlLoop::Accept() {
     int fd = accept4(listen_fd_.get(), reinterpret_cast<sockaddr *>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) ADXL_WARN("accept: %s", strerror(errno));
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // The pending connection stays queued and the socket stays readable:
+        // stop watching it until the next tick instead of spinning.
+        ADXL_WARN("accept: %s; not accepting for %d ms", strerror(errno), tick_ms_);
+        SetListening(false);
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        ADXL_WARN("accept: %s", strerror(errno));
+      }
       return;
     }
     int one = 1;
@@ -212,10 +224,40 @@ void ControlLoop::Accept() {
   }
 }
 
+void ControlLoop::SetListening(bool on) {
+  if (!listen_fd_.valid() || listening_ == on) return;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = listen_fd_.get();
+  epoll_ctl(epoll_fd_.get(), on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, listen_fd_.get(), &ev);
+  listening_ = on;
+}
+
+void ControlLoop::CloseStaleHandshakes() {
+  const int64_t now = NowMs();
+  std::vector<std::shared_ptr<ControlConn>> stale;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto &kv : conns_) {
+      const auto &c = kv.second;
+      if (c->role() == ControlConn::Role::kServer && !c->hello_done() && now - c->created_ms > hello_timeout_ms_) {
+        stale.push_back(c);
+      }
+    }
+  }
+  for (const auto &c : stale) {
+    ADXL_WARN("control connection from %s sent no Hello within %d ms; closing it", c->desc().c_str(),
+              hello_timeout_ms_);
+    Drop(c);
+  }
+}
+
 void ControlLoop::ReadFrom(const std::shared_ptr<ControlConn> &conn) {
   char buf[64 << 10];
   bool eof = false;
-  while (true) {
+  // At most a few reads per wake-up: a peer that never stops sending must
+  // not starve the others (epoll is level-triggered and comes back to it).
+  for (int rounds = 0; rounds < 4; ++rounds) {
     ssize_t n = recv(conn->fd(), buf, sizeof(buf), 0);
     if (n > 0) {
       conn->reader.Feed(buf, static_cast<size_t>(n));

@@ -60,6 +60,7 @@ class ControlConn {
   // Loop-thread state.
   wire::FrameReader reader;
   std::atomic<int64_t> last_rx_ms{0};
+  int64_t created_ms = 0;
   const std::string &desc() const { return desc_; }
 
  private:
@@ -89,8 +90,9 @@ class ControlLoop {
  public:
   ControlLoop() = default;
   ~ControlLoop() { Stop(); }
-  // listen_fd may be invalid (client-only engine).
-  bool Start(Fd listen_fd, ControlHandler *handler, int tick_ms, std::string *why);
+  // listen_fd may be invalid (client-only engine).  A peer that has not
+  // completed its Hello within hello_timeout_ms is disconnected (slow loris).
+  bool Start(Fd listen_fd, ControlHandler *handler, int tick_ms, int hello_timeout_ms, std::string *why);
   // Starts reading a connection (any thread).
   bool Add(const std::shared_ptr<ControlConn> &conn);
   // Closes every connection and joins the thread.  Idempotent.
@@ -102,12 +104,16 @@ class ControlLoop {
   void Accept();
   void ReadFrom(const std::shared_ptr<ControlConn> &conn);
   void Drop(const std::shared_ptr<ControlConn> &conn);
+  void CloseStaleHandshakes();
+  void SetListening(bool on);
 
   Fd listen_fd_;
   Fd epoll_fd_;
   Fd wake_fd_;
   ControlHandler *handler_ = nullptr;
   int tick_ms_ = 1000;
+  int hello_timeout_ms_ = 3000;
+  bool listening_ = false;  // the listening socket is in the epoll set
   std::atomic<bool> stop_{false};
   std::thread thread_;
   std::mutex mu_;

@@ -15,7 +15,10 @@ constexpr size_t kMaxPendingNotifies = 4096;  // undrained notifies a receiver h
 constexpr size_t kMaxAsyncRequests = 1u << 16;
 constexpr auto kByeDeadline = std::chrono::milliseconds(200);
 constexpr auto kFenceDeadline = std::chrono::milliseconds(1000);
-constexpr auto kControlSendDeadline = std::chrono::milliseconds(1000);
+// Answers sent from the control thread: a peer that does not read them for
+// this long is misbehaving, and is closed rather than allowed to stall the
+// thread that serves every other peer.
+constexpr auto kControlSendDeadline = std::chrono::milliseconds(50);
 
 Clock::time_point After(int32_t ms) { return Clock::now() + std::chrono::milliseconds(ms); }
 
@@ -71,7 +74,8 @@ Status AdxlEngine::AdxlEngineImpl::Initialize(const AscendString &local_engine,
   node_id_ = LocalNodeId();
   transport_ = transport;
   registry_ = std::make_unique<Registry>(limits);
-  if (!loop_.Start(std::move(listen_fd), this, static_cast<int>(o.heartbeat_ms), &why)) {
+  const int hello_timeout_ms = static_cast<int>(std::max<uint32_t>(3 * o.heartbeat_ms, 1000));
+  if (!loop_.Start(std::move(listen_fd), this, static_cast<int>(o.heartbeat_ms), hello_timeout_ms, &why)) {
     ADXL_ERROR("Initialize: %s", why.c_str());
     registry_.reset();
     transport_.reset();
@@ -772,7 +776,9 @@ void AdxlEngine::AdxlEngineImpl::HandleServer(const std::shared_ptr<ControlConn>
     for (const auto &r : registry_->All()) ack.regions.push_back(ToWire(*r));
     conn->set_peer_name(hello->from_engine);
     conn->set_hello_done();
-    if (conn->Send(ack, msg.seq, deadline)) subscribers_.insert(conn);
+    // The client reads this answer synchronously; a large region table may
+    // need longer than a control-thread answer usually gets.
+    if (conn->Send(ack, msg.seq, Clock::now() + std::chrono::seconds(1))) subscribers_.insert(conn);
     ADXL_INFO("'%s' connected (%zu regions advertised)", hello->from_engine.c_str(), ack.regions.size());
     return;
   }

@@ -222,8 +222,8 @@ FrameReader::Result FrameReader::Next(Message *out, std::string *why) {
     *why = "wire version " + std::to_string(version) + ", this engine speaks " + std::to_string(kVersion);
     return Result::kError;
   }
-  if (len > kMaxPayload) {
-    *why = "payload of " + std::to_string(len) + " bytes exceeds the limit of " + std::to_string(kMaxPayload);
+  if (len > max_payload_) {
+    *why = "payload of " + std::to_string(len) + " bytes exceeds the limit of " + std::to_string(max_payload_);
     return Result::kError;
   }
   if (buf_.size() - pos_ - kHeaderSize < len) return Result::kNeedMore;

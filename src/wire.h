@@ -28,6 +28,9 @@ constexpr size_t kHeaderSize = 24;
 constexpr size_t kMaxPayload = 4u << 20;
 constexpr size_t kMaxString = 64u << 10;
 constexpr size_t kMaxRegions = 4096;
+// What a server accepts from a client: Hello, Notify (<= 2 x 1 KiB), Ping,
+// Fence, Bye and Acks are all far below this.
+constexpr size_t kMaxClientPayload = 64u << 10;
 
 enum class Type : uint16_t {
   kHello = 1,      // client -> server: who I am, whom I want
@@ -103,10 +106,14 @@ class FrameReader {
   // reader must not be used again.
   Result Next(Message *out, std::string *why);
   size_t buffered() const { return buf_.size() - pos_; }
+  // Lowers the payload limit (a server reading clients only ever receives
+  // small messages, so it refuses big frames before buffering them).
+  void set_max_payload(size_t n) { max_payload_ = n < kMaxPayload ? n : kMaxPayload; }
 
  private:
   std::string buf_;
   size_t pos_ = 0;
+  size_t max_payload_ = kMaxPayload;
 };
 
 // Decodes one payload of the given type (exposed for the fuzzer and tests).
