@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cinttypes>
 #include <cerrno>
 #include <cstdarg>
@@ -35,6 +36,7 @@
 #include <ucp/api/ucp.h>
 
 #include "adxl/plugin/adxl_plugin.h"
+#include "am_lane.h"
 #include "cma_lane.h"
 
 namespace {
@@ -45,6 +47,10 @@ constexpr int kCloseTimeoutMs = 2000;  // bound on a graceful endpoint close
 
 struct adxl_plugin_context {
   CmaLane cma;
+  AmLane am;
+  // RDMA lane protocol: active messages (am_lane.h) unless RDMA hardware
+  // makes UCP RMA truly one-sided; ADXL_UCX_RDMA_PROTOCOL=am|rma overrides.
+  bool rdma_over_am = false;
   ucp_context_h ucp = nullptr;
   ucp_worker_h worker = nullptr;
   bool device_memory = false;
@@ -76,12 +82,14 @@ struct adxl_plugin_mem {
   uct_mem_h cma_memh = UCT_MEM_HANDLE_NULL;
   bool cma_ok = false;
   std::string cma_key;  // packed at registration
+  void *addr = nullptr;  // host registrations: key of the AM lane's table
 };
 
 struct adxl_plugin_ep {
   adxl_plugin_context *ctx = nullptr;
   uint32_t lane = ADXL_PLUGIN_LANE_RDMA;
   ucp_ep_h ep = nullptr;      // RDMA lane
+  bool am = false;            // RDMA lane moves data with am_lane.h
   uct_ep_h cma_ep = nullptr;  // HCCS lane
   std::atomic<int> failed{ADXL_PLUGIN_OK};
 };
@@ -149,10 +157,21 @@ ucs_status_t WaitRequest(adxl_plugin_context *ctx, ucs_status_ptr_t req, int tim
   return st;
 }
 
+// How long the progress thread keeps polling after the last event before it
+// sleeps again: a transfer is a burst of messages, and waking up for each of
+// them costs tens of microseconds.  An idle engine still sleeps.
+constexpr auto kProgressLinger = std::chrono::microseconds(200);
+
 void ProgressLoop(adxl_plugin_context *ctx) {
   epoll_event events[4];
   while (!ctx->stop.load(std::memory_order_acquire)) {
-    while (ucp_worker_progress(ctx->worker) != 0) {
+    auto last_event = std::chrono::steady_clock::now();
+    while (!ctx->stop.load(std::memory_order_relaxed)) {
+      if (ucp_worker_progress(ctx->worker) != 0) {
+        last_event = std::chrono::steady_clock::now();
+      } else if (std::chrono::steady_clock::now() - last_event > kProgressLinger) {
+        break;
+      }
     }
     ucs_status_t st = ucp_worker_arm(ctx->worker);
     if (st == UCS_ERR_BUSY) continue;  // events arrived meanwhile
@@ -256,7 +275,7 @@ int Open(const adxl_plugin_config_t *cfg, adxl_plugin_context_t **out) noexcept 
   }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-  params.features = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;
+  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
   params.mt_workers_shared = 0;
   st = ucp_init(&params, config, &ctx->ucp);
   ucp_config_release(config);
@@ -289,6 +308,20 @@ int Open(const adxl_plugin_config_t *cfg, adxl_plugin_context_t **out) noexcept 
     ucp_cleanup(ctx->ucp);
     delete ctx;
     return FromUcs(st);
+  }
+  {
+    const char *proto = getenv("ADXL_UCX_RDMA_PROTOCOL");
+    ctx->rdma_over_am = proto != nullptr ? strcmp(proto, "rma") != 0 : !HaveInfiniBand();
+    std::string why;
+    bool ok = false;
+    try {
+      ok = ctx->am.Init(ctx->worker, ctx->log_fn, ctx->log_arg, &why);
+    } catch (...) {
+    }
+    if (!ok) {
+      ctx->Log(ADXL_PLUGIN_LOG_WARN, "active-message protocol unavailable (%s): the RDMA lane uses UCP RMA", why.c_str());
+      ctx->rdma_over_am = false;
+    }
   }
   ctx->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
   ctx->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -408,6 +441,14 @@ int MemReg(adxl_plugin_context_t *ctx, void *addr, size_t len, int mem_type, adx
     return FromUcs(st);
   }
   if (mem_type == ADXL_PLUGIN_MEM_HOST) {
+    try {
+      ctx->am.AddRegion(addr, len, mem->memh);
+    } catch (...) {
+      ucp_mem_unmap(ctx->ucp, mem->memh);
+      delete mem;
+      return ADXL_PLUGIN_ERR_NO_RESOURCE;
+    }
+    mem->addr = addr;
     std::string why;
     try {
       mem->cma_ok = ctx->cma.Register(addr, len, &mem->cma_memh, &mem->cma_key, &why);
@@ -443,6 +484,7 @@ int MemPack(adxl_plugin_context_t *ctx, adxl_plugin_mem_t *mem, void *buf, size_
 
 void MemDereg(adxl_plugin_context_t *ctx, adxl_plugin_mem_t *mem) noexcept {
   if (ctx == nullptr || mem == nullptr) return;
+  if (mem->addr != nullptr) ctx->am.RemoveRegion(mem->addr);
   if (mem->cma_ok) ctx->cma.Deregister(mem->cma_memh);
   ucp_mem_unmap(ctx->ucp, mem->memh);
   delete mem;
@@ -491,6 +533,7 @@ int EpCreate(adxl_plugin_context_t *ctx, const void *address, size_t len, uint32
     return FromUcs(st);
   }
   ep->lane = ADXL_PLUGIN_LANE_RDMA;
+  ep->am = ctx->rdma_over_am;
   ctx->Wake();  // wire-up messages need progress
   *out = ep;
   return ADXL_PLUGIN_OK;
@@ -512,6 +555,9 @@ void EpDestroy(adxl_plugin_ep_t *ep, int force) noexcept {
       p.flags = UCP_EP_CLOSE_FLAG_FORCE;
       WaitRequest(ctx, ucp_ep_close_nbx(ep->ep, &p), -1);
     }
+    // Batches still waiting for answers over this endpoint end now, and no
+    // late READ data of theirs is written.
+    if (ep->am) ctx->am.Abandon(ep->ep, ADXL_PLUGIN_ERR_CANCELED);
   }
   delete ep;
 }
@@ -633,6 +679,35 @@ int PostCma(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t c
   return ADXL_PLUGIN_OK;
 }
 
+// RDMA lane over active messages: the batch completes when the peer has
+// answered every operation (am_lane.h).
+int PostAm(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t count, adxl_plugin_batch_t *batch) {
+  std::vector<AmLane::Op> ops;
+  try {
+    ops.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+      const adxl_plugin_iov_t &v = iov[i];
+      ops.push_back({reinterpret_cast<void *>(static_cast<uintptr_t>(v.local_addr)),
+                     v.local != nullptr ? v.local->memh : nullptr, v.remote_addr, static_cast<size_t>(v.length)});
+    }
+  } catch (...) {
+    batch->status.store(ADXL_PLUGIN_ERR_NO_RESOURCE);
+    return ADXL_PLUGIN_OK;
+  }
+  batch->refs.fetch_add(1);  // held by the AM lane until done
+  auto done = [](void *arg, int status) {
+    auto *b = static_cast<adxl_plugin_batch *>(arg);
+    b->status.store(status, std::memory_order_release);
+    b->Unref();
+  };
+  if (!ep->ctx->am.Post(ep->ep, op == ADXL_PLUGIN_PUT, ops.data(), ops.size(), done, batch)) {
+    batch->refs.fetch_sub(1);
+    batch->status.store(ADXL_PLUGIN_ERR_NO_RESOURCE);
+  }
+  ep->ctx->Wake();
+  return ADXL_PLUGIN_OK;
+}
+
 int Post(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t count,
          adxl_plugin_batch_t **out) noexcept {
   if (ep == nullptr || (iov == nullptr && count != 0) || out == nullptr) return ADXL_PLUGIN_ERR_INVALID;
@@ -643,6 +718,7 @@ int Post(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t coun
   if (batch == nullptr) return ADXL_PLUGIN_ERR_NO_RESOURCE;
   *out = batch;
   if (ep->lane == ADXL_PLUGIN_LANE_HCCS) return PostCma(ep, op, iov, count, batch);
+  if (ep->am && count > 0) return PostAm(ep, op, iov, count, batch);  // count 0: UCP flush (wire-up)
   ucp_request_param_t p{};
   for (size_t i = 0; i < count; ++i) {
     const adxl_plugin_iov_t &v = iov[i];

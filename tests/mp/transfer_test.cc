@@ -227,19 +227,40 @@ TEST_F(TransferTest, AsyncRequestOnADisconnectedLinkIsNotConnected) {
   peer_->Signal(SIGCONT);
 }
 
-TEST_F(TransferTest, DeadlineGivesTimeoutAndFailsTheLink) {
-  StartPeer(kRemoteTcpPeer);
+TEST_F(TransferTest, DeadlineGivesTimeoutFailsTheLinkAndNoByteLandsAfterwards) {
+  StartPeer(kRemoteTcpPeer);  // RDMA lane over TCP: a stopped target cannot complete it
   ASSERT_EQ(Connect(), SUCCESS);
+  const uint64_t guard = RemoteHash(0, kRemoteSize);  // pattern 1 everywhere
   FillPattern(local_.data(), local_.size(), 77);
   peer_->Signal(SIGSTOP);
+  std::vector<TransferOpDesc> descs;
+  for (size_t off = 0; off < kRemoteSize; off += 256 << 10) descs.push_back({local_.addr() + off, remote_ + off, 256 << 10});
   const auto t0 = std::chrono::steady_clock::now();
-  EXPECT_EQ(Sync(WRITE, {{local_.addr(), remote_, kRemoteSize}}, 300), TIMEOUT);
+  EXPECT_EQ(Sync(WRITE, descs, 300), TIMEOUT);
   EXPECT_LT(MsSince(t0), 300 + 1500);  // the deadline plus the bounded fence
   EXPECT_EQ(Sync(WRITE, {{local_.addr(), remote_, 64}}), FAILED);
   peer_->Signal(SIGCONT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // The target was stopped before anything could land, so the guard pattern
+  // must be intact: nothing of the timed-out WRITE arrived afterwards.
+  EXPECT_EQ(RemoteHash(0, kRemoteSize), guard) << "bytes of a timed-out WRITE landed after TransferSync returned TIMEOUT";
   EXPECT_EQ(engine_.Disconnect(peer_name_.c_str(), 1000), SUCCESS);
   ASSERT_EQ(Connect(), SUCCESS);
   EXPECT_EQ(Sync(WRITE, {{local_.addr(), remote_, 64}}), SUCCESS);
+}
+
+TEST_F(TransferTest, TimedOutReadWritesNothingLocallyAfterwards) {
+  StartPeer(kRemoteTcpPeer);
+  ASSERT_EQ(Connect(), SUCCESS);
+  memset(local_.data(), 0xAB, local_.size());
+  const uint64_t guard = Hash(local_.data(), local_.size());
+  peer_->Signal(SIGSTOP);
+  std::vector<TransferOpDesc> descs;
+  for (size_t off = 0; off < kRemoteSize; off += 256 << 10) descs.push_back({local_.addr() + off, remote_ + off, 256 << 10});
+  EXPECT_EQ(Sync(READ, descs, 300), TIMEOUT);
+  peer_->Signal(SIGCONT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(Hash(local_.data(), local_.size()), guard) << "data of a timed-out READ landed after TIMEOUT";
 }
 
 TEST_F(TransferTest, HccsLaneIsOneSidedAgainstAStoppedTarget) {
