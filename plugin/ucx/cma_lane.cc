@@ -79,7 +79,15 @@ bool CmaLane::Open(std::string *why) {
     return false;
   }
   uct_iface_params_t params{};
-  params.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE;
+  params.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE |
+                      UCT_IFACE_PARAM_FIELD_ERR_HANDLER | UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                      UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+  // Without an error handler UCT treats a vanished peer process (ESRCH) as
+  // fatal and aborts; with it the failed copy completes with an error and
+  // the engine fails the link.
+  params.err_handler = [](void *, uct_ep_h, ucs_status_t) { return UCS_OK; };
+  params.err_handler_arg = nullptr;
+  params.err_handler_flags = 0;
   params.open_mode = UCT_IFACE_OPEN_MODE_DEVICE;
   params.mode.device.tl_name = kTl;
   params.mode.device.dev_name = kDev;

@@ -42,6 +42,9 @@
 namespace {
 
 constexpr int kCloseTimeoutMs = 2000;  // bound on a graceful endpoint close
+// UCP's transports when the user did not choose (UCX_TLS): everything but
+// the same-node ones.
+constexpr const char kRdmaLaneTls[] = "^sm";  // "sm": posix, sysv, cma, knem, xpmem
 
 }  // namespace
 
@@ -233,7 +236,9 @@ class ScopedUcxDefaults {
     // Shared-memory transports refuse endpoints with peer error handling
     // unless told to watch the peer process; we need both (DESIGN.md).
     const char *tls = getenv("UCX_TLS");
-    auto may_use = [tls](const char *t) { return tls == nullptr || strstr(tls, "all") || strstr(tls, "sm") || strstr(tls, t); };
+    // Without a UCX_TLS of the user, UCP runs without shared memory (see
+    // kRdmaLaneTls), so these only matter when the user's list has them.
+    auto may_use = [tls](const char *t) { return tls != nullptr && (strstr(tls, "all") || strstr(tls, "sm") || strstr(tls, t)); };
     if (may_use("posix")) Set("UCX_POSIX_ERROR_HANDLING", "y");
     if (may_use("sysv")) Set("UCX_SYSV_ERROR_HANDLING", "y");
     // Without an RDMA device UCX has no IB settings and would warn about them.
@@ -273,6 +278,11 @@ int Open(const adxl_plugin_config_t *cfg, adxl_plugin_context_t **out) noexcept 
     delete ctx;
     return FromUcs(st);
   }
+  // UCP serves the RDMA lane, which is for peers on other nodes: the
+  // same-node paths (shared memory, cma) belong to the HCCS lane.  Left in,
+  // UCP picks shared memory for peers in another network namespace of the
+  // same machine, whose wire-up then never completes.
+  if (getenv("UCX_TLS") == nullptr) ucp_config_modify(config, "TLS", kRdmaLaneTls);
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;

@@ -14,6 +14,7 @@
 //   write|read <remote> <timeout_ms> <local_index> <local_off> <remote_addr> <len>
 //   notify <remote> <name> <msg> <timeout_ms>
 //   notifies                         "ok <count> name=msg ..."
+//   lane <remote>                    "ok <lane> <transports>" of the link (adxl_ext.h)
 //   finalize                         Finalize
 //   exit                             exit(0) without Finalize (like a crash, but clean stdout)
 #include <unistd.h>
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "adxl/adxl_engine.h"
+#include "adxl/adxl_ext.h"
 #include "pattern.h"
 
 namespace {
@@ -157,6 +159,16 @@ int main() {
       std::string out = "ok " + std::to_string(got.size());
       for (const auto &n : got) out += std::string(" ") + n.name.GetString() + "=" + n.notify_msg.GetString();
       Reply(out);
+    } else if (cmd == "lane") {
+      std::string remote;
+      in >> remote;
+      adxl::ext::LinkInfo info;
+      adxl::Status st = adxl::ext::GetLinkInfo(engine, remote.c_str(), info);
+      if (st == adxl::SUCCESS) {
+        Reply("ok " + info.lane + " " + info.transports);
+      } else {
+        ReplyStatus(st);
+      }
     } else if (cmd == "finalize") {
       engine.Finalize();
       Reply("ok");

@@ -39,7 +39,9 @@ inline std::string LoopbackName(uint16_t port) { return "127.0.0.1:" + std::to_s
 class PeerProcess {
  public:
   // Starts the peer with extra environment entries ("K=V").
-  explicit PeerProcess(const std::vector<std::string> &env = {}) {
+  // Starts the peer with extra environment entries ("K=V"), run through
+  // `prefix` when given (e.g. {"ip", "netns", "exec", "ns1"}).
+  explicit PeerProcess(const std::vector<std::string> &env = {}, const std::vector<std::string> &prefix = {}) {
     int in[2], out[2];
     if (pipe(in) != 0 || pipe(out) != 0) return;
     pid_ = fork();
@@ -49,7 +51,11 @@ class PeerProcess {
       close(in[1]);
       close(out[0]);
       for (const auto &e : env) putenv(strdup(e.c_str()));
-      execl(ADXL_TEST_PEER_PATH, ADXL_TEST_PEER_PATH, static_cast<char *>(nullptr));
+      std::vector<char *> argv;
+      for (const auto &a : prefix) argv.push_back(const_cast<char *>(a.c_str()));
+      argv.push_back(const_cast<char *>(ADXL_TEST_PEER_PATH));
+      argv.push_back(nullptr);
+      execvp(argv[0], argv.data());
       _exit(127);
     }
     close(in[0]);
