@@ -1,8 +1,11 @@
 #include "engine_impl.h"
 
+#include <unistd.h>
+
 #include <cinttypes>
 #include <cstring>
 
+#include "host_memory.h"
 #include "lane_select.h"
 #include "log.h"
 #include "node_id.h"
@@ -13,6 +16,7 @@ namespace {
 constexpr size_t kMaxNotifyField = 1024;      // bytes of name and of message (spec §7)
 constexpr size_t kMaxPendingNotifies = 4096;  // undrained notifies a receiver holds (spec §7)
 constexpr size_t kMaxAsyncRequests = 1u << 16;
+constexpr int32_t kAsyncAutoConnectMs = 3000;  // AutoConnect budget of TransferAsync (spec §5)
 constexpr auto kByeDeadline = std::chrono::milliseconds(200);
 constexpr auto kFenceDeadline = std::chrono::milliseconds(1000);
 // Answers sent from the control thread: a peer that does not read them for
@@ -120,6 +124,10 @@ void AdxlEngine::AdxlEngineImpl::Finalize() {
     std::lock_guard<std::mutex> l(notify_mu_);
     notifies_.clear();
   }
+  {
+    std::lock_guard<std::mutex> l(pool_mu_);
+    pool_.reset();
+  }
   transport_.reset();
   ADXL_INFO("engine '%s' finalized", name_.text.c_str());
 }
@@ -174,8 +182,19 @@ Status AdxlEngine::AdxlEngineImpl::RegisterMem(const MemDesc &mem, MemType type,
     return UNSUPPORTED;
   }
   auto region = std::make_shared<LocalRegion>();
+  // EnableUseFabricMem=1: memory from MallocMem is offered to same-node
+  // peers as a mapping of its memfd (spec §3, §8).
+  std::string share_path;
+  uint64_t share_offset = 0;
+  HostBlockInfo block;
+  if (options_.fabric_mem && type == MEM_HOST && FindHostBlock(reinterpret_cast<void *>(mem.addr), &block) &&
+      block.fd >= 0 && mem.addr + mem.len <= reinterpret_cast<uintptr_t>(block.base) + block.size) {
+    share_path = "/proc/" + std::to_string(getpid()) + "/fd/" + std::to_string(block.fd);
+    share_offset = mem.addr - reinterpret_cast<uintptr_t>(block.base);
+  }
   int rc = TransportMem::Register(transport_, reinterpret_cast<void *>(mem.addr), mem.len,
-                                  type == MEM_DEVICE ? ADXL_PLUGIN_MEM_DEVICE : ADXL_PLUGIN_MEM_HOST, &region->mem);
+                                  type == MEM_DEVICE ? ADXL_PLUGIN_MEM_DEVICE : ADXL_PLUGIN_MEM_HOST, share_path,
+                                  share_offset, &region->mem);
   if (rc != ADXL_PLUGIN_OK) {
     ADXL_ERROR("RegisterMem {addr 0x%" PRIxPTR ", len %zu}: transport refused the registration (status %d)",
                mem.addr, mem.len, rc);
@@ -259,7 +278,10 @@ Status AdxlEngine::AdxlEngineImpl::Connect(const AscendString &remote_engine, in
     ADXL_ERROR("Connect: engine is not initialized");
     return FAILED;
   }
-  const std::string remote = remote_engine.GetString();
+  return DoConnect(remote_engine.GetString(), timeout_ms);
+}
+
+Status AdxlEngine::AdxlEngineImpl::DoConnect(const std::string &remote, int32_t timeout_ms) {
   if (timeout_ms <= 0) {
     ADXL_ERROR("Connect to '%s': timeout %d ms must be > 0", remote.c_str(), timeout_ms);
     return PARAM_INVALID;
@@ -474,7 +496,8 @@ Status AdxlEngine::AdxlEngineImpl::AddRemoteRegion(const std::shared_ptr<Link> &
 // ---------------------------------------------------------------- transfers
 
 Status AdxlEngine::AdxlEngineImpl::Prepare(const char *api, const std::string &remote, TransferOp op,
-                                           const std::vector<TransferOpDesc> &descs, std::shared_ptr<Link> *link_out,
+                                           const std::vector<TransferOpDesc> &descs,
+                                           Clock::time_point connect_deadline, std::shared_ptr<Link> *link_out,
                                            TransferPlan *plan) {
   if (op != READ && op != WRITE) {
     ADXL_ERROR("%s to '%s': operation %d is neither READ nor WRITE", api, remote.c_str(), static_cast<int>(op));
@@ -491,17 +514,10 @@ Status AdxlEngine::AdxlEngineImpl::Prepare(const char *api, const std::string &r
       return PARAM_INVALID;
     }
   }
-  std::shared_ptr<Link> link = FindLink(remote);
-  if (!link || link->state() == LinkState::kConnecting) {
-    ADXL_ERROR("%s to '%s': not connected", api, remote.c_str());
-    return NOT_CONNECTED;
-  }
-  if (link->state() == LinkState::kFailed) {
-    ADXL_ERROR("%s to '%s': the link failed earlier; Disconnect and Connect again", api, remote.c_str());
-    return FAILED;
-  }
+  std::shared_ptr<Link> link;
+  Status st = AcquireLink(api, remote, connect_deadline, &link);
+  if (st != SUCCESS) return st;
   std::string why;
-  Status st;
   {
     std::shared_lock<std::shared_mutex> rl(reg_mu_);
     std::shared_lock<std::shared_mutex> ll(link->regions_mu);
@@ -551,9 +567,12 @@ Status AdxlEngine::AdxlEngineImpl::TransferSync(const AscendString &remote_engin
     return PARAM_INVALID;
   }
   const Clock::time_point deadline = After(timeout_ms);
+  bool staged = false;
+  Status st = TransferStaged(remote, op, descs, deadline, timeout_ms, &staged);
+  if (staged) return st;
   std::shared_ptr<Link> link;
   TransferPlan plan;
-  Status st = Prepare("TransferSync", remote, op, descs, &link, &plan);
+  st = Prepare("TransferSync", remote, op, descs, deadline, &link, &plan);
   if (st != SUCCESS) return st;
   std::unique_ptr<Batch> batch;
   st = Post(link, op, plan, &batch);
@@ -583,7 +602,8 @@ Status AdxlEngine::AdxlEngineImpl::TransferSync(const AscendString &remote_engin
 }
 
 Status AdxlEngine::AdxlEngineImpl::TransferAsync(const AscendString &remote_engine, TransferOp op,
-                                                 const std::vector<TransferOpDesc> &descs, TransferReq &req) {
+                                                 const std::vector<TransferOpDesc> &descs, TransferReq &req,
+                                                 const void *user_data) {
   std::shared_lock<std::shared_mutex> life(life_mu_);
   if (!initialized_.load()) {
     ADXL_ERROR("TransferAsync: engine is not initialized");
@@ -591,7 +611,7 @@ Status AdxlEngine::AdxlEngineImpl::TransferAsync(const AscendString &remote_engi
   }
   const std::string remote = remote_engine.GetString();
   auto r = std::make_unique<AsyncRequest>();
-  Status st = Prepare("TransferAsync", remote, op, descs, &r->link, &r->plan);
+  Status st = Prepare("TransferAsync", remote, op, descs, After(kAsyncAutoConnectMs), &r->link, &r->plan);
   if (st != SUCCESS) return st;
   {
     std::lock_guard<std::mutex> l(req_mu_);
@@ -604,6 +624,7 @@ Status AdxlEngine::AdxlEngineImpl::TransferAsync(const AscendString &remote_engi
   st = Post(r->link, op, r->plan, &r->batch);
   if (st != SUCCESS) return st;
   r->op = op;
+  r->user_data = user_data;
   std::lock_guard<std::mutex> l(req_mu_);
   const uint64_t id = next_req_++;
   requests_[id] = std::move(r);
@@ -622,7 +643,11 @@ Status AdxlEngine::AdxlEngineImpl::GetTransferStatus(const TransferReq &req, Tra
     ADXL_ERROR("GetTransferStatus: null request");
     return FAILED;
   }
-  const uint64_t id = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(req));
+  return PollRequest(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(req)), status);
+}
+
+Status AdxlEngine::AdxlEngineImpl::PollRequest(uint64_t id, TransferStatus &status) {
+  status = TransferStatus::FAILED;
   transport_->Progress();
   std::unique_ptr<AsyncRequest> done;
   {
@@ -677,15 +702,9 @@ Status AdxlEngine::AdxlEngineImpl::SendNotify(const AscendString &remote_engine,
                remote.c_str(), notify.name.GetLength(), notify.notify_msg.GetLength(), kMaxNotifyField);
     return PARAM_INVALID;
   }
-  std::shared_ptr<Link> link = FindLink(remote);
-  if (!link || link->state() == LinkState::kConnecting) {
-    ADXL_ERROR("SendNotify to '%s': not connected", remote.c_str());
-    return NOT_CONNECTED;
-  }
-  if (link->state() == LinkState::kFailed) {
-    ADXL_ERROR("SendNotify to '%s': the link failed earlier; Disconnect and Connect again", remote.c_str());
-    return FAILED;
-  }
+  std::shared_ptr<Link> link;
+  Status st = AcquireLink("SendNotify", remote, After(timeout_ms), &link);
+  if (st != SUCCESS) return st;
   uint32_t status = 0;
   wire::Notify body{std::string(notify.name.GetString(), notify.name.GetLength()),
                     std::string(notify.notify_msg.GetString(), notify.notify_msg.GetLength())};
@@ -863,6 +882,7 @@ void AdxlEngine::AdxlEngineImpl::OnClosed(const std::shared_ptr<ControlConn> &co
   }
   if (std::shared_ptr<Link> link = LinkOf(conn)) {
     if (!link->disconnected()) link->Fail("the peer closed the control connection (process gone?)");
+    if (options_.auto_connect) DropLink(link);
   }
 }
 
@@ -882,6 +902,7 @@ void AdxlEngine::AdxlEngineImpl::OnTick() {
     if (silent > dead_after) {
       link->Fail("no heartbeat answer for " + std::to_string(silent) + " ms");
       link->conn->Close();
+      if (options_.auto_connect) DropLink(link);
     } else {
       link->conn->Send(wire::Ping{}, 0, deadline);
     }

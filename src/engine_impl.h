@@ -5,7 +5,7 @@
 // notifies.  Locks, in the order they may nest:
 //   life_mu_ (shared by every API call, exclusive in Initialize/Finalize)
 //   reg_op_mu_ (serialises RegisterMem/DeregisterMem, held while peers ack)
-//   links_mu_, reg_mu_, link->regions_mu, req_mu_, notify_mu_ (leaves)
+//   links_mu_, reg_mu_, link->regions_mu, req_mu_, notify_mu_, pool_mu_ (leaves)
 // The control thread takes only leaf locks, so it never waits on an API call.
 #ifndef ADXL_SRC_ENGINE_IMPL_H_
 #define ADXL_SRC_ENGINE_IMPL_H_
@@ -22,6 +22,7 @@
 
 #include "adxl/adxl_engine.h"
 #include "adxl/adxl_ext.h"
+#include "buffer_pool.h"
 #include "control.h"
 #include "engine_name.h"
 #include "link.h"
@@ -38,6 +39,7 @@ struct AsyncRequest {
   std::unique_ptr<Batch> batch;
   TransferPlan plan;
   TransferOp op = READ;
+  const void *user_data = nullptr;  // HIXL TransferArgs::user_data, returned by the batch status
 };
 
 class AdxlEngine::AdxlEngineImpl : public ControlHandler {
@@ -54,8 +56,21 @@ class AdxlEngine::AdxlEngineImpl : public ControlHandler {
   Status TransferSync(const AscendString &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
                       int32_t timeout_ms);
   Status TransferAsync(const AscendString &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
-                       TransferReq &req);
+                       TransferReq &req, const void *user_data = nullptr);
   Status GetTransferStatus(const TransferReq &req, TransferStatus &status);
+  // HIXL batch status (engine_batch_status.cc): outstanding requests in
+  // submission order; at most max_count results; with skip_waiting, running
+  // requests are left out.  Finished requests are reported once and leave
+  // the index.  Replaces *results.
+  struct RequestResult {
+    TransferReq req;
+    const void *user_data;
+    TransferStatus status;
+  };
+  Status GetTransferStatuses(uint32_t max_count, bool skip_waiting, std::vector<RequestResult> *results);
+  bool initialized() const { return initialized_.load(); }
+  // Valid after a successful Initialize.
+  const EngineOptions &options() const { return options_; }
   Status SendNotify(const AscendString &remote, const NotifyDesc &notify, int32_t timeout_ms);
   Status GetNotifies(std::vector<NotifyDesc> &notifies);
   Status GetLinkInfo(const AscendString &remote, ext::LinkInfo &info);
@@ -66,11 +81,28 @@ class AdxlEngine::AdxlEngineImpl : public ControlHandler {
   void OnTick() override;
 
  private:
+  // Connect after the lifecycle check; the caller holds life_mu_ (shared).
+  Status DoConnect(const std::string &remote, int32_t timeout_ms);
   Status ConnectOnce(const std::shared_ptr<Link> &link, const EngineName &peer, Clock::time_point deadline);
+  // The link a transfer or notify uses (engine_auto_connect.cc).  Without
+  // AutoConnect: NOT_CONNECTED when there is none, FAILED when it failed.
+  // With AutoConnect: a missing link is connected, a failed one dropped and
+  // connected again, before `deadline`.  Logs one ERROR line on failure.
+  Status AcquireLink(const char *api, const std::string &remote, Clock::time_point deadline,
+                     std::shared_ptr<Link> *link);
+  // Removes a failed link from the tables and closes its control connection
+  // (AutoConnect: the next call reconnects).  Idempotent; leaf locks only.
+  void DropLink(const std::shared_ptr<Link> &link);
+  // Buffer-pool staging of TransferSync (engine_staging.cc).  *handled false:
+  // not a staged call, continue normally.  Otherwise the call's status.
+  Status TransferStaged(const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
+                        Clock::time_point deadline, int32_t timeout_ms, bool *handled);
+  // One async request's status (both GetTransferStatus overloads).
+  Status PollRequest(uint64_t id, TransferStatus &status);
   std::shared_ptr<Link> FindLink(const std::string &remote);
   // Validation and planning shared by sync and async transfers.
   Status Prepare(const char *api, const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
-                 std::shared_ptr<Link> *link, TransferPlan *plan);
+                 Clock::time_point connect_deadline, std::shared_ptr<Link> *link, TransferPlan *plan);
   Status Post(const std::shared_ptr<Link> &link, TransferOp op, const TransferPlan &plan,
               std::unique_ptr<Batch> *batch);
   // Pushes a region change to every subscribed peer and waits for acks.
@@ -106,6 +138,9 @@ class AdxlEngine::AdxlEngineImpl : public ControlHandler {
 
   std::mutex notify_mu_;
   std::vector<NotifyDesc> notifies_;
+
+  std::mutex pool_mu_;                // leaf; guards creating / releasing pool_
+  std::unique_ptr<BufferPool> pool_;  // staging buffers, made on first use
 };
 
 }  // namespace adxl

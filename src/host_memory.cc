@@ -355,6 +355,7 @@ Status HostAlloc(size_t size, void **ptr, std::string *why) {
   block.info.size = size;
   block.info.page_size = page_size;
   block.info.node = node;
+  block.info.fd = block.fd.get();
   std::memcpy(block.info.handle.data, &w, sizeof w);
   ADXL_DEBUG("MallocMem: %zu bytes at %p, node %d, %zu-byte pages", size, addr, node, page_size);
   BlockRegistry::Get().Add(std::move(block));

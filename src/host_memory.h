@@ -40,6 +40,7 @@ struct HostBlockInfo {
   size_t size = 0;       // as asked for
   size_t page_size = 0;  // 2 MiB for hugetlb blocks, else the base page size
   int node = -1;         // OS index of the node it was bound to; -1 when unbound
+  int fd = -1;           // the memfd: same-node peers map /proc/<pid>/fd/<fd>
   ShareableHandle handle;
 };
 

@@ -64,9 +64,10 @@ Transport::~Transport() {
 }
 
 int TransportMem::Register(std::shared_ptr<Transport> t, void *addr, size_t len, int mem_type,
-                           std::unique_ptr<TransportMem> *out) {
+                           const std::string &share_path, uint64_t share_offset, std::unique_ptr<TransportMem> *out) {
   adxl_plugin_mem_t *m = nullptr;
-  int rc = t->ops().mem_reg(t->ctx(), addr, len, mem_type, &m);
+  int rc = t->ops().mem_reg(t->ctx(), addr, len, mem_type, share_path.empty() ? nullptr : share_path.c_str(),
+                            share_offset, &m);
   if (rc != ADXL_PLUGIN_OK) return rc;
   std::unique_ptr<TransportMem> mem(new TransportMem(t, m));
   rc = ReadBlob([&](void *b, size_t *l) { return t->ops().mem_pack(t->ctx(), m, b, l); }, &mem->packed_key_);

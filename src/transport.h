@@ -48,7 +48,12 @@ class TransportMem {
  public:
   // Registers [addr, addr+len); returns the plugin status on failure.
   static int Register(std::shared_ptr<Transport> t, void *addr, size_t len, int mem_type,
-                      std::unique_ptr<TransportMem> *out);
+                      std::unique_ptr<TransportMem> *out) {
+    return Register(std::move(t), addr, len, mem_type, std::string(), 0, out);
+  }
+  // share_path / share_offset: see adxl_plugin_ops_t::mem_reg ("" for none).
+  static int Register(std::shared_ptr<Transport> t, void *addr, size_t len, int mem_type,
+                      const std::string &share_path, uint64_t share_offset, std::unique_ptr<TransportMem> *out);
   ~TransportMem();
   adxl_plugin_mem_t *get() const { return mem_; }
   const std::string &packed_key() const { return packed_key_; }

@@ -32,6 +32,9 @@ namespace ext {  // extensions of this implementation: include/adxl/adxl_ext.h
 struct LinkInfo;
 Status GetLinkInfo(AdxlEngine &engine, const AscendString &remote_engine, LinkInfo &info);
 }  // namespace ext
+namespace detail {
+struct CoreAccess;  // the library's other facades (hixl::Hixl) reach the same engine core
+}  // namespace detail
 
 class ASCEND_FUNC_VISIBILITY AdxlEngine {
  public:
@@ -70,6 +73,7 @@ class ASCEND_FUNC_VISIBILITY AdxlEngine {
 
  private:
   friend Status ext::GetLinkInfo(AdxlEngine &, const AscendString &, ext::LinkInfo &);
+  friend struct detail::CoreAccess;
   class AdxlEngineImpl;
   std::unique_ptr<AdxlEngineImpl> impl_;
 };

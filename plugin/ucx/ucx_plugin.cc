@@ -16,7 +16,9 @@
 // Nothing here throws across the C ABI: every entry point is noexcept and
 // catches what the C++ standard library could throw.
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -86,6 +88,9 @@ struct adxl_plugin_mem {
   bool cma_ok = false;
   std::string cma_key;  // packed at registration
   void *addr = nullptr;  // host registrations: key of the AM lane's table
+  size_t len = 0;
+  std::string share_path;  // MallocMem memory: same-node peers may map this
+  uint64_t share_offset = 0;
 };
 
 struct adxl_plugin_ep {
@@ -94,6 +99,7 @@ struct adxl_plugin_ep {
   ucp_ep_h ep = nullptr;      // RDMA lane
   bool am = false;            // RDMA lane moves data with am_lane.h
   uct_ep_h cma_ep = nullptr;  // HCCS lane
+  std::atomic<int> mapped_regions{0};  // HCCS lane: peer regions reached by direct mapping
   std::atomic<int> failed{ADXL_PLUGIN_OK};
 };
 
@@ -101,6 +107,12 @@ struct adxl_plugin_rkey {
   adxl_plugin_context *ctx = nullptr;  // not the endpoint: keys may outlive it
   ucp_rkey_h rkey = nullptr;  // RDMA lane
   uct_rkey_bundle_t cma{};    // HCCS lane
+  bool cma_ok = false;
+  // HCCS lane, memory the peer shared: its pages mapped here, copies are memcpy.
+  char *mapped = nullptr;     // the peer's region base, as mapped here
+  void *map_base = nullptr;   // what mmap returned (page aligned)
+  size_t map_len = 0;
+  uint64_t remote_base = 0;   // the peer's region base address
 };
 
 // Shared by the engine (until release) and the pending flush (until its
@@ -430,7 +442,8 @@ int GetAddress(adxl_plugin_context_t *ctx, void *buf, size_t *len) noexcept {
   return CopyOut(blob.data(), blob.size(), buf, len);
 }
 
-int MemReg(adxl_plugin_context_t *ctx, void *addr, size_t len, int mem_type, adxl_plugin_mem_t **out) noexcept {
+int MemReg(adxl_plugin_context_t *ctx, void *addr, size_t len, int mem_type, const char *share_path,
+           uint64_t share_offset, adxl_plugin_mem_t **out) noexcept {
   if (ctx == nullptr || addr == nullptr || len == 0 || out == nullptr) return ADXL_PLUGIN_ERR_INVALID;
   if (mem_type == ADXL_PLUGIN_MEM_DEVICE && !ctx->device_memory) {
     ctx->Log(ADXL_PLUGIN_LOG_ERROR,
@@ -459,6 +472,12 @@ int MemReg(adxl_plugin_context_t *ctx, void *addr, size_t len, int mem_type, adx
       return ADXL_PLUGIN_ERR_NO_RESOURCE;
     }
     mem->addr = addr;
+    mem->len = len;
+    try {
+      if (share_path != nullptr) mem->share_path = share_path;
+    } catch (...) {
+    }
+    mem->share_offset = share_offset;
     std::string why;
     try {
       mem->cma_ok = ctx->cma.Register(addr, len, &mem->cma_memh, &mem->cma_key, &why);
@@ -481,9 +500,12 @@ int MemPack(adxl_plugin_context_t *ctx, adxl_plugin_mem_t *mem, void *buf, size_
   int rc = ADXL_PLUGIN_OK;
   try {
     AppendPart(&blob, packed, n);
-    // A leading flag says whether the HCCS lane can reach the region at all.
+    // HCCS part: [u8 cma usable][part: cma key][u64 base][u64 len][u64 offset][part: share path]
     std::string cma_part(1, mem->cma_ok ? '\1' : '\0');
-    cma_part += mem->cma_key;
+    AppendPart(&cma_part, mem->cma_key.data(), mem->cma_key.size());
+    const uint64_t words[3] = {reinterpret_cast<uintptr_t>(mem->addr), mem->len, mem->share_offset};
+    cma_part.append(reinterpret_cast<const char *>(words), sizeof(words));
+    AppendPart(&cma_part, mem->share_path.data(), mem->share_path.size());
     AppendPart(&blob, cma_part.data(), cma_part.size());
   } catch (...) {
     rc = ADXL_PLUGIN_ERR_NO_RESOURCE;
@@ -575,7 +597,7 @@ void EpDestroy(adxl_plugin_ep_t *ep, int force) noexcept {
 int EpDescribe(adxl_plugin_ep_t *ep, char *buf, size_t len) noexcept {
   if (ep == nullptr || buf == nullptr || len == 0) return ADXL_PLUGIN_ERR_INVALID;
   if (ep->lane == ADXL_PLUGIN_LANE_HCCS) {
-    snprintf(buf, len, "cma/memory");
+    snprintf(buf, len, ep->mapped_regions.load() > 0 ? "cma/memory,mapped/memfd" : "cma/memory");
     return ADXL_PLUGIN_OK;
   }
   char *text = nullptr;
@@ -616,6 +638,52 @@ int EpDescribe(adxl_plugin_ep_t *ep, char *buf, size_t len) noexcept {
   return ADXL_PLUGIN_OK;
 }
 
+// Reads the HCCS part of a packed key (see MemPack): the cma key, and when
+// the peer shared the region's pages, maps them here.
+bool UnpackHccs(adxl_plugin_context *ctx, const std::string &part, adxl_plugin_rkey_t *rkey, std::string *why) {
+  if (part.empty()) return false;
+  const bool cma_usable = part[0] == '\1';
+  const std::string rest = part.substr(1);
+  std::string cma_key, tail;
+  // [part: cma key][24 bytes of words][part: path]: split the first part off.
+  if (rest.size() < 4) return false;
+  uint32_t n = 0;
+  memcpy(&n, rest.data(), 4);
+  if (rest.size() < 4 + static_cast<size_t>(n) + 24 + 4) return false;
+  cma_key = rest.substr(4, n);
+  uint64_t words[3];
+  memcpy(words, rest.data() + 4 + n, sizeof(words));
+  std::string path;
+  uint32_t plen = 0;
+  memcpy(&plen, rest.data() + 4 + n + 24, 4);
+  if (rest.size() != 4 + static_cast<size_t>(n) + 24 + 4 + plen) return false;
+  path = rest.substr(4 + n + 24 + 4, plen);
+  rkey->remote_base = words[0];
+  if (!path.empty()) {
+    const size_t len = words[1];
+    const uint64_t offset = words[2];
+    const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    const uint64_t aligned = offset & ~(page - 1);
+    int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd >= 0) {
+      const size_t map_len = len + (offset - aligned);
+      void *p = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(aligned));
+      close(fd);
+      if (p != MAP_FAILED) {
+        rkey->map_base = p;
+        rkey->map_len = map_len;
+        rkey->mapped = static_cast<char *>(p) + (offset - aligned);
+      }
+    }
+    if (rkey->mapped == nullptr) {
+      ctx->Log(ADXL_PLUGIN_LOG_INFO, "cannot map the peer's shared region %s (%s); using cma", path.c_str(),
+               strerror(errno));
+    }
+  }
+  if (cma_usable) rkey->cma_ok = ctx->cma.Unpack(cma_key, &rkey->cma, why);
+  return rkey->cma_ok || rkey->mapped != nullptr;
+}
+
 int RkeyUnpack(adxl_plugin_ep_t *ep, const void *packed, size_t len, adxl_plugin_rkey_t **out) noexcept {
   if (ep == nullptr || packed == nullptr || len == 0 || out == nullptr) return ADXL_PLUGIN_ERR_INVALID;
   std::string ucp_key, cma_part;
@@ -634,7 +702,8 @@ int RkeyUnpack(adxl_plugin_ep_t *ep, const void *packed, size_t len, adxl_plugin
     std::string why;
     bool ok = false;
     try {
-      ok = cma_part[0] == '\1' && ep->ctx->cma.Unpack(cma_part.substr(1), &rkey->cma, &why);
+      ok = UnpackHccs(ep->ctx, cma_part, rkey, &why);
+      if (ok && rkey->mapped != nullptr) ep->mapped_regions.fetch_add(1);
     } catch (...) {
     }
     if (!ok) {
@@ -657,7 +726,8 @@ int RkeyUnpack(adxl_plugin_ep_t *ep, const void *packed, size_t len, adxl_plugin
 void RkeyDestroy(adxl_plugin_rkey_t *rkey) noexcept {
   if (rkey == nullptr) return;
   if (rkey->rkey != nullptr) ucp_rkey_destroy(rkey->rkey);
-  rkey->ctx->cma.Release(&rkey->cma);
+  if (rkey->cma_ok) rkey->ctx->cma.Release(&rkey->cma);
+  if (rkey->map_base != nullptr) munmap(rkey->map_base, rkey->map_len);
   delete rkey;
 }
 
@@ -673,8 +743,22 @@ int PostCma(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t c
   }
   for (size_t i = 0; i < count; ++i) {
     const adxl_plugin_iov_t &v = iov[i];
-    ops.push_back({reinterpret_cast<void *>(static_cast<uintptr_t>(v.local_addr)),
-                   v.local != nullptr ? v.local->cma_memh : UCT_MEM_HANDLE_NULL, v.length, v.remote_addr,
+    void *local = reinterpret_cast<void *>(static_cast<uintptr_t>(v.local_addr));
+    if (v.remote->mapped != nullptr) {
+      // The peer's pages are mapped here: one user-space copy.
+      char *remote = v.remote->mapped + (v.remote_addr - v.remote->remote_base);
+      if (op == ADXL_PLUGIN_PUT) {
+        memcpy(remote, local, v.length);
+      } else {
+        memcpy(local, remote, v.length);
+      }
+      continue;
+    }
+    if (!v.remote->cma_ok) {
+      batch->status.store(ADXL_PLUGIN_ERR_INVALID);
+      return ADXL_PLUGIN_OK;
+    }
+    ops.push_back({local, v.local != nullptr ? v.local->cma_memh : UCT_MEM_HANDLE_NULL, v.length, v.remote_addr,
                    v.remote->cma.rkey});
   }
   ucs_status_t st = ep->ctx->cma.Copy(op == ADXL_PLUGIN_PUT, ep->cma_ep, ops.data(), ops.size());

@@ -142,7 +142,7 @@ TEST_F(LinksTest, KilledPeerFailsCallsFastInsteadOfTimingOut) {
 
 TEST_F(LinksTest, HeartbeatDetectsAStoppedPeer) {
   ASSERT_EQ(Connect(), SUCCESS);
-  peer_->Signal(SIGSTOP);
+  peer_->Stop();
   // 3 heartbeat periods (200 ms) without an answer: the link fails.
   std::this_thread::sleep_for(std::chrono::milliseconds(1200));
   const auto t0 = std::chrono::steady_clock::now();

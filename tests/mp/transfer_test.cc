@@ -4,6 +4,7 @@
 #include <random>
 #include <thread>
 
+#include "adxl/adxl_ext.h"
 #include "mp_fixture.h"
 
 using namespace adxl;
@@ -214,7 +215,7 @@ const std::vector<std::string> kRemoteTcpPeer = {"ADXL_NODE_ID=another-host", "U
 TEST_F(TransferTest, AsyncRequestOnADisconnectedLinkIsNotConnected) {
   StartPeer(kRemoteTcpPeer);
   ASSERT_EQ(Connect(), SUCCESS);
-  peer_->Signal(SIGSTOP);
+  peer_->Stop();
   TransferReq req = nullptr;
   ASSERT_EQ(engine_.TransferAsync(peer_name_.c_str(), WRITE, {{local_.addr(), remote_, 4 << 20}}, TransferArgs{}, req),
             SUCCESS);
@@ -232,7 +233,7 @@ TEST_F(TransferTest, DeadlineGivesTimeoutFailsTheLinkAndNoByteLandsAfterwards) {
   ASSERT_EQ(Connect(), SUCCESS);
   const uint64_t guard = RemoteHash(0, kRemoteSize);  // pattern 1 everywhere
   FillPattern(local_.data(), local_.size(), 77);
-  peer_->Signal(SIGSTOP);
+  peer_->Stop();
   std::vector<TransferOpDesc> descs;
   for (size_t off = 0; off < kRemoteSize; off += 256 << 10) descs.push_back({local_.addr() + off, remote_ + off, 256 << 10});
   const auto t0 = std::chrono::steady_clock::now();
@@ -254,7 +255,7 @@ TEST_F(TransferTest, TimedOutReadWritesNothingLocallyAfterwards) {
   ASSERT_EQ(Connect(), SUCCESS);
   memset(local_.data(), 0xAB, local_.size());
   const uint64_t guard = Hash(local_.data(), local_.size());
-  peer_->Signal(SIGSTOP);
+  peer_->Stop();
   std::vector<TransferOpDesc> descs;
   for (size_t off = 0; off < kRemoteSize; off += 256 << 10) descs.push_back({local_.addr() + off, remote_ + off, 256 << 10});
   EXPECT_EQ(Sync(READ, descs, 300), TIMEOUT);
@@ -266,7 +267,7 @@ TEST_F(TransferTest, TimedOutReadWritesNothingLocallyAfterwards) {
 TEST_F(TransferTest, HccsLaneIsOneSidedAgainstAStoppedTarget) {
   // Same node, default transports: the HCCS lane.  The target process is
   // stopped, so only the initiator can move bytes.
-  peer_->Signal(SIGSTOP);
+  peer_->Stop();
   FillPattern(local_.data(), kRemoteSize, 31);
   std::vector<TransferOpDesc> descs;
   for (size_t off = 0; off < kRemoteSize; off += 65536) descs.push_back({local_.addr() + off, remote_ + off, 65536});
@@ -276,6 +277,37 @@ TEST_F(TransferTest, HccsLaneIsOneSidedAgainstAStoppedTarget) {
   std::vector<uint8_t> want(kRemoteSize);
   FillPattern(want.data(), kRemoteSize, 31);
   EXPECT_EQ(memcmp(local_.data(), want.data(), kRemoteSize), 0);
+  peer_->Signal(SIGCONT);
+  EXPECT_EQ(RemoteHash(0, kRemoteSize), Hash(want.data(), kRemoteSize));
+}
+
+TEST_F(TransferTest, SharedMallocMemIsReachedByDirectMappingOneSided) {
+  // EnableUseFabricMem=1 on the target: its MallocMem memory is offered as a
+  // mapping of its memfd, and same-node initiators copy with memcpy.
+  peer_ = std::make_unique<PeerProcess>();
+  peer_name_ = LoopbackName(FreePort());
+  ASSERT_EQ(peer_->Command("init " + peer_name_ + " EnableUseFabricMem=1"), "ok");
+  auto a = peer_->Ok("malloc " + std::to_string(kRemoteSize));
+  ASSERT_EQ(a.size(), 2u);
+  remote_ = std::stoull(a[1]);
+  ASSERT_EQ(peer_->Ok("reg 0").size(), 1u);
+  ASSERT_EQ(Connect(), SUCCESS);
+  adxl::ext::LinkInfo info;
+  ASSERT_EQ(adxl::ext::GetLinkInfo(engine_, peer_name_.c_str(), info), SUCCESS);
+  EXPECT_EQ(info.lane, "hccs");
+  EXPECT_NE(info.transports.find("mapped"), std::string::npos) << info.transports;
+  peer_->Stop();  // one-sided: the stopped target does nothing
+  FillPattern(local_.data(), kRemoteSize, 57);
+  std::vector<TransferOpDesc> descs;
+  for (size_t off = 0; off < kRemoteSize; off += 65536) descs.push_back({local_.addr() + off, remote_ + off, 65536});
+  EXPECT_EQ(Sync(WRITE, descs), SUCCESS);
+  memset(local_.data(), 0, kRemoteSize);
+  EXPECT_EQ(Sync(READ, descs), SUCCESS);
+  std::vector<uint8_t> want(kRemoteSize);
+  FillPattern(want.data(), kRemoteSize, 57);
+  EXPECT_EQ(memcmp(local_.data(), want.data(), kRemoteSize), 0);
+  // Bounds still hold: a range past the region is refused before anything moves.
+  EXPECT_EQ(Sync(WRITE, {{local_.addr(), remote_ + kRemoteSize - 8, 16}}), PARAM_INVALID);
   peer_->Signal(SIGCONT);
   EXPECT_EQ(RemoteHash(0, kRemoteSize), Hash(want.data(), kRemoteSize));
 }

@@ -4,6 +4,7 @@
 //
 //   init <name> [key=value ...]      Initialize
 //   alloc <bytes>                    aligned buffer, prints "ok <index> <addr>"
+//   malloc <bytes>                   AdxlEngine::MallocMem(host) buffer, "ok <index> <addr>"
 //   reg <index> [offset len]         RegisterMem(host) of a buffer (or part); "ok <handle>"
 //   dereg <handle>                   DeregisterMem
 //   fill <index> <seed>              pattern fill of a whole buffer
@@ -78,6 +79,17 @@ int main() {
       void *p = nullptr;
       if (posix_memalign(&p, 4096, len) != 0) {
         Reply("err alloc");
+        continue;
+      }
+      buffers.push_back({p, len});
+      Reply("ok " + std::to_string(buffers.size() - 1) + " " + std::to_string(reinterpret_cast<uintptr_t>(p)));
+    } else if (cmd == "malloc") {
+      size_t len = 0;
+      in >> len;
+      void *p = nullptr;
+      adxl::Status st = adxl::AdxlEngine::MallocMem(adxl::MEM_HOST, len, &p);
+      if (st != adxl::SUCCESS) {
+        ReplyStatus(st);
         continue;
       }
       buffers.push_back({p, len});

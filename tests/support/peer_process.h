@@ -4,6 +4,7 @@
 #define ADXL_TESTS_SUPPORT_PEER_PROCESS_H_
 
 #include <netinet/in.h>
+#include <dirent.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -11,6 +12,8 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -94,6 +97,37 @@ class PeerProcess {
   }
 
   void Signal(int sig) { kill(pid_, sig); }
+  // SIGSTOP, then waits until every thread of the peer is stopped (the
+  // signal is delivered asynchronously; a thread may run on for a moment).
+  void Stop() {
+    kill(pid_, SIGSTOP);
+    for (int i = 0; i < 2000; ++i) {
+      if (AllThreadsStopped()) return;
+      usleep(1000);
+    }
+  }
+  bool AllThreadsStopped() const {
+    const std::string dir = "/proc/" + std::to_string(pid_) + "/task";
+    DIR *d = opendir(dir.c_str());
+    if (d == nullptr) return false;
+    bool all = true;
+    while (dirent *e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      all = all && State(dir + "/" + e->d_name + "/stat") == 'T';
+    }
+    closedir(d);
+    return all;
+  }
+  // The state letter ('R', 'S', 'T', ...) from a /proc stat file.
+  static char State(const std::string &path) {
+    FILE *f = fopen(path.c_str(), "r");
+    if (f == nullptr) return '?';
+    char buf[512] = {0};
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    const char *p = strrchr(buf, ')');
+    return (p != nullptr && p + 2 < buf + n) ? p[2] : '?';
+  }
   void KillAndWait() {
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);

@@ -7,6 +7,9 @@
 #include <cstring>
 #include <utility>
 
+#include "adxl/adxl_engine.h"
+#include "directions.h"
+
 namespace bench {
 namespace {
 
@@ -18,25 +21,51 @@ uint64_t Mix(uint64_t x) {  // splitmix64 finaliser
   return x ^ (x >> 31);
 }
 
+void *MapAnonymous(size_t len, std::string *why) {
+  void *p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p != MAP_FAILED) return p;
+  *why = "cannot map a buffer of " + std::to_string(len) + " bytes: " + strerror(errno);
+  return nullptr;
+}
+
+void *EngineMalloc(size_t len, std::string *why) {
+  void *p = nullptr;
+  adxl::Status st = adxl::AdxlEngine::MallocMem(adxl::MEM_HOST, len, &p);
+  if (st == adxl::SUCCESS && p != nullptr) return p;
+  *why = "AdxlEngine::MallocMem(MEM_HOST, " + std::to_string(len) + ") returned status " + std::to_string(st) +
+         " (see the engine's log above)";
+  return nullptr;
+}
+
 }  // namespace
 
-PageBuffer::~PageBuffer() {
-  if (data_ != nullptr) munmap(data_, len_);
+PageBuffer::~PageBuffer() { Release(); }
+
+void PageBuffer::Release() {
+  if (data_ == nullptr) return;
+  if (memory_ == Memory::kAdxl) {
+    adxl::AdxlEngine::FreeMem(data_);
+  } else {
+    munmap(data_, len_);
+  }
+  data_ = nullptr;
+  len_ = 0;
 }
 
 PageBuffer::PageBuffer(PageBuffer &&o) noexcept
-    : data_(std::exchange(o.data_, nullptr)), len_(std::exchange(o.len_, 0)) {}
+    : data_(std::exchange(o.data_, nullptr)), len_(std::exchange(o.len_, 0)), memory_(o.memory_) {}
 
 PageBuffer &PageBuffer::operator=(PageBuffer &&o) noexcept {
   if (this != &o) {
-    if (data_ != nullptr) munmap(data_, len_);
+    Release();
     data_ = std::exchange(o.data_, nullptr);
     len_ = std::exchange(o.len_, 0);
+    memory_ = o.memory_;
   }
   return *this;
 }
 
-bool PageBuffer::Allocate(size_t len, PageBuffer *out, std::string *why) {
+bool PageBuffer::Allocate(size_t len, Memory memory, PageBuffer *out, std::string *why) {
   if (len == 0) {
     *why = "buffer of 0 bytes";
     return false;
@@ -50,20 +79,31 @@ bool PageBuffer::Allocate(size_t len, PageBuffer *out, std::string *why) {
            " bytes of free memory (use a smaller --transfer-size)";
     return false;
   }
-  void *p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) {
-    *why = "cannot map a buffer of " + std::to_string(len) + " bytes: " + strerror(errno);
-    return false;
-  }
+  void *p = memory == Memory::kAdxl ? EngineMalloc(len, why) : MapAnonymous(len, why);
+  if (p == nullptr) return false;
   PageBuffer b;
   b.data_ = static_cast<uint8_t *>(p);
   b.len_ = len;
+  b.memory_ = memory;
   // Touch every page now: the first write to an anonymous page faults, and a
-  // fault inside a timed step would be measured as transfer time.
+  // fault inside a timed step would be measured as transfer time.  MallocMem
+  // promises populated pages; the same loop makes that our guarantee too.
   const long page = sysconf(_SC_PAGESIZE);
   for (size_t off = 0; off < len; off += static_cast<size_t>(page)) b.data_[off] = 1;
   *out = std::move(b);
   return true;
+}
+
+std::map<adxl::AscendString, adxl::AscendString> EngineOptions(Memory memory) {
+  if (memory == Memory::kAdxl) return {{"EnableUseFabricMem", "1"}};
+  return {};
+}
+
+std::string MemoryLabel(adxl::MemType type, Memory memory) {
+  std::string label = MemoryName(type);
+  // Only host memory comes from MallocMem here; device directions are refused.
+  if (type == adxl::MEM_HOST && memory == Memory::kAdxl) label += "-adxl";
+  return label;
 }
 
 void FillPattern(void *p, size_t len, uint64_t seed) {

@@ -1,12 +1,16 @@
 // Benchmark memory: page-aligned, touched before any timing (so page faults
-// are not measured), plus the deterministic pattern and hash both processes
+// are not measured), from mmap or from AdxlEngine::MallocMem (--memory), plus the deterministic pattern and hash both processes
 // use to check a transfer without shipping the data.
 #ifndef ADXL_TOOLS_BENCH_BUFFER_H_
 #define ADXL_TOOLS_BENCH_BUFFER_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
+
+#include "adxl/adxl_types.h"
+#include "options.h"
 
 namespace bench {
 
@@ -19,17 +23,33 @@ class PageBuffer {
   PageBuffer(const PageBuffer &) = delete;
   PageBuffer &operator=(const PageBuffer &) = delete;
 
-  // Maps `len` bytes and writes every page once.
-  static bool Allocate(size_t len, PageBuffer *out, std::string *why);
+  // Gets `len` bytes of `memory` (mmap, or MallocMem(MEM_HOST) for kAdxl)
+  // and writes every page once.
+  static bool Allocate(size_t len, Memory memory, PageBuffer *out, std::string *why);
+  static bool Allocate(size_t len, PageBuffer *out, std::string *why) {
+    return Allocate(len, Memory::kHost, out, why);
+  }
 
   uint8_t *data() const { return data_; }
   uintptr_t addr() const { return reinterpret_cast<uintptr_t>(data_); }
   size_t size() const { return len_; }
+  Memory memory() const { return memory_; }
 
  private:
+  void Release();
+
   uint8_t *data_ = nullptr;
   size_t len_ = 0;
+  Memory memory_ = Memory::kHost;
 };
+
+// The engine options that go with buffers of `memory`: kAdxl needs
+// EnableUseFabricMem=1, without which MallocMem memory is registered like any
+// other and a same-node peer still reaches it by cross-memory attach.
+std::map<adxl::AscendString, adxl::AscendString> EngineOptions(Memory memory);
+
+// A row's memory column: "host" (mmap) or "host-adxl" (MallocMem).
+std::string MemoryLabel(adxl::MemType type, Memory memory);
 
 // Writes pattern `seed` over [p, p+len): word i of the pattern is a mix of
 // the seed and i, so that any misplaced block changes the hash.

@@ -205,6 +205,8 @@ bool Apply(const std::string &name, const std::string &value, Options *o, std::s
     } else {
       return bad("expected event or poll");
     }
+  } else if (name == "--memory") {
+    if (!ParseMemory(value, &o->memory)) return bad("expected host or adxl");
   } else {
     *why = "unknown option '" + name + "' (see --help)";
     return false;
@@ -217,7 +219,7 @@ const std::set<std::string> kValued = {
     "--role",        "--side-channel", "--local-engine", "--lane",          "--directions",     "--block-sizes",
     "--transfer-size", "--loops",      "--mode",         "--threads",       "--async-batch",    "--baselines",
     "--bench",       "--latency-iters", "--csv",         "--json",          "--timeout-ms",     "--accept-timeout",
-    "--target-progress"};
+    "--target-progress", "--memory"};
 
 void ApplyQuickDefaults(const std::set<std::string> &given, Options *o) {
   o->verify = true;
@@ -285,6 +287,19 @@ const char *LaneName(Lane lane) {
 }
 
 const char *ModeName(Mode mode) { return mode == Mode::kSync ? "sync" : "async"; }
+
+const char *MemoryOptionName(Memory memory) { return memory == Memory::kAdxl ? "adxl" : "host"; }
+
+bool ParseMemory(const std::string &text, Memory *out) {
+  if (text == "host") {
+    *out = Memory::kHost;
+  } else if (text == "adxl") {
+    *out = Memory::kAdxl;
+  } else {
+    return false;
+  }
+  return true;
+}
 
 bool ParseOptions(int argc, char **argv, Options *out, bool *help, std::string *why) {
   Options o;
@@ -362,6 +377,12 @@ std::string HelpText(const char *prog) {
     << "  --lane hccs|rdma|auto hccs: UCX_TLS=sm,self; rdma: UCX_TLS=tcp; auto: UCX default\n"
     << "                        (both processes; stands in for the engine's lanes).\n"
     << "                        A UCX_TLS you set yourself always wins               [auto]\n"
+    << "  --memory host|adxl    the engine buffers of both processes: host (mmap), or\n"
+    << "                        adxl (AdxlEngine::MallocMem, both engines started with\n"
+    << "                        EnableUseFabricMem=1: a same-node peer maps the memory).\n"
+    << "                        The baselines keep their own access: ucp registers the\n"
+    << "                        same buffers in its own UCP context, memcpy copies to\n"
+    << "                        and from its own mmap scratch buffer               [host]\n"
     << "  --block-sizes LO:HI   powers of two from LO to HI, or a list 16K,1M         [16K:2M]\n"
     << "  --transfer-size SIZE  bytes moved per step as one batch of descriptors    [64M]\n"
     << "  --loops N             timed steps per row, after one untimed warm-up step  [3]\n"

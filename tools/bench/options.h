@@ -14,6 +14,10 @@ enum class Lane { kAuto, kHccs, kRdma };
 enum class Mode { kSync, kAsync };
 // How the target drives its raw-UCP worker for the ucp baseline.
 enum class TargetProgress { kEvent, kPoll };
+// Where the engine buffers of both processes come from: kHost = plain mmap;
+// kAdxl = AdxlEngine::MallocMem(MEM_HOST) with both engines initialized with
+// EnableUseFabricMem=1, so that a same-node peer maps the memory directly.
+enum class Memory { kHost, kAdxl };
 
 struct Options {
   Role role = Role::kSpawn;
@@ -40,6 +44,7 @@ struct Options {
   int timeout_ms = 30000;         // per transfer call and per side-channel answer
   int accept_timeout_s = 300;     // how long a target waits for its initiator
   TargetProgress target_progress = TargetProgress::kEvent;
+  Memory memory = Memory::kHost;
   std::vector<std::string> argv;  // as given, for the JSON record
 };
 
@@ -56,6 +61,10 @@ std::string FormatSize(size_t bytes);
 
 const char *LaneName(Lane lane);
 const char *ModeName(Mode mode);
+// "host" / "adxl": the --memory value, also its side-channel spelling.
+const char *MemoryOptionName(Memory memory);
+// False when `text` is neither.
+bool ParseMemory(const std::string &text, Memory *out);
 
 }  // namespace bench
 

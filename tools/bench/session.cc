@@ -57,7 +57,8 @@ void Session::SetUp(const std::function<bool()> &keep_trying) {
   // UCX reads UCX_TLS when a context is created: before the engine starts.
   tls_ = ApplyTls(LaneTls(o_.lane));
   Hello();
-  Check(PageBuffer::Allocate(o_.transfer_size, &buffer_, &why), why);
+  Check(PageBuffer::Allocate(o_.transfer_size, o_.memory, &buffer_, &why), why);
+  // The memcpy baseline's own side stays plain mmap whatever --memory says.
   if (o_.memcpy_baseline) Check(PageBuffer::Allocate(o_.transfer_size, &scratch_, &why), why);
   StartEngine();
   if (o_.ucp_baseline) StartUcp();
@@ -68,7 +69,14 @@ void Session::Hello() {
   hello.Set("version", kSideChannelVersion).Set("size", o_.transfer_size).Set("ucp", o_.ucp_baseline ? 1 : 0);
   hello.Set("tls", tls_.value.empty() ? "-" : tls_.value);
   hello.Set("progress", o_.target_progress == TargetProgress::kPoll ? "poll" : "event");
+  hello.Set("memory", MemoryOptionName(o_.memory));
   Message ready = Call(hello);
+  // The target echoes its memory: one that predates --memory says nothing,
+  // and its host buffer must not pass for MallocMem memory.
+  const std::string target_memory = ready.Get("memory").empty() ? "host" : ready.Get("memory");
+  Check(target_memory == MemoryOptionName(o_.memory),
+        std::string("the target uses --memory ") + target_memory + ", this side " + MemoryOptionName(o_.memory) +
+            " (use the same adxl-bench on both hosts)");
   uint64_t size = 0;
   target_engine_ = ready.Get("engine");
   Check(!target_engine_.empty() && ready.GetU64("addr", &remote_addr_) && ready.GetU64("size", &size),
@@ -91,7 +99,7 @@ void Session::StartEngine() {
   // A client-only name (no port) is enough: the initiator only connects.
   local_engine_ = o_.local_engine.empty() ? "127.0.0.1" : o_.local_engine;
   engine_ = std::make_unique<adxl::AdxlEngine>();
-  adxl::Status st = engine_->Initialize(local_engine_.c_str(), {});
+  adxl::Status st = engine_->Initialize(local_engine_.c_str(), EngineOptions(o_.memory));
   Check(st == adxl::SUCCESS, "engine Initialize('" + local_engine_ + "') returned " + StatusName(st));
   st = engine_->RegisterMem({buffer_.addr(), buffer_.size()}, adxl::MEM_HOST, handle_);
   Check(st == adxl::SUCCESS, std::string("engine RegisterMem returned ") + StatusName(st));
@@ -121,6 +129,12 @@ void Session::Finish() {
   Call(Message("BYE"));
 }
 
+std::string Session::MemoryDescription() const {
+  if (o_.memory == Memory::kHost) return "host (mmap, both sides)";
+  // The baselines do not go through the engine: no mapping for them (--help).
+  return "adxl (AdxlEngine::MallocMem + EnableUseFabricMem=1, both engines; baselines unchanged)";
+}
+
 RunInfo Session::Info() const {
   std::vector<std::string> blocks, modes;
   for (size_t b : o_.block_sizes) blocks.push_back(FormatSize(b));
@@ -139,6 +153,7 @@ RunInfo Session::Info() const {
       {"command", Join(o_.argv, " ")},
       {"engines", local_engine_ + " -> " + target_engine_},
       {"lane", LaneName(o_.lane)},
+      {"memory", MemoryDescription()},
       {"initiator UCX_TLS", tls_.Describe()},
       {"target UCX_TLS", target_tls_},
       {"engine link", engine_link_.empty() ? "unknown (engine without adxl/adxl_ext.h)" : engine_link_},
@@ -229,8 +244,9 @@ Row Session::NewRow(const std::string &benchmark, const char *pattern, const Dir
   r.transport = std::string(LaneName(o_.lane)) + ":" + (used.empty() ? "unknown" : used);
   for (char &c : r.transport) c = c == ',' ? '+' : c;  // keep the CSV field plain
   r.direction = d.name;
-  r.initiator_memory = MemoryName(d.initiator_memory);
-  r.target_memory = MemoryName(d.target_memory);
+  r.initiator_memory = MemoryLabel(d.initiator_memory, o_.memory);
+  // memcpy's stand-in for the target is its own mmap scratch buffer.
+  r.target_memory = MemoryLabel(d.target_memory, benchmark == "memcpy" ? Memory::kHost : o_.memory);
   return r;
 }
 

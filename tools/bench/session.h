@@ -59,6 +59,8 @@ class Session {
   // still reports what it measured.
   void RunAll(std::vector<Row> *rows);
   RunInfo Info() const;
+  // The run header's "memory:" line.
+  std::string MemoryDescription() const;
   // Orderly end: closes the baseline endpoint and the engine link, then
   // releases the target.
   void Finish();

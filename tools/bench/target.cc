@@ -21,7 +21,7 @@ int Fail(const std::string &why) {
 }
 
 // Everything the target holds, destroyed in reverse order: the raw-UCP side
-// and the engine let go of the buffer before it is unmapped.
+// and the engine let go of the buffer before it is unmapped or freed.
 struct TargetState {
   PageBuffer buffer;
   adxl::AdxlEngine engine;
@@ -55,8 +55,15 @@ bool SetUp(const Options &o, const Message &hello, TargetState *s, Message *read
   // UCX reads UCX_TLS when a context is created: set it before the engine.
   std::string tls = hello.Get("tls");
   s->tls = ApplyTls(tls == "-" ? std::string() : tls);
-  if (!PageBuffer::Allocate(size, &s->buffer, why)) return false;
-  adxl::Status st = s->engine.Initialize(o.local_engine.c_str(), {});
+  // Absent in an older initiator's HELLO: host, as it was then.
+  Memory memory = Memory::kHost;
+  const std::string wanted = hello.Get("memory");
+  if (!wanted.empty() && !ParseMemory(wanted, &memory)) {
+    *why = "HELLO memory='" + wanted + "': expected host or adxl";
+    return false;
+  }
+  if (!PageBuffer::Allocate(size, memory, &s->buffer, why)) return false;
+  adxl::Status st = s->engine.Initialize(o.local_engine.c_str(), EngineOptions(memory));
   if (st != adxl::SUCCESS) {
     *why = "engine Initialize('" + o.local_engine + "') returned " + StatusName(st);
     return false;
@@ -74,6 +81,7 @@ bool SetUp(const Options &o, const Message &hello, TargetState *s, Message *read
     ready->Set("ucp_addr", ToHex(s->ucp->worker_address())).Set("ucp_rkey", ToHex(s->ucp->packed_rkey()));
   }
   ready->Set("engine", o.local_engine).Set("addr", s->buffer.addr()).Set("size", s->buffer.size());
+  ready->Set("memory", MemoryOptionName(memory));
   ready->Set("tls", s->tls.value.empty() ? "-" : s->tls.value).Set("tls_source", s->tls.source);
   return true;
 }

@@ -113,7 +113,12 @@ typedef struct adxl_plugin_ops {
    * ERR_NO_RESOURCE with *len set to the size needed when too small. */
   int (*get_address)(adxl_plugin_context_t *ctx, void *buf, size_t *len);
 
-  int (*mem_reg)(adxl_plugin_context_t *ctx, void *addr, size_t len, int mem_type, adxl_plugin_mem_t **mem);
+  /* Registers [addr, addr+len).  share_path, when not NULL, names a file
+   * that a process on the same node may open and map to reach the same
+   * pages, addr being at share_offset in it (memory from MallocMem); a
+   * plugin may then let same-node peers copy through a direct mapping. */
+  int (*mem_reg)(adxl_plugin_context_t *ctx, void *addr, size_t len, int mem_type, const char *share_path,
+                 uint64_t share_offset, adxl_plugin_mem_t **mem);
   /* Packed remote key of a registration; *len as for get_address. */
   int (*mem_pack)(adxl_plugin_context_t *ctx, adxl_plugin_mem_t *mem, void *buf, size_t *len);
   void (*mem_dereg)(adxl_plugin_context_t *ctx, adxl_plugin_mem_t *mem);

@@ -1,0 +1,139 @@
+// CacheManager: the LLM-DataDist cache layer on top of the public AdxlEngine
+// API (spec/adxl-semantics.md §10).
+//
+// Contract
+//  - A CacheManager belongs to one cluster (cluster_id) and one engine: it
+//    either owns an engine (Initialize(cluster_id, local_engine, options)) or
+//    is given one (Initialize(cluster_id, engine, local_engine)) that must stay
+//    initialized until Finalize.  Every method returns LLM_FAILED before
+//    Initialize and after Finalize; every method is thread-safe.
+//  - RegisterCache (not paged: one address per tensor, dimension 0 = batch)
+//    and RegisterBlocksCache (paged: dimension 0 = block) register every
+//    tensor address with the engine.  At most 240 addresses over all
+//    registrations; every address unique; remote_accessible defaults to true
+//    for Placement::DEVICE and false for HOST; a remote-accessible DEVICE
+//    cache registered while a link exists (outgoing, or incoming as announced
+//    by the peer) is LLM_EXIST_LINK.  Only remote-accessible caches are
+//    visible to peers; any registered cache may be the local side of a
+//    transfer.
+//  - LinkClusters connects to each remote cluster's engine and reads its
+//    metadata (below); a link is directional (this side pulls / pushes).
+//    Pulling from or pushing to one's own cluster is LLM_PARAM_INVALID.
+//  - Pull* READs remote tensors into a local registered cache; Push* WRITEs a
+//    local registered cache into remote tensors.  Layer ranges select layers
+//    of tensor_num_per_layer consecutive tensors; each call is one engine
+//    TransferSync (sync_timeout_ms), SUCCESS meaning every byte is in place.
+//  - Each rejected call returns a status and logs one line
+//    "[llm_datadist ERROR pid] ..." on stderr; nothing throws.
+//
+// Metadata exchange (how a puller learns remote addresses, shapes, keys)
+//  Every manager publishes a metadata window: a 256 KiB host region mapped
+//  at a well-known virtual address (a symmetric address, as OpenSHMEM's
+//  symmetric heap): base 0x7e9000000000 + slot * 1 MiB, the slot being
+//  FNV-1a(local engine name) mod 1024, probing at most 16 following slots when
+//  the address is taken (several managers in one process).  The window is
+//  registered with the engine like any host memory.  A linking peer knows the
+//  remote engine name, computes the same slot, and READs the window through
+//  the engine (a probe of a slot the remote has not registered is refused by
+//  the engine before any byte moves).  The window holds a header (magic
+//  "LLMDDMD1", format version, sequence number, cluster id, engine name,
+//  payload length) and a payload listing every remote-accessible cache: id,
+//  description, tensor addresses, CacheKeys, BlocksCacheKey.  The holder
+//  updates it seqlock-style (sequence odd while writing); a reader reads the
+//  header, then the payload, then the header again, and retries when the
+//  sequence changed or was odd.  Readers cache the payload per cluster and
+//  re-read only the 128-byte header before each transfer, the payload only
+//  when the sequence moved.  Both sides must have the same byte order.
+//  Incoming links: LinkClusters sends the notify {"llm_datadist.link",
+//  "<cluster_id>"} (and UnlinkClusters "llm_datadist.unlink") to the remote
+//  engine; a manager drains its engine's notifies when it must know whether a
+//  link exists and keeps the others for GetNotifies (with a shared engine,
+//  read notifies through the manager, not the engine).
+#ifndef LLM_DATADIST_CACHE_MANAGER_H_
+#define LLM_DATADIST_CACHE_MANAGER_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "adxl/adxl_engine.h"
+#include "llm_datadist/cache_types.h"
+
+namespace llm_datadist {
+
+class CacheManager {
+ public:
+  CacheManager();
+  ~CacheManager();  // runs Finalize()
+  CacheManager(const CacheManager &) = delete;
+  CacheManager &operator=(const CacheManager &) = delete;
+
+  // Owns an engine initialized with local_engine ("ip:port" to be linkable)
+  // and options (AdxlEngine::Initialize's).
+  Status Initialize(uint64_t cluster_id, const std::string &local_engine,
+                    const std::map<adxl::AscendString, adxl::AscendString> &options = {});
+  // Uses `engine` (already initialized as `local_engine`), which must outlive
+  // this manager's Finalize.
+  Status Initialize(uint64_t cluster_id, adxl::AdxlEngine &engine, const std::string &local_engine);
+  // Unlinks, unregisters every cache and the metadata window; finalizes an
+  // owned engine.  Idempotent.
+  void Finalize();
+
+  // Timeout of every transfer (default 1000 ms, must be > 0).
+  Status SetSyncTimeout(int32_t timeout_ms);
+  uint64_t ClusterId() const;
+
+  Status RegisterCache(const CacheDesc &desc, const std::vector<uintptr_t> &addrs,
+                       const std::vector<CacheKey> &cache_keys, std::optional<bool> remote_accessible,
+                       Cache &cache);
+  Status RegisterBlocksCache(const CacheDesc &desc, const std::vector<uintptr_t> &addrs,
+                             const std::optional<BlocksCacheKey> &blocks_cache_key,
+                             std::optional<bool> remote_accessible, Cache &cache);
+  // LLM_KV_CACHE_NOT_EXIST for an unknown id.
+  Status UnregisterCache(int64_t cache_id);
+
+  // rets gets one status per cluster; the result is LLM_SUCCESS when all
+  // succeeded, else the first failure.
+  Status LinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
+                      int32_t timeout_ms = 3000);
+  Status UnlinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
+                        int32_t timeout_ms = 3000);
+
+  // Remote batch entry (by key) -> local cache `dst` at batch_index.  size:
+  // bytes per tensor, -1 for the whole batch entry (both sides' entries must
+  // then be equal).
+  Status PullCache(const CacheKey &key, const Cache &dst, uint32_t batch_index = 0, int64_t size = -1,
+                   const LayerRangeArgs &layers = {});
+  Status PullCache(const CacheKeyByIdAndIndex &key, const Cache &dst, uint32_t batch_index = 0,
+                   int64_t size = -1, const LayerRangeArgs &layers = {});
+  // Remote blocks src_blocks[i] -> local blocks dst_blocks[i] of the paged `dst`.
+  Status PullBlocks(const BlocksCacheKey &key, const Cache &dst, const std::vector<uint64_t> &src_blocks,
+                    const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers = {});
+  // A remote non-paged batch entry, cut into dst's block size, -> local
+  // blocks dst_blocks (src_blocks must be empty, as in the reference).
+  Status PullBlocks(const CacheKey &key, const Cache &dst, const std::vector<uint64_t> &src_blocks,
+                    const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers = {});
+  Status PullBlocks(const CacheKeyByIdAndIndex &key, const Cache &dst, const std::vector<uint64_t> &src_blocks,
+                    const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers = {});
+  // Local batch entry -> remote cache `key` at key.batch_index.
+  Status PushCache(const CacheKeyByIdAndIndex &key, const Cache &src, uint32_t src_batch_index = 0,
+                   int64_t size = -1, const LayerRangeArgs &layers = {});
+  // Local blocks src_blocks[i] of the paged `src` -> remote blocks dst_blocks[i].
+  Status PushBlocks(const BlocksCacheKey &key, const Cache &src, const std::vector<uint64_t> &src_blocks,
+                    const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers = {});
+
+  // Notifies of the engine other than the cache layer's own (see above).
+  Status GetNotifies(std::vector<adxl::NotifyDesc> &notifies);
+  // Registered addresses over all caches (<= 240).
+  size_t RegisteredAddrCount() const;
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace llm_datadist
+
+#endif  // LLM_DATADIST_CACHE_MANAGER_H_

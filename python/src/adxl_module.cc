@@ -1,0 +1,165 @@
+// Python bindings of the ADXL engine (module adxl._adxl, re-exported by the
+// adxl package).  Methods keep the C++ names in snake_case and return the
+// C++ status; out-parameters come back in a tuple (status, value).  Blocking
+// calls release the GIL.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "adxl/adxl_engine.h"
+
+namespace py = pybind11;
+using namespace adxl;
+
+namespace {
+
+std::map<AscendString, AscendString> Options(const std::map<std::string, std::string> &in) {
+  std::map<AscendString, AscendString> out;
+  for (const auto &kv : in) out.emplace(kv.first.c_str(), kv.second.c_str());
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_adxl, m) {
+  m.doc() = "ADXL transfer engine (bindings of include/adxl/adxl_engine.h)";
+  m.attr("SUCCESS") = SUCCESS;
+  m.attr("PARAM_INVALID") = PARAM_INVALID;
+  m.attr("TIMEOUT") = TIMEOUT;
+  m.attr("NOT_CONNECTED") = NOT_CONNECTED;
+  m.attr("ALREADY_CONNECTED") = ALREADY_CONNECTED;
+  m.attr("NOTIFY_FAILED") = NOTIFY_FAILED;
+  m.attr("UNSUPPORTED") = UNSUPPORTED;
+  m.attr("FAILED") = FAILED;
+  m.attr("RESOURCE_EXHAUSTED") = RESOURCE_EXHAUSTED;
+  m.attr("OPTION_RDMA_TRAFFIC_CLASS") = OPTION_RDMA_TRAFFIC_CLASS;
+  m.attr("OPTION_RDMA_SERVICE_LEVEL") = OPTION_RDMA_SERVICE_LEVEL;
+  m.attr("OPTION_BUFFER_POOL") = OPTION_BUFFER_POOL;
+  m.attr("OPTION_LOCAL_COMM_RES") = OPTION_LOCAL_COMM_RES;
+  m.attr("OPTION_AUTO_CONNECT") = OPTION_AUTO_CONNECT;
+
+  py::enum_<MemType>(m, "MemType").value("MEM_DEVICE", MEM_DEVICE).value("MEM_HOST", MEM_HOST).export_values();
+  py::enum_<TransferOp>(m, "TransferOp").value("READ", READ).value("WRITE", WRITE).export_values();
+  py::enum_<TransferStatus>(m, "TransferStatus")
+      .value("WAITING", TransferStatus::WAITING)
+      .value("COMPLETED", TransferStatus::COMPLETED)
+      .value("TIMEOUT", TransferStatus::TIMEOUT)
+      .value("FAILED", TransferStatus::FAILED);
+  py::enum_<FeatureType>(m, "FeatureType")
+      .value("AUTO_CONNECT", AUTO_CONNECT)
+      .value("CLIENT_SERVER_COMM", CLIENT_SERVER_COMM);
+
+  py::class_<MemDesc>(m, "MemDesc")
+      .def(py::init([](uintptr_t addr, size_t len) { return MemDesc{addr, len}; }), py::arg("addr"), py::arg("len"))
+      .def_readwrite("addr", &MemDesc::addr)
+      .def_readwrite("len", &MemDesc::len);
+  py::class_<TransferOpDesc>(m, "TransferOpDesc")
+      .def(py::init([](uintptr_t l, uintptr_t r, size_t n) { return TransferOpDesc{l, r, n}; }),
+           py::arg("local_addr"), py::arg("remote_addr"), py::arg("len"))
+      .def_readwrite("local_addr", &TransferOpDesc::local_addr)
+      .def_readwrite("remote_addr", &TransferOpDesc::remote_addr)
+      .def_readwrite("len", &TransferOpDesc::len);
+  py::class_<NotifyDesc>(m, "NotifyDesc")
+      .def(py::init([](const std::string &name, const std::string &msg) {
+             return NotifyDesc{name.c_str(), msg.c_str()};
+           }),
+           py::arg("name"), py::arg("notify_msg"))
+      .def_property_readonly("name", [](const NotifyDesc &n) { return std::string(n.name.GetString()); })
+      .def_property_readonly("notify_msg", [](const NotifyDesc &n) { return std::string(n.notify_msg.GetString()); });
+
+  // Handles and requests are opaque integers on the Python side.
+  py::class_<AdxlEngine>(m, "AdxlEngine")
+      .def(py::init<>())
+      .def("initialize",
+           [](AdxlEngine &e, const std::string &local, const std::map<std::string, std::string> &opts) {
+             auto o = Options(opts);
+             py::gil_scoped_release nogil;
+             return e.Initialize(local.c_str(), o);
+           },
+           py::arg("local_engine"), py::arg("options") = std::map<std::string, std::string>{})
+      .def("finalize", [](AdxlEngine &e) {
+        py::gil_scoped_release nogil;
+        e.Finalize();
+      })
+      .def("register_mem",
+           [](AdxlEngine &e, const MemDesc &mem, MemType type) {
+             MemHandle h = nullptr;
+             Status s;
+             {
+               py::gil_scoped_release nogil;
+               s = e.RegisterMem(mem, type, h);
+             }
+             return py::make_tuple(s, reinterpret_cast<uintptr_t>(h));
+           },
+           py::arg("mem"), py::arg("type"))
+      .def("deregister_mem",
+           [](AdxlEngine &e, uintptr_t h) {
+             py::gil_scoped_release nogil;
+             return e.DeregisterMem(reinterpret_cast<MemHandle>(h));
+           },
+           py::arg("mem_handle"))
+      .def("connect",
+           [](AdxlEngine &e, const std::string &r, int32_t t) {
+             py::gil_scoped_release nogil;
+             return e.Connect(r.c_str(), t);
+           },
+           py::arg("remote_engine"), py::arg("timeout_in_millis") = 1000)
+      .def("disconnect",
+           [](AdxlEngine &e, const std::string &r, int32_t t) {
+             py::gil_scoped_release nogil;
+             return e.Disconnect(r.c_str(), t);
+           },
+           py::arg("remote_engine"), py::arg("timeout_in_millis") = 1000)
+      .def("transfer_sync",
+           [](AdxlEngine &e, const std::string &r, TransferOp op, const std::vector<TransferOpDesc> &d, int32_t t) {
+             py::gil_scoped_release nogil;
+             return e.TransferSync(r.c_str(), op, d, t);
+           },
+           py::arg("remote_engine"), py::arg("operation"), py::arg("op_descs"), py::arg("timeout_in_millis") = 1000)
+      .def("transfer_async",
+           [](AdxlEngine &e, const std::string &r, TransferOp op, const std::vector<TransferOpDesc> &d) {
+             TransferReq req = nullptr;
+             Status s;
+             {
+               py::gil_scoped_release nogil;
+               s = e.TransferAsync(r.c_str(), op, d, TransferArgs{}, req);
+             }
+             return py::make_tuple(s, reinterpret_cast<uintptr_t>(req));
+           },
+           py::arg("remote_engine"), py::arg("operation"), py::arg("op_descs"))
+      .def("get_transfer_status",
+           [](AdxlEngine &e, uintptr_t req) {
+             TransferStatus st = TransferStatus::FAILED;
+             TransferReq r = reinterpret_cast<TransferReq>(req);
+             Status s = e.GetTransferStatus(r, st);
+             return py::make_tuple(s, st);
+           },
+           py::arg("req"))
+      .def("send_notify",
+           [](AdxlEngine &e, const std::string &r, const NotifyDesc &n, int32_t t) {
+             py::gil_scoped_release nogil;
+             return e.SendNotify(r.c_str(), n, t);
+           },
+           py::arg("remote_engine"), py::arg("notify"), py::arg("timeout_in_millis") = 1000)
+      .def("get_notifies",
+           [](AdxlEngine &e) {
+             std::vector<NotifyDesc> v;
+             Status s = e.GetNotifies(v);
+             return py::make_tuple(s, v);
+           })
+      .def_static("malloc_mem",
+                  [](MemType type, size_t size) {
+                    void *p = nullptr;
+                    Status s = AdxlEngine::MallocMem(type, size, &p);
+                    return py::make_tuple(s, reinterpret_cast<uintptr_t>(p));
+                  },
+                  py::arg("type"), py::arg("size"))
+      .def_static("free_mem", [](uintptr_t p) { return AdxlEngine::FreeMem(reinterpret_cast<void *>(p)); },
+                  py::arg("ptr"))
+      .def_static("get_capability",
+                  [](FeatureType f) {
+                    int32_t v = 0;
+                    Status s = AdxlEngine::GetCapability(f, v);
+                    return py::make_tuple(s, v);
+                  },
+                  py::arg("feature_type"));
+}

@@ -1,0 +1,172 @@
+// Native part of the llm_datadist Python package (module llm_datadist._native):
+// the C++ cache layer with statuses, no exceptions.  The package's Python code
+// (llm_datadist/__init__.py) checks argument types and turns statuses into
+// exceptions as spec §10 says.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "llm_datadist/cache_manager.h"
+
+namespace py = pybind11;
+using namespace llm_datadist;
+
+namespace {
+
+std::optional<LayerRange> Range(const std::optional<std::pair<uint32_t, uint32_t>> &r) {
+  if (!r) return std::nullopt;
+  return LayerRange{r->first, r->second};
+}
+
+LayerRangeArgs Layers(const std::optional<std::pair<uint32_t, uint32_t>> &src,
+                      const std::optional<std::pair<uint32_t, uint32_t>> &dst, uint32_t tnpl) {
+  LayerRangeArgs a;
+  a.src_layer_range = Range(src);
+  a.dst_layer_range = Range(dst);
+  a.tensor_num_per_layer = tnpl;
+  return a;
+}
+
+using OptRange = std::optional<std::pair<uint32_t, uint32_t>>;
+using Blocks = std::vector<uint64_t>;
+
+template <typename Key>
+Status PullCacheT(CacheManager &m, const Key &k, const Cache &c, uint32_t b, int64_t size, OptRange s, OptRange d,
+                  uint32_t t) {
+  py::gil_scoped_release nogil;
+  return m.PullCache(k, c, b, size, Layers(s, d, t));
+}
+
+template <typename Key>
+Status PullBlocksT(CacheManager &m, const Key &k, const Cache &c, const Blocks &sb, const Blocks &db, OptRange s,
+                   OptRange d, uint32_t t) {
+  py::gil_scoped_release nogil;
+  return m.PullBlocks(k, c, sb, db, Layers(s, d, t));
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_native, m) {
+  py::enum_<DataType>(m, "DataType")
+      .value("DT_FLOAT", DataType::DT_FLOAT)
+      .value("DT_FLOAT16", DataType::DT_FLOAT16)
+      .value("DT_INT8", DataType::DT_INT8)
+      .value("DT_INT32", DataType::DT_INT32)
+      .value("DT_UINT8", DataType::DT_UINT8)
+      .value("DT_INT16", DataType::DT_INT16)
+      .value("DT_UINT16", DataType::DT_UINT16)
+      .value("DT_UINT32", DataType::DT_UINT32)
+      .value("DT_INT64", DataType::DT_INT64)
+      .value("DT_UINT64", DataType::DT_UINT64)
+      .value("DT_DOUBLE", DataType::DT_DOUBLE)
+      .value("DT_BOOL", DataType::DT_BOOL)
+      .value("DT_BF16", DataType::DT_BF16);
+  py::enum_<Placement>(m, "Placement").value("HOST", Placement::HOST).value("DEVICE", Placement::DEVICE);
+  m.def("data_type_size", [](DataType t) { return DataTypeSize(t); });
+  m.def("status_name", &StatusName);
+  m.attr("MAX_REGISTERED_ADDRS") = kMaxRegisteredAddrs;
+
+  py::class_<CacheDesc>(m, "CacheDesc")
+      .def(py::init<>())
+      .def_readwrite("num_tensors", &CacheDesc::num_tensors)
+      .def_readwrite("shape", &CacheDesc::shape)
+      .def_readwrite("data_type", &CacheDesc::data_type)
+      .def_readwrite("placement", &CacheDesc::placement)
+      .def_readwrite("batch_dim_index", &CacheDesc::batch_dim_index)
+      .def_readwrite("seq_len_dim_index", &CacheDesc::seq_len_dim_index);
+  py::class_<CacheKey>(m, "CacheKey")
+      .def(py::init([](uint64_t c, uint64_t r, uint64_t mo, uint64_t p) { return CacheKey{c, r, mo, p}; }));
+  py::class_<CacheKeyByIdAndIndex>(m, "CacheKeyByIdAndIndex")
+      .def(py::init([](uint64_t c, int64_t id, uint32_t b) { return CacheKeyByIdAndIndex{c, id, b}; }));
+  py::class_<BlocksCacheKey>(m, "BlocksCacheKey")
+      .def(py::init([](uint64_t c, uint64_t mo) { return BlocksCacheKey{c, mo}; }));
+  py::class_<Cache>(m, "Cache")
+      .def_readonly("cache_id", &Cache::cache_id)
+      .def_readonly("cache_desc", &Cache::cache_desc)
+      .def_readonly("tensor_addrs", &Cache::tensor_addrs)
+      .def_readonly("paged", &Cache::paged)
+      .def_readonly("remote_accessible", &Cache::remote_accessible);
+
+  py::class_<CacheManager>(m, "CacheManager")
+      .def(py::init<>())
+      .def("initialize",
+           [](CacheManager &cm, uint64_t id, const std::string &local, const std::map<std::string, std::string> &o) {
+             std::map<adxl::AscendString, adxl::AscendString> opts;
+             for (const auto &kv : o) opts.emplace(kv.first.c_str(), kv.second.c_str());
+             py::gil_scoped_release nogil;
+             return cm.Initialize(id, local, opts);
+           })
+      .def("finalize",
+           [](CacheManager &cm) {
+             py::gil_scoped_release nogil;
+             cm.Finalize();
+           })
+      .def("set_sync_timeout", &CacheManager::SetSyncTimeout)
+      .def("registered_addr_count", &CacheManager::RegisteredAddrCount)
+      .def("register_cache",
+           [](CacheManager &cm, const CacheDesc &d, const std::vector<uintptr_t> &a, const std::vector<CacheKey> &k,
+              std::optional<bool> ra) {
+             Cache c;
+             Status s;
+             {
+               py::gil_scoped_release nogil;
+               s = cm.RegisterCache(d, a, k, ra, c);
+             }
+             return py::make_tuple(s, c);
+           })
+      .def("register_blocks_cache",
+           [](CacheManager &cm, const CacheDesc &d, const std::vector<uintptr_t> &a,
+              const std::optional<BlocksCacheKey> &k, std::optional<bool> ra) {
+             Cache c;
+             Status s;
+             {
+               py::gil_scoped_release nogil;
+               s = cm.RegisterBlocksCache(d, a, k, ra, c);
+             }
+             return py::make_tuple(s, c);
+           })
+      .def("unregister_cache",
+           [](CacheManager &cm, int64_t id) {
+             py::gil_scoped_release nogil;
+             return cm.UnregisterCache(id);
+           })
+      .def("link_clusters",
+           [](CacheManager &cm, const std::vector<std::pair<uint64_t, std::string>> &cl, int32_t t) {
+             std::vector<ClusterInfo> infos;
+             for (const auto &c : cl) infos.push_back({c.first, c.second});
+             std::vector<Status> rets;
+             Status s;
+             {
+               py::gil_scoped_release nogil;
+               s = cm.LinkClusters(infos, rets, t);
+             }
+             return py::make_tuple(s, rets);
+           })
+      .def("unlink_clusters",
+           [](CacheManager &cm, const std::vector<std::pair<uint64_t, std::string>> &cl, int32_t t) {
+             std::vector<ClusterInfo> infos;
+             for (const auto &c : cl) infos.push_back({c.first, c.second});
+             std::vector<Status> rets;
+             Status s;
+             {
+               py::gil_scoped_release nogil;
+               s = cm.UnlinkClusters(infos, rets, t);
+             }
+             return py::make_tuple(s, rets);
+           })
+      .def("pull_cache", &PullCacheT<CacheKey>)
+      .def("pull_cache", &PullCacheT<CacheKeyByIdAndIndex>)
+      .def("pull_blocks", &PullBlocksT<BlocksCacheKey>)
+      .def("pull_blocks", &PullBlocksT<CacheKey>)
+      .def("pull_blocks", &PullBlocksT<CacheKeyByIdAndIndex>)
+      .def("push_cache",
+           [](CacheManager &cm, const CacheKeyByIdAndIndex &k, const Cache &c, uint32_t b, int64_t size, OptRange s,
+              OptRange d, uint32_t t) {
+             py::gil_scoped_release nogil;
+             return cm.PushCache(k, c, b, size, Layers(s, d, t));
+           })
+      .def("push_blocks", [](CacheManager &cm, const BlocksCacheKey &k, const Cache &c, const Blocks &sb,
+                             const Blocks &db, OptRange s, OptRange d, uint32_t t) {
+        py::gil_scoped_release nogil;
+        return cm.PushBlocks(k, c, sb, db, Layers(s, d, t));
+      });
+}

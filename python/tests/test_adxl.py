@@ -1,0 +1,56 @@
+"""adxl bindings: two engines in one process, WRITE / READ / notify, statuses."""
+import ctypes
+
+import adxl
+
+
+def buf(n, fill=0):
+    b = (ctypes.c_uint8 * n)(*([fill] * n))
+    return b, ctypes.addressof(b)
+
+
+def test_write_read_notify(free_port):
+    target, client = adxl.AdxlEngine(), adxl.AdxlEngine()
+    name = f"127.0.0.1:{free_port}"
+    assert target.initialize(name, {}) == adxl.SUCCESS
+    assert client.initialize("127.0.0.1") == adxl.SUCCESS
+    tb, ta = buf(4096)
+    src, sa = buf(4096, 7)
+    back, ba = buf(4096)
+    assert target.register_mem(adxl.MemDesc(ta, 4096), adxl.MEM_HOST)[0] == adxl.SUCCESS
+    s, h = client.register_mem(adxl.MemDesc(sa, 4096), adxl.MEM_HOST)
+    assert s == adxl.SUCCESS and h != 0
+    assert client.register_mem(adxl.MemDesc(ba, 4096), adxl.MEM_HOST)[0] == adxl.SUCCESS
+    assert client.transfer_sync(name, adxl.WRITE, [adxl.TransferOpDesc(sa, ta, 4096)]) == adxl.NOT_CONNECTED
+    assert client.connect(name, 5000) == adxl.SUCCESS
+    assert client.connect(name, 5000) == adxl.ALREADY_CONNECTED
+    assert client.transfer_sync(name, adxl.WRITE, [adxl.TransferOpDesc(sa, ta, 4096)]) == adxl.SUCCESS
+    assert bytes(tb) == bytes([7]) * 4096
+    s, req = client.transfer_async(name, adxl.READ, [adxl.TransferOpDesc(ba, ta, 4096)])
+    assert s == adxl.SUCCESS and req != 0
+    while True:
+        s, st = client.get_transfer_status(req)
+        assert s == adxl.SUCCESS
+        if st != adxl.TransferStatus.WAITING:
+            break
+    assert st == adxl.TransferStatus.COMPLETED
+    assert bytes(back) == bytes(src)
+    assert client.send_notify(name, adxl.NotifyDesc("py", "hello")) == adxl.SUCCESS
+    s, notes = target.get_notifies()
+    assert s == adxl.SUCCESS and [(n.name, n.notify_msg) for n in notes] == [("py", "hello")]
+    assert client.transfer_sync(name, adxl.READ, [adxl.TransferOpDesc(ba, ta + 4096, 1)]) == adxl.PARAM_INVALID
+    assert client.disconnect(name) == adxl.SUCCESS
+    assert client.disconnect(name) == adxl.NOT_CONNECTED
+    assert client.deregister_mem(h) == adxl.SUCCESS
+    client.finalize()
+    target.finalize()
+    assert client.connect(name) == adxl.FAILED
+
+
+def test_static_helpers():
+    assert adxl.AdxlEngine.get_capability(adxl.FeatureType.AUTO_CONNECT) == (adxl.SUCCESS, 1)
+    s, p = adxl.AdxlEngine.malloc_mem(adxl.MEM_HOST, 1 << 20)
+    assert s == adxl.SUCCESS and p != 0
+    assert adxl.AdxlEngine.free_mem(p) == adxl.SUCCESS
+    assert adxl.AdxlEngine.malloc_mem(adxl.MEM_HOST, 0)[0] == adxl.PARAM_INVALID
+    assert adxl.AdxlEngine().initialize("not-an-address") == adxl.PARAM_INVALID

@@ -1,0 +1,890 @@
+// CacheManager (include/llm_datadist/cache_manager.h): registration rules of
+// spec §10, links with metadata reads, and pull / push planned into one
+// engine TransferSync per call.
+#include "llm_datadist/cache_manager.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "dd_log.h"
+#include "metadata.h"
+
+namespace llm_datadist {
+
+namespace {
+
+constexpr char kLinkNotify[] = "llm_datadist.link";
+constexpr char kUnlinkNotify[] = "llm_datadist.unlink";
+
+struct LocalCache {
+  Cache cache;
+  std::vector<adxl::MemHandle> handles;
+  std::vector<CacheKey> keys;
+  std::optional<BlocksCacheKey> blocks_key;
+};
+
+struct RemoteCluster {
+  std::string engine;
+  uintptr_t window = 0;
+  uint64_t seq = 1;  // odd: nothing read yet
+  std::vector<CacheRecord> records;
+};
+
+// What a transfer needs to know about either side.
+struct SideView {
+  const CacheDesc *desc;
+  const std::vector<uintptr_t> *addrs;
+  bool paged;
+};
+
+uint64_t EntryBytes(const CacheDesc &d) { return TensorBytes(d) / static_cast<uint64_t>(d.shape[0]); }
+
+std::string KeyText(const CacheKey &k) {
+  return "CacheKey(cluster_id=" + std::to_string(k.cluster_id) + ", req_id=" + std::to_string(k.req_id) +
+         ", model_id=" + std::to_string(k.model_id) + ", prefix_id=" + std::to_string(k.prefix_id) + ")";
+}
+
+bool SameKey(const CacheKey &a, const CacheKey &b) {
+  return a.req_id == b.req_id && a.model_id == b.model_id && a.prefix_id == b.prefix_id;
+}
+
+// Tensor pairs (src index, dst index) selected by the layer ranges.
+Status ResolveLayers(const char *what, const CacheDesc &src, const CacheDesc &dst, const LayerRangeArgs &layers,
+                     std::vector<std::pair<uint32_t, uint32_t>> *pairs) {
+  if (src.data_type != dst.data_type) {
+    DD_ERROR("%s: data types differ (source %d, destination %d)", what, static_cast<int>(src.data_type),
+             static_cast<int>(dst.data_type));
+    return LLM_PARAM_INVALID;
+  }
+  const uint32_t t = layers.tensor_num_per_layer;
+  if (!layers.src_layer_range && !layers.dst_layer_range) {
+    if (src.num_tensors != dst.num_tensors) {
+      DD_ERROR("%s: source has %u tensors, destination %u (give layer ranges to move a part)", what, src.num_tensors,
+               dst.num_tensors);
+      return LLM_PARAM_INVALID;
+    }
+    for (uint32_t i = 0; i < src.num_tensors; ++i) pairs->emplace_back(i, i);
+    return LLM_SUCCESS;
+  }
+  if (t == 0 || src.num_tensors % t != 0 || dst.num_tensors % t != 0) {
+    DD_ERROR("%s: tensor_num_per_layer %u does not divide the tensor counts (%u, %u)", what, t, src.num_tensors,
+             dst.num_tensors);
+    return LLM_PARAM_INVALID;
+  }
+  LayerRange s = layers.src_layer_range.value_or(LayerRange{0, src.num_tensors / t});
+  LayerRange d = layers.dst_layer_range.value_or(LayerRange{0, dst.num_tensors / t});
+  if (s.begin >= s.end || s.end > src.num_tensors / t || d.begin >= d.end || d.end > dst.num_tensors / t ||
+      s.end - s.begin != d.end - d.begin) {
+    DD_ERROR("%s: layer ranges [%u,%u) -> [%u,%u) are empty, out of range (%u, %u layers) or of different length",
+             what, s.begin, s.end, d.begin, d.end, src.num_tensors / t, dst.num_tensors / t);
+    return LLM_PARAM_INVALID;
+  }
+  for (uint32_t l = 0; l < s.end - s.begin; ++l) {
+    for (uint32_t j = 0; j < t; ++j) pairs->emplace_back((s.begin + l) * t + j, (d.begin + l) * t + j);
+  }
+  return LLM_SUCCESS;
+}
+
+// Appends (local, remote, len), merging with the previous descriptor when both sides continue it.
+void AddOp(std::vector<adxl::TransferOpDesc> *ops, uintptr_t local, uintptr_t remote, size_t len) {
+  if (!ops->empty()) {
+    auto &b = ops->back();
+    if (b.local_addr + b.len == local && b.remote_addr + b.len == remote) {
+      b.len += len;
+      return;
+    }
+  }
+  ops->push_back({local, remote, len});
+}
+
+}  // namespace
+
+class CacheManager::Impl {
+ public:
+  mutable std::mutex mu;
+  bool live = false;
+  uint64_t cluster_id = 0;
+  std::string local_name;
+  std::unique_ptr<adxl::AdxlEngine> owned;
+  adxl::AdxlEngine *engine = nullptr;
+  int32_t timeout_ms = 1000;
+  std::unique_ptr<MetadataWindow> window;
+  adxl::MemHandle window_handle = nullptr;
+  std::vector<uint8_t> scratch;  // local landing zone of metadata reads
+  adxl::MemHandle scratch_handle = nullptr;
+  std::map<int64_t, LocalCache> caches;
+  int64_t next_id = 1;
+  std::set<uintptr_t> addrs;
+  std::map<uint64_t, RemoteCluster> links;
+  std::set<uint64_t> incoming;
+  std::vector<adxl::NotifyDesc> kept;
+
+  Status Start(const char *what);
+  void Stop();
+  void DrainNotifies();
+  Status PublishLocked();
+  Status ReadRemote(const std::string &engine_name, uintptr_t addr, size_t len, uint8_t *out);
+  Status Refresh(uint64_t remote_cluster, RemoteCluster &rc);
+  Status Register(const char *what, const CacheDesc &desc, const std::vector<uintptr_t> &addrs_in,
+                  const std::vector<CacheKey> &keys, const std::optional<BlocksCacheKey> &bkey, bool paged,
+                  std::optional<bool> remote_accessible, Cache &cache);
+  // Looks up the remote side: the linked cluster and the record the lookup picks.
+  Status Remote(const char *what, uint64_t remote_cluster, std::string *engine_name,
+                const std::function<Status(const std::vector<CacheRecord> &)> &pick);
+  Status Local(const char *what, const Cache &c, const LocalCache **out);
+  Status Run(const char *what, const std::string &engine_name, adxl::TransferOp op,
+             const std::vector<adxl::TransferOpDesc> &ops);
+  Status Plan(const char *what, uint64_t remote_cluster, const Cache &local, bool local_is_dst,
+              const std::function<Status(const std::vector<CacheRecord> &, const CacheRecord **, uint64_t *)> &find,
+              const std::function<Status(const SideView &src, const SideView &dst, uint64_t remote_index,
+                                         std::vector<adxl::TransferOpDesc> *)> &build,
+              adxl::TransferOp op);
+};
+
+Status CacheManager::Impl::Start(const char *what) {
+  std::string why;
+  window = MetadataWindow::Create(local_name, cluster_id, &why);
+  if (!window) {
+    DD_ERROR("%s: %s", what, why.c_str());
+    return LLM_FAILED;
+  }
+  Status s = engine->RegisterMem({window->addr(), window->size()}, adxl::MEM_HOST, window_handle);
+  if (s != adxl::SUCCESS) {
+    DD_ERROR("%s: registering the metadata window failed (status %u)", what, s);
+    window.reset();
+    return s;
+  }
+  scratch.assign(kWindowSize, 0);
+  s = engine->RegisterMem({reinterpret_cast<uintptr_t>(scratch.data()), scratch.size()}, adxl::MEM_HOST,
+                          scratch_handle);
+  if (s != adxl::SUCCESS) {
+    DD_ERROR("%s: registering the metadata buffer failed (status %u)", what, s);
+    engine->DeregisterMem(window_handle);
+    window.reset();
+    return s;
+  }
+  live = true;
+  return LLM_SUCCESS;
+}
+
+void CacheManager::Impl::Stop() {
+  if (!live) return;
+  for (auto &l : links) {
+    engine->SendNotify(l.second.engine.c_str(), {kUnlinkNotify, std::to_string(cluster_id).c_str()}, timeout_ms);
+    engine->Disconnect(l.second.engine.c_str(), timeout_ms);
+  }
+  links.clear();
+  for (auto &c : caches) {
+    for (adxl::MemHandle h : c.second.handles) engine->DeregisterMem(h);
+  }
+  caches.clear();
+  addrs.clear();
+  engine->DeregisterMem(scratch_handle);
+  engine->DeregisterMem(window_handle);
+  window.reset();
+  scratch.clear();
+  if (owned) owned->Finalize();
+  owned.reset();
+  engine = nullptr;
+  live = false;
+}
+
+void CacheManager::Impl::DrainNotifies() {
+  std::vector<adxl::NotifyDesc> got;
+  if (engine->GetNotifies(got) != adxl::SUCCESS) return;
+  for (auto &n : got) {
+    const std::string name = n.name.GetString();
+    if (name == kLinkNotify || name == kUnlinkNotify) {
+      uint64_t id = strtoull(n.notify_msg.GetString(), nullptr, 10);
+      if (name == kLinkNotify) {
+        incoming.insert(id);
+      } else {
+        incoming.erase(id);
+      }
+    } else {
+      kept.push_back(std::move(n));
+    }
+  }
+}
+
+Status CacheManager::Impl::PublishLocked() {
+  std::vector<CacheRecord> records;
+  for (const auto &c : caches) {
+    if (!c.second.cache.remote_accessible) continue;
+    CacheRecord r;
+    r.cache_id = c.first;
+    r.paged = c.second.cache.paged;
+    r.desc = c.second.cache.cache_desc;
+    r.addrs = c.second.cache.tensor_addrs;
+    r.keys = c.second.keys;
+    r.blocks_key = c.second.blocks_key;
+    records.push_back(std::move(r));
+  }
+  return window->Publish(SerializeRecords(records)) ? LLM_SUCCESS : LLM_RESOURCE_EXHAUSTED;
+}
+
+Status CacheManager::Impl::ReadRemote(const std::string &engine_name, uintptr_t addr, size_t len, uint8_t *out) {
+  Status s = engine->TransferSync(engine_name.c_str(), adxl::READ,
+                                  {{reinterpret_cast<uintptr_t>(scratch.data()), addr, len}}, timeout_ms);
+  if (s == adxl::SUCCESS) memcpy(out, scratch.data(), len);
+  return s;
+}
+
+Status CacheManager::Impl::Refresh(uint64_t remote_cluster, RemoteCluster &rc) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    WindowHeader h1{}, h2{};
+    Status s = ReadRemote(rc.engine, rc.window, kHeaderSize, reinterpret_cast<uint8_t *>(&h1));
+    if (s != adxl::SUCCESS) return s;
+    if (!HeaderMatches(h1, rc.engine) || h1.cluster_id != remote_cluster) {
+      DD_ERROR("metadata of %s is not a cache-layer window of cluster %lu", rc.engine.c_str(),
+               static_cast<unsigned long>(remote_cluster));
+      return LLM_FAILED;
+    }
+    if (h1.seq % 2 == 1) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      continue;
+    }
+    if (h1.seq == rc.seq) return LLM_SUCCESS;
+    std::vector<uint8_t> payload(h1.payload_len);
+    if (h1.payload_len > 0) {
+      s = ReadRemote(rc.engine, rc.window + kHeaderSize, h1.payload_len, payload.data());
+      if (s != adxl::SUCCESS) return s;
+    }
+    s = ReadRemote(rc.engine, rc.window, kHeaderSize, reinterpret_cast<uint8_t *>(&h2));
+    if (s != adxl::SUCCESS) return s;
+    if (h2.seq != h1.seq) continue;
+    std::vector<CacheRecord> records;
+    if (!ParseRecords(payload.data(), payload.size(), remote_cluster, &records)) {
+      DD_ERROR("metadata of %s is malformed", rc.engine.c_str());
+      return LLM_FAILED;
+    }
+    rc.records = std::move(records);
+    rc.seq = h1.seq;
+    return LLM_SUCCESS;
+  }
+  DD_ERROR("metadata of %s kept changing while being read", rc.engine.c_str());
+  return LLM_TIMEOUT;
+}
+
+Status CacheManager::Impl::Register(const char *what, const CacheDesc &desc, const std::vector<uintptr_t> &addrs_in,
+                                    const std::vector<CacheKey> &keys, const std::optional<BlocksCacheKey> &bkey,
+                                    bool paged, std::optional<bool> remote_accessible, Cache &cache) {
+  const uint64_t bytes = TensorBytes(desc);
+  if (desc.placement != Placement::HOST && desc.placement != Placement::DEVICE) {
+    DD_ERROR("%s: placement %d is neither HOST nor DEVICE", what, static_cast<int>(desc.placement));
+    return LLM_PARAM_INVALID;
+  }
+  if (bytes == 0) {
+    DD_ERROR("%s: invalid cache description (data type %d, shape of %zu dims, a dimension <= 0 or too large)", what,
+             static_cast<int>(desc.data_type), desc.shape.size());
+    return LLM_PARAM_INVALID;
+  }
+  if (desc.batch_dim_index != 0) {
+    DD_ERROR("%s: batch_dim_index %d is not supported (must be 0)", what, desc.batch_dim_index);
+    return LLM_PARAM_INVALID;
+  }
+  if (desc.num_tensors == 0 || addrs_in.size() != desc.num_tensors) {
+    DD_ERROR("%s: %zu addresses for num_tensors %u (one address per tensor)", what, addrs_in.size(),
+             desc.num_tensors);
+    return LLM_PARAM_INVALID;
+  }
+  std::set<uintptr_t> mine;
+  for (uintptr_t a : addrs_in) {
+    if (a == 0 || !mine.insert(a).second || addrs.count(a) != 0) {
+      DD_ERROR("%s: address 0x%lx is zero, repeated or already registered (addresses must be unique)", what,
+               static_cast<unsigned long>(a));
+      return LLM_PARAM_INVALID;
+    }
+  }
+  if (addrs.size() + addrs_in.size() > kMaxRegisteredAddrs) {
+    DD_ERROR("%s: %zu addresses registered, %zu more would exceed the limit of %zu", what, addrs.size(),
+             addrs_in.size(), kMaxRegisteredAddrs);
+    return LLM_RESOURCE_EXHAUSTED;
+  }
+  if (keys.size() > static_cast<size_t>(desc.shape[0])) {
+    DD_ERROR("%s: %zu cache keys for a batch of %ld", what, keys.size(), static_cast<long>(desc.shape[0]));
+    return LLM_PARAM_INVALID;
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i].cluster_id != cluster_id) {
+      DD_ERROR("%s: %s names cluster %lu, this is cluster %lu", what, KeyText(keys[i]).c_str(),
+               static_cast<unsigned long>(keys[i].cluster_id), static_cast<unsigned long>(cluster_id));
+      return LLM_PARAM_INVALID;
+    }
+    bool dup = false;
+    for (size_t j = 0; j < i; ++j) dup = dup || SameKey(keys[i], keys[j]);
+    for (const auto &c : caches) {
+      for (const auto &k : c.second.keys) dup = dup || SameKey(keys[i], k);
+    }
+    if (dup) {
+      DD_ERROR("%s: %s is already registered", what, KeyText(keys[i]).c_str());
+      return LLM_CACHE_KEY_ALREADY_EXIST;
+    }
+  }
+  if (bkey) {
+    if (bkey->cluster_id != cluster_id) {
+      DD_ERROR("%s: BlocksCacheKey names cluster %lu, this is cluster %lu", what,
+               static_cast<unsigned long>(bkey->cluster_id), static_cast<unsigned long>(cluster_id));
+      return LLM_PARAM_INVALID;
+    }
+    for (const auto &c : caches) {
+      if (c.second.blocks_key && c.second.blocks_key->model_id == bkey->model_id) {
+        DD_ERROR("%s: BlocksCacheKey(model_id=%lu) is already registered", what,
+                 static_cast<unsigned long>(bkey->model_id));
+        return LLM_CACHE_KEY_ALREADY_EXIST;
+      }
+    }
+  }
+  const bool device = desc.placement == Placement::DEVICE;
+  const bool remote = remote_accessible.value_or(device);
+  if (device && remote) {
+    DrainNotifies();
+    if (!links.empty() || !incoming.empty()) {
+      DD_ERROR("%s: a remote-accessible device cache must be registered before any link exists (%zu outgoing, %zu "
+               "incoming links)",
+               what, links.size(), incoming.size());
+      return LLM_EXIST_LINK;
+    }
+  }
+  LocalCache lc;
+  for (uintptr_t a : addrs_in) {
+    adxl::MemHandle h = nullptr;
+    Status s = engine->RegisterMem({a, bytes}, device ? adxl::MEM_DEVICE : adxl::MEM_HOST, h);
+    if (s != adxl::SUCCESS) {
+      DD_ERROR("%s: the engine refused tensor 0x%lx (%lu bytes): status %u", what, static_cast<unsigned long>(a),
+               static_cast<unsigned long>(bytes), s);
+      for (adxl::MemHandle done : lc.handles) engine->DeregisterMem(done);
+      return s;
+    }
+    lc.handles.push_back(h);
+  }
+  lc.cache.cache_id = next_id++;
+  lc.cache.cache_desc = desc;
+  lc.cache.tensor_addrs = addrs_in;
+  lc.cache.paged = paged;
+  lc.cache.remote_accessible = remote;
+  lc.keys = keys;
+  lc.blocks_key = bkey;
+  const int64_t id = lc.cache.cache_id;
+  caches.emplace(id, std::move(lc));
+  if (remote && PublishLocked() != LLM_SUCCESS) {
+    DD_ERROR("%s: the metadata window is full (too many keys)", what);
+    for (adxl::MemHandle h : caches[id].handles) engine->DeregisterMem(h);
+    caches.erase(id);
+    PublishLocked();
+    return LLM_RESOURCE_EXHAUSTED;
+  }
+  addrs.insert(addrs_in.begin(), addrs_in.end());
+  cache = caches[id].cache;
+  return LLM_SUCCESS;
+}
+
+Status CacheManager::Impl::Local(const char *what, const Cache &c, const LocalCache **out) {
+  auto it = caches.find(c.cache_id);
+  if (it == caches.end()) {
+    DD_ERROR("%s: local cache %ld is not registered", what, static_cast<long>(c.cache_id));
+    return LLM_KV_CACHE_NOT_EXIST;
+  }
+  *out = &it->second;
+  return LLM_SUCCESS;
+}
+
+Status CacheManager::Impl::Run(const char *what, const std::string &engine_name, adxl::TransferOp op,
+                               const std::vector<adxl::TransferOpDesc> &ops) {
+  Status s = engine->TransferSync(engine_name.c_str(), op, ops, timeout_ms);
+  if (s != adxl::SUCCESS) DD_ERROR("%s: transfer with %s failed: status %u", what, engine_name.c_str(), s);
+  return s;
+}
+
+Status CacheManager::Impl::Plan(
+    const char *what, uint64_t remote_cluster, const Cache &local, bool local_is_dst,
+    const std::function<Status(const std::vector<CacheRecord> &, const CacheRecord **, uint64_t *)> &find,
+    const std::function<Status(const SideView &, const SideView &, uint64_t, std::vector<adxl::TransferOpDesc> *)>
+        &build,
+    adxl::TransferOp op) {
+  std::vector<adxl::TransferOpDesc> ops;
+  std::string engine_name;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!live) return LLM_FAILED;
+    if (remote_cluster == cluster_id) {
+      DD_ERROR("%s: cluster %lu is this process's own cluster", what, static_cast<unsigned long>(remote_cluster));
+      return LLM_PARAM_INVALID;
+    }
+    const LocalCache *lc = nullptr;
+    Status s = Local(what, local, &lc);
+    if (s != LLM_SUCCESS) return s;
+    auto it = links.find(remote_cluster);
+    if (it == links.end()) {
+      DD_ERROR("%s: cluster %lu is not linked", what, static_cast<unsigned long>(remote_cluster));
+      return LLM_NOT_YET_LINK;
+    }
+    s = Refresh(remote_cluster, it->second);
+    if (s != LLM_SUCCESS) {
+      DD_ERROR("%s: reading the metadata of cluster %lu failed: status %u", what,
+               static_cast<unsigned long>(remote_cluster), s);
+      return s;
+    }
+    const CacheRecord *rec = nullptr;
+    uint64_t index = 0;
+    s = find(it->second.records, &rec, &index);
+    if (s != LLM_SUCCESS) return s;
+    SideView l{&lc->cache.cache_desc, &lc->cache.tensor_addrs, lc->cache.paged};
+    SideView r{&rec->desc, &rec->addrs, rec->paged};
+    s = local_is_dst ? build(r, l, index, &ops) : build(l, r, index, &ops);
+    if (s != LLM_SUCCESS) return s;
+    engine_name = it->second.engine;
+  }
+  // local_is_dst: READ (remote -> local); descriptors are (local, remote).
+  return Run(what, engine_name, op, ops);
+}
+
+// ---------------------------------------------------------------------------
+
+CacheManager::CacheManager() : impl_(std::make_unique<Impl>()) {}
+CacheManager::~CacheManager() { Finalize(); }
+
+Status CacheManager::Initialize(uint64_t cluster_id, const std::string &local_engine,
+                                const std::map<adxl::AscendString, adxl::AscendString> &options) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->live) {
+    DD_ERROR("Initialize: already initialized");
+    return LLM_FAILED;
+  }
+  auto engine = std::make_unique<adxl::AdxlEngine>();
+  Status s = engine->Initialize(local_engine.c_str(), options);
+  if (s != adxl::SUCCESS) {
+    DD_ERROR("Initialize: engine %s failed to initialize: status %u", local_engine.c_str(), s);
+    return s;
+  }
+  impl_->cluster_id = cluster_id;
+  impl_->local_name = local_engine;
+  impl_->engine = engine.get();
+  impl_->owned = std::move(engine);
+  s = impl_->Start("Initialize");
+  if (s != LLM_SUCCESS) {
+    impl_->owned->Finalize();
+    impl_->owned.reset();
+    impl_->engine = nullptr;
+  }
+  return s;
+}
+
+Status CacheManager::Initialize(uint64_t cluster_id, adxl::AdxlEngine &engine, const std::string &local_engine) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->live) {
+    DD_ERROR("Initialize: already initialized");
+    return LLM_FAILED;
+  }
+  impl_->cluster_id = cluster_id;
+  impl_->local_name = local_engine;
+  impl_->engine = &engine;
+  Status s = impl_->Start("Initialize");
+  if (s != LLM_SUCCESS) impl_->engine = nullptr;
+  return s;
+}
+
+void CacheManager::Finalize() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->Stop();
+}
+
+Status CacheManager::SetSyncTimeout(int32_t timeout_ms) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (!impl_->live) return LLM_FAILED;
+  if (timeout_ms <= 0) {
+    DD_ERROR("SetSyncTimeout: timeout %d ms must be > 0", timeout_ms);
+    return LLM_PARAM_INVALID;
+  }
+  impl_->timeout_ms = timeout_ms;
+  return LLM_SUCCESS;
+}
+
+uint64_t CacheManager::ClusterId() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->cluster_id;
+}
+
+size_t CacheManager::RegisteredAddrCount() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->addrs.size();
+}
+
+Status CacheManager::RegisterCache(const CacheDesc &desc, const std::vector<uintptr_t> &addrs,
+                                   const std::vector<CacheKey> &cache_keys, std::optional<bool> remote_accessible,
+                                   Cache &cache) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (!impl_->live) return LLM_FAILED;
+  return impl_->Register("RegisterCache", desc, addrs, cache_keys, std::nullopt, false, remote_accessible, cache);
+}
+
+Status CacheManager::RegisterBlocksCache(const CacheDesc &desc, const std::vector<uintptr_t> &addrs,
+                                         const std::optional<BlocksCacheKey> &blocks_cache_key,
+                                         std::optional<bool> remote_accessible, Cache &cache) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (!impl_->live) return LLM_FAILED;
+  return impl_->Register("RegisterBlocksCache", desc, addrs, {}, blocks_cache_key, true, remote_accessible, cache);
+}
+
+Status CacheManager::UnregisterCache(int64_t cache_id) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (!impl_->live) return LLM_FAILED;
+  auto it = impl_->caches.find(cache_id);
+  if (it == impl_->caches.end()) {
+    DD_ERROR("UnregisterCache: cache %ld is not registered", static_cast<long>(cache_id));
+    return LLM_KV_CACHE_NOT_EXIST;
+  }
+  const bool remote = it->second.cache.remote_accessible;
+  for (uintptr_t a : it->second.cache.tensor_addrs) impl_->addrs.erase(a);
+  std::vector<adxl::MemHandle> handles = std::move(it->second.handles);
+  impl_->caches.erase(it);
+  // Unpublish first, so that a peer that re-reads never sees a gone region.
+  if (remote) impl_->PublishLocked();
+  for (adxl::MemHandle h : handles) impl_->engine->DeregisterMem(h);
+  return LLM_SUCCESS;
+}
+
+Status CacheManager::LinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
+                                  int32_t timeout_ms) {
+  rets.assign(clusters.size(), LLM_FAILED);
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (!impl_->live) return LLM_FAILED;
+  if (timeout_ms <= 0) {
+    DD_ERROR("LinkClusters: timeout %d ms must be > 0", timeout_ms);
+    rets.assign(clusters.size(), LLM_PARAM_INVALID);
+    return LLM_PARAM_INVALID;
+  }
+  Status first = LLM_SUCCESS;
+  for (size_t i = 0; i < clusters.size(); ++i) {
+    const ClusterInfo &c = clusters[i];
+    Status s = LLM_SUCCESS;
+    if (c.remote_cluster_id == impl_->cluster_id) {
+      DD_ERROR("LinkClusters: cluster %lu is this process's own cluster", static_cast<unsigned long>(c.remote_cluster_id));
+      s = LLM_PARAM_INVALID;
+    } else if (impl_->links.count(c.remote_cluster_id) != 0) {
+      DD_ERROR("LinkClusters: cluster %lu is already linked", static_cast<unsigned long>(c.remote_cluster_id));
+      s = LLM_ALREADY_LINK;
+    } else {
+      s = impl_->engine->Connect(c.remote_engine.c_str(), timeout_ms);
+      const bool connected_here = s == adxl::SUCCESS;
+      if (s == adxl::ALREADY_CONNECTED) s = LLM_SUCCESS;  // a shared engine's existing link
+      if (s != LLM_SUCCESS) {
+        DD_ERROR("LinkClusters: connecting to %s failed: status %u", c.remote_engine.c_str(), s);
+      } else {
+        RemoteCluster rc;
+        rc.engine = c.remote_engine;
+        s = LLM_FAILED;
+        for (int p = 0; p < kSlotProbes; ++p) {
+          rc.window = WindowAddress(c.remote_engine, p);
+          WindowHeader h{};
+          Status r = impl_->ReadRemote(c.remote_engine, rc.window, kHeaderSize, reinterpret_cast<uint8_t *>(&h));
+          if (r == adxl::PARAM_INVALID) continue;  // not registered there: next probe
+          if (r != adxl::SUCCESS) {
+            s = r;
+            break;
+          }
+          if (!HeaderMatches(h, c.remote_engine)) continue;
+          if (h.cluster_id != c.remote_cluster_id) {
+            DD_ERROR("LinkClusters: %s is cluster %lu, not %lu", c.remote_engine.c_str(),
+                     static_cast<unsigned long>(h.cluster_id), static_cast<unsigned long>(c.remote_cluster_id));
+            s = LLM_PARAM_INVALID;
+            break;
+          }
+          s = impl_->Refresh(c.remote_cluster_id, rc);
+          break;
+        }
+        if (s == LLM_FAILED) DD_ERROR("LinkClusters: %s publishes no cache-layer metadata", c.remote_engine.c_str());
+        if (s == LLM_SUCCESS) {
+          impl_->engine->SendNotify(c.remote_engine.c_str(),
+                                    {kLinkNotify, std::to_string(impl_->cluster_id).c_str()}, timeout_ms);
+          impl_->links.emplace(c.remote_cluster_id, std::move(rc));
+        } else if (connected_here) {
+          impl_->engine->Disconnect(c.remote_engine.c_str(), timeout_ms);
+        }
+      }
+    }
+    rets[i] = s;
+    if (first == LLM_SUCCESS) first = s;
+  }
+  return first;
+}
+
+Status CacheManager::UnlinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
+                                    int32_t timeout_ms) {
+  rets.assign(clusters.size(), LLM_FAILED);
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (!impl_->live) return LLM_FAILED;
+  if (timeout_ms <= 0) {
+    DD_ERROR("UnlinkClusters: timeout %d ms must be > 0", timeout_ms);
+    rets.assign(clusters.size(), LLM_PARAM_INVALID);
+    return LLM_PARAM_INVALID;
+  }
+  Status first = LLM_SUCCESS;
+  for (size_t i = 0; i < clusters.size(); ++i) {
+    auto it = impl_->links.find(clusters[i].remote_cluster_id);
+    Status s = LLM_SUCCESS;
+    if (it == impl_->links.end()) {
+      DD_ERROR("UnlinkClusters: cluster %lu is not linked", static_cast<unsigned long>(clusters[i].remote_cluster_id));
+      s = LLM_NOT_YET_LINK;
+    } else {
+      const std::string name = it->second.engine;
+      impl_->engine->SendNotify(name.c_str(), {kUnlinkNotify, std::to_string(impl_->cluster_id).c_str()},
+                                timeout_ms);
+      Status d = impl_->engine->Disconnect(name.c_str(), timeout_ms);
+      if (d != adxl::SUCCESS && d != adxl::NOT_CONNECTED) s = d;
+      impl_->links.erase(it);
+    }
+    rets[i] = s;
+    if (first == LLM_SUCCESS) first = s;
+  }
+  return first;
+}
+
+namespace {
+
+// Batch entry -> batch entry, tensor by tensor.
+auto CacheToCache(const char *what, const LayerRangeArgs &layers, uint64_t local_index, int64_t size,
+                  bool local_is_dst) {
+  return [=](const SideView &src, const SideView &dst, uint64_t remote_index,
+             std::vector<adxl::TransferOpDesc> *ops) -> Status {
+    if (src.paged || dst.paged) {
+      DD_ERROR("%s: both caches must be non-paged (use the *Blocks calls for paged caches)", what);
+      return LLM_PARAM_INVALID;
+    }
+    std::vector<std::pair<uint32_t, uint32_t>> pairs;
+    Status s = ResolveLayers(what, *src.desc, *dst.desc, layers, &pairs);
+    if (s != LLM_SUCCESS) return s;
+    const uint64_t se = EntryBytes(*src.desc), de = EntryBytes(*dst.desc);
+    const uint64_t si = local_is_dst ? remote_index : local_index;
+    const uint64_t di = local_is_dst ? local_index : remote_index;
+    if (si >= static_cast<uint64_t>(src.desc->shape[0]) || di >= static_cast<uint64_t>(dst.desc->shape[0])) {
+      DD_ERROR("%s: batch index %lu -> %lu out of range (batches %ld, %ld)", what, static_cast<unsigned long>(si),
+               static_cast<unsigned long>(di), static_cast<long>(src.desc->shape[0]),
+               static_cast<long>(dst.desc->shape[0]));
+      return LLM_PARAM_INVALID;
+    }
+    uint64_t len = se;
+    if (size == -1) {
+      if (se != de) {
+        DD_ERROR("%s: batch entries differ (%lu and %lu bytes); give a size", what, static_cast<unsigned long>(se),
+                 static_cast<unsigned long>(de));
+        return LLM_PARAM_INVALID;
+      }
+    } else if (size <= 0 || static_cast<uint64_t>(size) > se || static_cast<uint64_t>(size) > de) {
+      DD_ERROR("%s: size %ld is not in (0, %lu]", what, static_cast<long>(size),
+               static_cast<unsigned long>(std::min(se, de)));
+      return LLM_PARAM_INVALID;
+    } else {
+      len = static_cast<uint64_t>(size);
+    }
+    for (auto [a, b] : pairs) {
+      uintptr_t s_addr = (*src.addrs)[a] + si * se, d_addr = (*dst.addrs)[b] + di * de;
+      if (local_is_dst) {
+        AddOp(ops, d_addr, s_addr, len);
+      } else {
+        AddOp(ops, s_addr, d_addr, len);
+      }
+    }
+    return LLM_SUCCESS;
+  };
+}
+
+// Blocks -> blocks (src_blocks non-empty), or a batch entry -> blocks (src_blocks empty).
+auto ToBlocks(const char *what, const LayerRangeArgs &layers, std::vector<uint64_t> src_blocks,
+              std::vector<uint64_t> dst_blocks, bool local_is_dst) {
+  return [=](const SideView &src, const SideView &dst, uint64_t remote_index,
+             std::vector<adxl::TransferOpDesc> *ops) -> Status {
+    if (!dst.paged) {
+      DD_ERROR("%s: the destination cache is not paged", what);
+      return LLM_PARAM_INVALID;
+    }
+    std::vector<std::pair<uint32_t, uint32_t>> pairs;
+    Status s = ResolveLayers(what, *src.desc, *dst.desc, layers, &pairs);
+    if (s != LLM_SUCCESS) return s;
+    const uint64_t db = EntryBytes(*dst.desc);
+    const uint64_t dn = static_cast<uint64_t>(dst.desc->shape[0]);
+    for (uint64_t b : dst_blocks) {
+      if (b >= dn) {
+        DD_ERROR("%s: destination block %lu out of range (%lu blocks)", what, static_cast<unsigned long>(b),
+                 static_cast<unsigned long>(dn));
+        return LLM_PARAM_INVALID;
+      }
+    }
+    auto add = [&](uintptr_t s_addr, uintptr_t d_addr, uint64_t len) {
+      if (local_is_dst) {
+        AddOp(ops, d_addr, s_addr, len);
+      } else {
+        AddOp(ops, s_addr, d_addr, len);
+      }
+    };
+    if (src.paged) {
+      const uint64_t sb = EntryBytes(*src.desc), sn = static_cast<uint64_t>(src.desc->shape[0]);
+      if (src_blocks.empty() || src_blocks.size() != dst_blocks.size()) {
+        DD_ERROR("%s: %zu source blocks for %zu destination blocks (must be equal and > 0)", what, src_blocks.size(),
+                 dst_blocks.size());
+        return LLM_PARAM_INVALID;
+      }
+      if (sb != db) {
+        DD_ERROR("%s: block sizes differ (%lu and %lu bytes)", what, static_cast<unsigned long>(sb),
+                 static_cast<unsigned long>(db));
+        return LLM_PARAM_INVALID;
+      }
+      for (uint64_t b : src_blocks) {
+        if (b >= sn) {
+          DD_ERROR("%s: source block %lu out of range (%lu blocks)", what, static_cast<unsigned long>(b),
+                   static_cast<unsigned long>(sn));
+          return LLM_PARAM_INVALID;
+        }
+      }
+      for (auto [a, c] : pairs) {
+        for (size_t k = 0; k < src_blocks.size(); ++k) {
+          add((*src.addrs)[a] + src_blocks[k] * sb, (*dst.addrs)[c] + dst_blocks[k] * db, sb);
+        }
+      }
+      return LLM_SUCCESS;
+    }
+    // A non-paged batch entry (remote_index) cut into destination blocks.
+    const uint64_t se = EntryBytes(*src.desc);
+    if (!src_blocks.empty() || dst_blocks.empty() || (se + db - 1) / db != dst_blocks.size()) {
+      DD_ERROR("%s: a %lu-byte batch entry needs %lu destination blocks of %lu bytes and no source blocks (got %zu, "
+               "%zu)",
+               what, static_cast<unsigned long>(se), static_cast<unsigned long>((se + db - 1) / db),
+               static_cast<unsigned long>(db), dst_blocks.size(), src_blocks.size());
+      return LLM_PARAM_INVALID;
+    }
+    for (auto [a, c] : pairs) {
+      for (size_t k = 0; k < dst_blocks.size(); ++k) {
+        const uint64_t off = k * db;
+        add((*src.addrs)[a] + remote_index * se + off, (*dst.addrs)[c] + dst_blocks[k] * db, std::min(db, se - off));
+      }
+    }
+    return LLM_SUCCESS;
+  };
+}
+
+auto FindByKey(const char *what, const CacheKey &key) {
+  return [=](const std::vector<CacheRecord> &recs, const CacheRecord **rec, uint64_t *index) -> Status {
+    for (const CacheRecord &r : recs) {
+      for (size_t i = 0; i < r.keys.size(); ++i) {
+        if (SameKey(r.keys[i], key)) {
+          *rec = &r;
+          *index = i;
+          return LLM_SUCCESS;
+        }
+      }
+    }
+    DD_ERROR("%s: %s is not registered (remote-accessible) at the remote cluster", what, KeyText(key).c_str());
+    return LLM_KV_CACHE_NOT_EXIST;
+  };
+}
+
+auto FindById(const char *what, const CacheKeyByIdAndIndex &key) {
+  return [=](const std::vector<CacheRecord> &recs, const CacheRecord **rec, uint64_t *index) -> Status {
+    for (const CacheRecord &r : recs) {
+      if (r.cache_id == key.cache_id) {
+        *rec = &r;
+        *index = key.batch_index;
+        return LLM_SUCCESS;
+      }
+    }
+    DD_ERROR("%s: cache %ld is not registered (remote-accessible) at cluster %lu", what,
+             static_cast<long>(key.cache_id), static_cast<unsigned long>(key.cluster_id));
+    return LLM_KV_CACHE_NOT_EXIST;
+  };
+}
+
+auto FindBlocks(const char *what, const BlocksCacheKey &key) {
+  return [=](const std::vector<CacheRecord> &recs, const CacheRecord **rec, uint64_t *index) -> Status {
+    for (const CacheRecord &r : recs) {
+      if (r.blocks_key && r.blocks_key->model_id == key.model_id) {
+        *rec = &r;
+        *index = 0;
+        return LLM_SUCCESS;
+      }
+    }
+    DD_ERROR("%s: BlocksCacheKey(cluster_id=%lu, model_id=%lu) is not registered at the remote cluster", what,
+             static_cast<unsigned long>(key.cluster_id), static_cast<unsigned long>(key.model_id));
+    return LLM_KV_CACHE_NOT_EXIST;
+  };
+}
+
+// Paged source blocks -> remote paged blocks (push).
+auto FromBlocks(const char *what, const LayerRangeArgs &layers, std::vector<uint64_t> src_blocks,
+                std::vector<uint64_t> dst_blocks) {
+  return [=](const SideView &src, const SideView &dst, uint64_t remote_index,
+             std::vector<adxl::TransferOpDesc> *ops) -> Status {
+    if (!src.paged) {
+      DD_ERROR("%s: the source cache is not paged", what);
+      return LLM_PARAM_INVALID;
+    }
+    return ToBlocks(what, layers, src_blocks, dst_blocks, false)(src, dst, remote_index, ops);
+  };
+}
+
+}  // namespace
+
+Status CacheManager::PullCache(const CacheKey &key, const Cache &dst, uint32_t batch_index, int64_t size,
+                               const LayerRangeArgs &layers) {
+  const char *what = "PullCache";
+  return impl_->Plan(what, key.cluster_id, dst, true, FindByKey(what, key),
+                     CacheToCache(what, layers, batch_index, size, true), adxl::READ);
+}
+
+Status CacheManager::PullCache(const CacheKeyByIdAndIndex &key, const Cache &dst, uint32_t batch_index, int64_t size,
+                               const LayerRangeArgs &layers) {
+  const char *what = "PullCache";
+  return impl_->Plan(what, key.cluster_id, dst, true, FindById(what, key),
+                     CacheToCache(what, layers, batch_index, size, true), adxl::READ);
+}
+
+Status CacheManager::PullBlocks(const BlocksCacheKey &key, const Cache &dst, const std::vector<uint64_t> &src_blocks,
+                                const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers) {
+  const char *what = "PullBlocks";
+  return impl_->Plan(what, key.cluster_id, dst, true, FindBlocks(what, key),
+                     ToBlocks(what, layers, src_blocks, dst_blocks, true), adxl::READ);
+}
+
+Status CacheManager::PullBlocks(const CacheKey &key, const Cache &dst, const std::vector<uint64_t> &src_blocks,
+                                const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers) {
+  const char *what = "PullBlocks";
+  return impl_->Plan(what, key.cluster_id, dst, true, FindByKey(what, key),
+                     ToBlocks(what, layers, src_blocks, dst_blocks, true), adxl::READ);
+}
+
+Status CacheManager::PullBlocks(const CacheKeyByIdAndIndex &key, const Cache &dst,
+                                const std::vector<uint64_t> &src_blocks, const std::vector<uint64_t> &dst_blocks,
+                                const LayerRangeArgs &layers) {
+  const char *what = "PullBlocks";
+  return impl_->Plan(what, key.cluster_id, dst, true, FindById(what, key),
+                     ToBlocks(what, layers, src_blocks, dst_blocks, true), adxl::READ);
+}
+
+Status CacheManager::PushCache(const CacheKeyByIdAndIndex &key, const Cache &src, uint32_t src_batch_index,
+                               int64_t size, const LayerRangeArgs &layers) {
+  const char *what = "PushCache";
+  return impl_->Plan(what, key.cluster_id, src, false, FindById(what, key),
+                     CacheToCache(what, layers, src_batch_index, size, false), adxl::WRITE);
+}
+
+Status CacheManager::PushBlocks(const BlocksCacheKey &key, const Cache &src, const std::vector<uint64_t> &src_blocks,
+                                const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers) {
+  const char *what = "PushBlocks";
+  return impl_->Plan(what, key.cluster_id, src, false, FindBlocks(what, key),
+                     FromBlocks(what, layers, src_blocks, dst_blocks), adxl::WRITE);
+}
+
+Status CacheManager::GetNotifies(std::vector<adxl::NotifyDesc> &notifies) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (!impl_->live) return LLM_FAILED;
+  impl_->DrainNotifies();
+  for (auto &n : impl_->kept) notifies.push_back(std::move(n));
+  impl_->kept.clear();
+  return LLM_SUCCESS;
+}
+
+}  // namespace llm_datadist

@@ -1,0 +1,149 @@
+// Spec §3/§6 buffer pool staging, on both facades, against a real peer:
+// sync transfers whose local side is unregistered host memory go through the
+// pool's registered buffers, pipelined under one deadline; kinds are not
+// mixed in one call; async is never staged; "0:0" turns staging off.
+#include <atomic>
+#include <csignal>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "facade_fixture.h"
+
+using namespace adxl_test;
+using adxl::Status;
+using adxl::TransferOpDesc;
+
+namespace {
+
+template <typename Api>
+class BufferPoolTest : public FacadeTest<Api> {};
+TYPED_TEST_SUITE(BufferPoolTest, Facades, FacadeNames);
+
+TYPED_TEST(BufferPoolTest, StagedWriteAndReadMoveEveryByteThroughASmallPool) {
+  this->Init({{TypeParam::BufferPoolKey(), "2:1"}});  // 2 buffers of 1 MiB: many chunks, pipelined
+  ASSERT_EQ(this->engine_.Connect(this->peer_name_.c_str(), 5000), adxl::SUCCESS);
+  std::vector<uint8_t> plain(this->kRemoteSize);  // never registered
+  const uintptr_t base = reinterpret_cast<uintptr_t>(plain.data());
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 4; ++round) {
+    FillPattern(plain.data(), plain.size(), 300 + round);
+    // Random descriptors: small ones share a chunk, big ones span several.
+    std::vector<TransferOpDesc> descs;
+    size_t off = rng() % 4096;
+    while (true) {
+      const size_t len = 1 + rng() % (round % 2 == 0 ? 8192 : (1536u << 10));
+      if (off + len > this->kRemoteSize) break;
+      descs.push_back({base + off, this->remote_ + off, len});
+      off += len + rng() % 256;
+    }
+    ASSERT_EQ(this->Sync(adxl::WRITE, descs, 10000), adxl::SUCCESS) << "round " << round;
+    for (const auto &d : descs) {
+      ASSERT_EQ(this->RemoteHash(d.remote_addr - this->remote_, d.len),
+                Hash(reinterpret_cast<const void *>(d.local_addr), d.len));
+    }
+    std::vector<uint8_t> want(plain);
+    memset(plain.data(), 0, plain.size());
+    ASSERT_EQ(this->Sync(adxl::READ, descs, 10000), adxl::SUCCESS) << "round " << round;
+    for (const auto &d : descs) {
+      ASSERT_EQ(memcmp(reinterpret_cast<const void *>(d.local_addr), want.data() + (d.local_addr - base), d.len), 0);
+    }
+  }
+}
+
+TYPED_TEST(BufferPoolTest, DefaultPoolIsOnAndAutoConnectWorksThroughIt) {
+  this->Init({{TypeParam::AutoConnectKey(), "1"}});  // BufferPool not given: "4:8"
+  std::vector<uint8_t> plain(65536);
+  FillPattern(plain.data(), plain.size(), 41);
+  ASSERT_EQ(this->Sync(adxl::WRITE, {{reinterpret_cast<uintptr_t>(plain.data()), this->remote_, plain.size()}}),
+            adxl::SUCCESS);
+  EXPECT_EQ(this->RemoteHash(0, plain.size()), Hash(plain.data(), plain.size()));
+}
+
+TYPED_TEST(BufferPoolTest, PoolOffRejectsUnregisteredLocalMemory) {
+  this->Init({{TypeParam::BufferPoolKey(), "0:0"}});
+  ASSERT_EQ(this->engine_.Connect(this->peer_name_.c_str(), 5000), adxl::SUCCESS);
+  std::vector<uint8_t> plain(4096);
+  EXPECT_EQ(this->Sync(adxl::WRITE, {{reinterpret_cast<uintptr_t>(plain.data()), this->remote_, 4096}}),
+            adxl::PARAM_INVALID);
+  EXPECT_EQ(this->Sync(adxl::WRITE, {{this->local_.addr(), this->remote_, 4096}}), adxl::SUCCESS);
+}
+
+TYPED_TEST(BufferPoolTest, RefusedCallsMoveNothing) {
+  this->Init({});
+  const char *peer = this->peer_name_.c_str();
+  ASSERT_EQ(this->engine_.Connect(peer, 5000), adxl::SUCCESS);
+  std::vector<uint8_t> plain(1 << 20);
+  FillPattern(plain.data(), plain.size(), 51);
+  FillPattern(this->local_.data(), 1 << 20, 52);
+  const uintptr_t p = reinterpret_cast<uintptr_t>(plain.data());
+  const uint64_t before = this->RemoteHash(0, this->kRemoteSize);
+  // Registered and unregistered local ranges in one call.
+  EXPECT_EQ(this->Sync(adxl::WRITE, {{this->local_.addr(), this->remote_, 4096}, {p, this->remote_ + 8192, 4096}}),
+            adxl::PARAM_INVALID);
+  EXPECT_EQ(this->Sync(adxl::READ, {{p, this->remote_, 4096}, {this->local_.addr(), this->remote_, 4096}}),
+            adxl::PARAM_INVALID);
+  // A remote range outside the peer's registrations, staged or not.
+  EXPECT_EQ(this->Sync(adxl::WRITE, {{p, this->remote_, 4096}, {p, this->remote_ + this->kRemoteSize - 10, 11}}),
+            adxl::PARAM_INVALID);
+  // Async is never staged.
+  adxl::TransferReq req = nullptr;
+  EXPECT_EQ(this->engine_.TransferAsync(peer, adxl::WRITE, {{p, this->remote_, 4096}},
+                                        typename TypeParam::TransferArgs{}, req),
+            adxl::PARAM_INVALID);
+  // Zero-length descriptors are refused as ever.
+  EXPECT_EQ(this->Sync(adxl::WRITE, {{p, this->remote_, 4096}, {p, this->remote_, 0}}), adxl::PARAM_INVALID);
+  EXPECT_EQ(this->RemoteHash(0, this->kRemoteSize), before);
+}
+
+TYPED_TEST(BufferPoolTest, ConcurrentStagedCallsShareThePool) {
+  this->Init({{TypeParam::BufferPoolKey(), "3:1"}});
+  ASSERT_EQ(this->engine_.Connect(this->peer_name_.c_str(), 5000), adxl::SUCCESS);
+  constexpr int kThreads = 4;
+  constexpr size_t kSlice = (4u << 20) / kThreads;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<uint8_t> mine(kSlice), back(kSlice);
+      for (int i = 0; i < 4; ++i) {
+        FillPattern(mine.data(), kSlice, 600 + 10 * t + i);
+        const TransferOpDesc w{reinterpret_cast<uintptr_t>(mine.data()), this->remote_ + t * kSlice, kSlice};
+        const TransferOpDesc r{reinterpret_cast<uintptr_t>(back.data()), this->remote_ + t * kSlice, kSlice};
+        if (this->Sync(adxl::WRITE, {w}, 10000) != adxl::SUCCESS) failures++;
+        if (this->Sync(adxl::READ, {r}, 10000) != adxl::SUCCESS) failures++;
+        if (mine != back) failures++;
+      }
+    });
+  }
+  for (auto &th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TYPED_TEST(BufferPoolTest, OneDeadlineCoversTheWholeStagedCall) {
+  this->StartPeer(RemoteTcpPeerEnv());
+  this->Init({{TypeParam::BufferPoolKey(), "2:1"}});
+  ASSERT_EQ(this->engine_.Connect(this->peer_name_.c_str(), 5000), adxl::SUCCESS);
+  std::vector<uint8_t> plain(this->kRemoteSize);
+  FillPattern(plain.data(), plain.size(), 61);
+  const uint64_t guard = this->RemoteHash(0, this->kRemoteSize);
+  ASSERT_TRUE(StopProcess(this->peer_->pid()));
+  const auto t0 = std::chrono::steady_clock::now();
+  // 64 MiB (the same ranges 16 times): more than any socket buffer holds.
+  const std::vector<TransferOpDesc> big(16, {reinterpret_cast<uintptr_t>(plain.data()), this->remote_, plain.size()});
+  EXPECT_EQ(this->Sync(adxl::WRITE, big, 300), adxl::TIMEOUT);
+  EXPECT_LT(MsSince(t0), 300 + 1500);  // the deadline plus the bounded fence
+  // The link is failed (no AutoConnect): further calls are FAILED.
+  EXPECT_EQ(this->Sync(adxl::WRITE, {{reinterpret_cast<uintptr_t>(plain.data()), this->remote_, 64}}), adxl::FAILED);
+  this->peer_->Signal(SIGCONT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(this->RemoteHash(0, this->kRemoteSize), guard) << "bytes of a timed-out staged WRITE landed afterwards";
+  // The pool's buffers came back: a new link stages again.
+  EXPECT_EQ(this->engine_.Disconnect(this->peer_name_.c_str(), 1000), adxl::SUCCESS);
+  ASSERT_EQ(this->engine_.Connect(this->peer_name_.c_str(), 5000), adxl::SUCCESS);
+  EXPECT_EQ(this->Sync(adxl::WRITE, {{reinterpret_cast<uintptr_t>(plain.data()), this->remote_, plain.size()}}, 10000),
+            adxl::SUCCESS);
+  EXPECT_EQ(this->RemoteHash(0, plain.size()), Hash(plain.data(), plain.size()));
+}
+
+}  // namespace
