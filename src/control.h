@@ -59,6 +59,12 @@ class ControlConn {
 
   // Loop-thread state.
   wire::FrameReader reader;
+  // Server ends, between an authenticating Hello and the client's
+  // AuthResponse (adxl.AuthToken): what both proofs are computed over.
+  struct PendingAuth {
+    bool active = false;
+    std::string from, to, client_nonce, server_nonce;
+  } pending_auth;
   std::atomic<int64_t> last_rx_ms{0};
   int64_t created_ms = 0;
   const std::string &desc() const { return desc_; }

@@ -5,10 +5,12 @@
 #include <cinttypes>
 #include <cstring>
 
+#include "auth.h"
 #include "host_memory.h"
 #include "lane_select.h"
 #include "log.h"
 #include "node_id.h"
+#include "numa_topology.h"
 
 namespace adxl {
 namespace {
@@ -59,6 +61,16 @@ Status AdxlEngine::AdxlEngineImpl::Initialize(const AscendString &local_engine,
   }
   std::map<std::string, std::string> params = {{"rdma_traffic_class", std::to_string(o.traffic_class)},
                                                {"rdma_service_level", std::to_string(o.service_level)}};
+  // Progress threads run on the cores of the NUMA node that serves the
+  // transport (the node MallocMem places memory on).
+  if (hwloc_bitmap_t cpus = hwloc_bitmap_alloc()) {
+    char *list = nullptr;
+    if (PreferredCpuset(cpus) && hwloc_bitmap_list_asprintf(&list, cpus) >= 0 && list != nullptr) {
+      params["progress_cpus"] = list;
+    }
+    free(list);
+    hwloc_bitmap_free(cpus);
+  }
   std::shared_ptr<Transport> transport = Transport::Open(std::move(lib), params, &why);
   if (!transport) {
     ADXL_ERROR("Initialize: %s", why.c_str());
@@ -108,6 +120,21 @@ void AdxlEngine::AdxlEngineImpl::Finalize() {
       link->conn->Close();
     }
     link->Shutdown();
+  }
+  // Clients that linked to us may be copying into our memory right now (the
+  // HCCS lane needs nothing from us to do so): tell each and wait, bounded,
+  // until it has cancelled its endpoint, before the memory is deregistered.
+  std::vector<std::shared_ptr<ControlConn>> clients;
+  {
+    std::shared_lock<std::shared_mutex> l(reg_mu_);
+    clients.assign(subscribers_.begin(), subscribers_.end());
+  }
+  const Clock::time_point fence_deadline = Clock::now() + kFenceDeadline;
+  for (const auto &c : clients) {
+    uint32_t status = 0;
+    if (c->Request(wire::Bye{}, fence_deadline, &status) != ControlConn::Outcome::kAcked) {
+      ADXL_WARN("client '%s' did not confirm the end of its link before Finalize", c->peer_name().c_str());
+    }
   }
   loop_.Stop();  // closes the server ends: their clients see the link fail
   {
@@ -361,34 +388,88 @@ Status AdxlEngine::AdxlEngineImpl::ConnectOnce(const std::shared_ptr<Link> &link
     ADXL_ERROR("Connect to '%s': %s %s", remote.c_str(), what, late ? "timed out" : "failed (peer closed?)");
     return late ? TIMEOUT : FAILED;
   };
-  if (!conn->Send(wire::Hello{name_.text, remote, node_id_}, 1, deadline)) return io_status("handshake send");
-  // Read exactly the HelloAck frame; anything after it stays in the socket
-  // for the control thread.
-  std::string frame(wire::kHeaderSize, '\0');
-  nr = RecvExact(conn->fd(), frame.data(), frame.size(), deadline);
-  if (nr != NetResult::kOk) return io_status("handshake", nr);
-  uint32_t len = 0;
-  memcpy(&len, frame.data() + 8, sizeof(len));  // little-endian hosts only (x86-64, aarch64)
-  if (len > wire::kMaxPayload) {
-    ADXL_ERROR("Connect to '%s': handshake answer of %u bytes is over the limit", remote.c_str(), len);
+  // Access control (adxl.AuthToken, src/auth.h): with a token, Hello carries
+  // our nonce, the server challenges with its own, we prove first, and the
+  // server's HelloAck must carry its proof before anything of it is used.
+  const std::string &token = options_.auth_token;
+  const bool auth = !token.empty();
+  std::string client_nonce, server_nonce;
+  if (auth && !auth::MakeNonce(&client_nonce)) {
+    ADXL_ERROR("Connect to '%s': no random bytes for the authentication nonce", remote.c_str());
     return FAILED;
   }
-  frame.resize(wire::kHeaderSize + len);
-  nr = RecvExact(conn->fd(), frame.data() + wire::kHeaderSize, len, deadline);
-  if (nr != NetResult::kOk) return io_status("handshake", nr);
-  wire::FrameReader reader;
-  reader.Feed(frame.data(), frame.size());
+  wire::Hello hello{name_.text, remote, node_id_, auth ? wire::kHelloAuth : 0u, client_nonce};
+  if (!conn->Send(hello, 1, deadline)) return io_status("handshake send");
+  // Reads exactly one handshake frame; anything after it stays in the socket
+  // for the control thread.
   wire::Message msg;
-  auto *ack = reader.Next(&msg, &why) == wire::FrameReader::Result::kMessage ? std::get_if<wire::HelloAck>(&msg.body)
-                                                                             : nullptr;
+  auto read_frame = [&]() -> Status {
+    std::string frame(wire::kHeaderSize, '\0');
+    NetResult r = RecvExact(conn->fd(), frame.data(), frame.size(), deadline);
+    if (r != NetResult::kOk) return io_status("handshake", r);
+    uint32_t len = 0;
+    memcpy(&len, frame.data() + 8, sizeof(len));  // little-endian hosts only (x86-64, aarch64)
+    if (len > wire::kMaxPayload) {
+      ADXL_ERROR("Connect to '%s': handshake answer of %u bytes is over the limit", remote.c_str(), len);
+      return FAILED;
+    }
+    frame.resize(wire::kHeaderSize + len);
+    r = RecvExact(conn->fd(), frame.data() + wire::kHeaderSize, len, deadline);
+    if (r != NetResult::kOk) return io_status("handshake", r);
+    wire::FrameReader reader;
+    reader.Feed(frame.data(), frame.size());
+    if (reader.Next(&msg, &why) != wire::FrameReader::Result::kMessage) {
+      ADXL_ERROR("Connect to '%s': bad handshake answer: %s", remote.c_str(), why.c_str());
+      return FAILED;
+    }
+    return SUCCESS;
+  };
+  Status st = read_frame();
+  if (st != SUCCESS) return st;
+  if (auto *challenge = std::get_if<wire::AuthChallenge>(&msg.body)) {
+    if (!auth || challenge->nonce.size() != auth::kNonceSize) {
+      ADXL_ERROR("Connect to '%s': unexpected authentication challenge (%s); refused", remote.c_str(),
+                 auth ? "malformed nonce" : "this engine has no adxl.AuthToken");
+      return FAILED;
+    }
+    server_nonce = challenge->nonce;
+    const std::string proof = auth::Proof(token, auth::Role::kClient, name_.text, remote, client_nonce, server_nonce);
+    if (proof.empty()) {
+      ADXL_ERROR("Connect to '%s': computing the authentication proof failed (libcrypto)", remote.c_str());
+      return FAILED;
+    }
+    if (!conn->Send(wire::AuthResponse{proof}, 2, deadline)) return io_status("authentication send");
+    st = read_frame();
+    if (st != SUCCESS) return st;
+  }
+  auto *ack = std::get_if<wire::HelloAck>(&msg.body);
   if (ack == nullptr) {
-    ADXL_ERROR("Connect to '%s': bad handshake answer: %s", remote.c_str(), why.empty() ? "not a HelloAck" : why.c_str());
+    ADXL_ERROR("Connect to '%s': bad handshake answer: %s, not a HelloAck", remote.c_str(),
+               wire::TypeName(wire::TypeOf(msg.body)));
+    return FAILED;
+  }
+  if (ack->status == FAILED) {
+    ADXL_ERROR("Connect to '%s': refused by the peer's access control: adxl.AuthToken %s", remote.c_str(),
+               auth ? "differs, or the peer has none" : "is required by the peer and this engine has none");
     return FAILED;
   }
   if (ack->status != SUCCESS) {
     ADXL_ERROR("Connect to '%s': the engine listening there has another name (its Initialize was not given '%s')",
                remote.c_str(), remote.c_str());
     return FAILED;
+  }
+  if (auth) {
+    // Mutual: the server must prove it knows the token too, before any of
+    // its answer (regions, transport address) is used.
+    const std::string expected =
+        server_nonce.empty()
+            ? std::string()
+            : auth::Proof(token, auth::Role::kServer, name_.text, remote, client_nonce, server_nonce);
+    if (!auth::ProofMatches(expected, ack->proof)) {
+      ADXL_ERROR("Connect to '%s': the peer did not prove it has this engine's adxl.AuthToken (%s); refused",
+                 remote.c_str(), server_nonce.empty() ? "it sent no challenge" : "wrong proof");
+      return FAILED;
+    }
   }
   const bool same_node = ack->node_id == node_id_;
   const uint32_t lanes = AllowedLanes(same_node, options_.protocols);
@@ -771,6 +852,57 @@ void AdxlEngine::AdxlEngineImpl::OnMessage(const std::shared_ptr<ControlConn> &c
 void AdxlEngine::AdxlEngineImpl::HandleServer(const std::shared_ptr<ControlConn> &conn, wire::Message &msg) {
   const Clock::time_point deadline = Clock::now() + kControlSendDeadline;
   if (!conn->hello_done()) {
+    // The answer to an accepted client: snapshot, subscription and answer
+    // under one lock, so that no region change can reach this peer before
+    // the answer nor fall between them.
+    auto accept = [&](uint64_t seq, const std::string &from, std::string proof) {
+      wire::HelloAck ack;
+      ack.node_id = node_id_;
+      ack.transport_address = transport_->address();
+      ack.proof = std::move(proof);
+      std::unique_lock<std::shared_mutex> l(reg_mu_);
+      for (const auto &r : registry_->All()) ack.regions.push_back(ToWire(*r));
+      conn->set_peer_name(from);
+      conn->set_hello_done();
+      // The client reads this answer synchronously; a large region table may
+      // need longer than a control-thread answer usually gets.
+      if (conn->Send(ack, seq, Clock::now() + std::chrono::seconds(1))) subscribers_.insert(conn);
+      ADXL_INFO("'%s' connected (%zu regions advertised%s)", from.c_str(), ack.regions.size(),
+                ack.proof.empty() ? "" : ", authenticated");
+    };
+    // A refusal by access control: status FAILED and nothing else (no node,
+    // no transport address, no regions).
+    auto refuse = [&](uint64_t seq) {
+      wire::HelloAck ack;
+      ack.status = FAILED;
+      conn->Send(ack, seq, deadline);
+      conn->Close();
+    };
+    const std::string &token = options_.auth_token;
+    ControlConn::PendingAuth &pending = conn->pending_auth;
+    if (pending.active) {
+      auto *resp = std::get_if<wire::AuthResponse>(&msg.body);
+      if (resp == nullptr) {
+        ADXL_ERROR("control connection from %s ('%s'): %s instead of the authentication response; closing it",
+                   conn->desc().c_str(), pending.from.c_str(), wire::TypeName(wire::TypeOf(msg.body)));
+        conn->Close();
+        return;
+      }
+      const std::string expected = auth::Proof(token, auth::Role::kClient, pending.from, pending.to,
+                                               pending.client_nonce, pending.server_nonce);
+      if (!auth::ProofMatches(expected, resp->proof)) {
+        ADXL_ERROR("'%s' (%s) refused: authentication failed (its adxl.AuthToken differs from this engine's)",
+                   pending.from.c_str(), conn->desc().c_str());
+        refuse(msg.seq);
+        return;
+      }
+      const std::string proof = auth::Proof(token, auth::Role::kServer, pending.from, pending.to,
+                                            pending.client_nonce, pending.server_nonce);
+      const std::string from = pending.from;
+      pending = ControlConn::PendingAuth{};
+      accept(msg.seq, from, proof);
+      return;
+    }
     auto *hello = std::get_if<wire::Hello>(&msg.body);
     if (hello == nullptr) {
       ADXL_ERROR("control connection from %s: first message is %s, not Hello; closing it", conn->desc().c_str(),
@@ -778,27 +910,50 @@ void AdxlEngine::AdxlEngineImpl::HandleServer(const std::shared_ptr<ControlConn>
       conn->Close();
       return;
     }
-    wire::HelloAck ack;
-    ack.node_id = node_id_;
-    ack.transport_address = transport_->address();
+    const bool client_auth = (hello->flags & wire::kHelloAuth) != 0;
+    if (!token.empty() && !client_auth) {
+      ADXL_ERROR("'%s' (%s) refused: this engine requires adxl.AuthToken and the peer has none",
+                 hello->from_engine.c_str(), conn->desc().c_str());
+      refuse(msg.seq);
+      return;
+    }
+    if (token.empty() && client_auth) {
+      ADXL_ERROR("'%s' (%s) refused: it authenticates with adxl.AuthToken and this engine has none",
+                 hello->from_engine.c_str(), conn->desc().c_str());
+      refuse(msg.seq);
+      return;
+    }
     if (hello->to_engine != name_.text) {
       ADXL_WARN("'%s' tried to connect to '%s', but this engine is '%s'; refused", hello->from_engine.c_str(),
                 hello->to_engine.c_str(), name_.text.c_str());
+      wire::HelloAck ack;
       ack.status = PARAM_INVALID;
+      if (token.empty()) {  // with access control, nothing about this engine before authentication
+        ack.node_id = node_id_;
+        ack.transport_address = transport_->address();
+      }
       conn->Send(ack, msg.seq, deadline);
       conn->Close();
       return;
     }
-    // Snapshot, subscription and answer under one lock, so that no region
-    // change can reach this peer before the answer nor fall between them.
-    std::unique_lock<std::shared_mutex> l(reg_mu_);
-    for (const auto &r : registry_->All()) ack.regions.push_back(ToWire(*r));
-    conn->set_peer_name(hello->from_engine);
-    conn->set_hello_done();
-    // The client reads this answer synchronously; a large region table may
-    // need longer than a control-thread answer usually gets.
-    if (conn->Send(ack, msg.seq, Clock::now() + std::chrono::seconds(1))) subscribers_.insert(conn);
-    ADXL_INFO("'%s' connected (%zu regions advertised)", hello->from_engine.c_str(), ack.regions.size());
+    if (!token.empty()) {
+      std::string server_nonce;
+      if (hello->nonce.size() != auth::kNonceSize || !auth::MakeNonce(&server_nonce)) {
+        ADXL_ERROR("'%s' (%s) refused: %s", hello->from_engine.c_str(), conn->desc().c_str(),
+                   hello->nonce.size() != auth::kNonceSize ? "malformed authentication nonce"
+                                                           : "no random bytes for the authentication nonce");
+        refuse(msg.seq);
+        return;
+      }
+      pending.active = true;
+      pending.from = hello->from_engine;
+      pending.to = hello->to_engine;
+      pending.client_nonce = hello->nonce;
+      pending.server_nonce = server_nonce;
+      if (!conn->Send(wire::AuthChallenge{server_nonce}, msg.seq, deadline)) conn->Close();
+      return;
+    }
+    accept(msg.seq, hello->from_engine, std::string());
     return;
   }
   if (auto *n = std::get_if<wire::Notify>(&msg.body)) {
@@ -864,7 +1019,10 @@ void AdxlEngine::AdxlEngineImpl::HandleClient(const std::shared_ptr<ControlConn>
   } else if (std::holds_alternative<wire::Pong>(msg.body)) {
     // last_rx_ms is all a Pong is for
   } else if (std::holds_alternative<wire::Bye>(msg.body)) {
+    // Fail() cancels the endpoint, waiting for copies in progress: once the
+    // peer reads our answer, nothing of ours touches its memory any more.
     link->Fail("the peer finalized");
+    conn->Send(wire::Ack{SUCCESS}, msg.seq, deadline);
     conn->Close();
   } else {
     ADXL_ERROR("control connection to '%s': unexpected %s; closing it", link->remote().c_str(),

@@ -1,6 +1,7 @@
 #include "options.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -9,6 +10,8 @@
 
 namespace adxl {
 namespace {
+
+constexpr size_t kMaxAuthToken = 1024;
 
 bool ParseInt(const std::string &s, int64_t lo, int64_t hi, int64_t *out) {
   if (s.empty() || s.size() > 20) return false;
@@ -128,7 +131,7 @@ bool ParseOptions(const std::map<std::string, std::string> &options, EngineOptio
                                                 "AutoConnect"};
   static const std::set<std::string> kProject = {"adxl.MaxRegistrations", "adxl.MaxDeviceMemory",
                                                  "adxl.MaxHostMemory", "adxl.HeartbeatMs", "adxl.PluginPath",
-                                                 "adxl.Plugin"};
+                                                 "adxl.Plugin", "adxl.AuthToken"};
   for (const auto &kv : options) {
     const std::string &k = kv.first;
     bool known = kVendor.count(k) != 0 || kProject.count(k) != 0 ||
@@ -239,6 +242,24 @@ bool ParseOptions(const std::map<std::string, std::string> &options, EngineOptio
       return false;
     }
     o.plugin = name;
+  }
+  {
+    auto it = options.find("adxl.AuthToken");
+    const char *env = getenv("ADXL_AUTH_TOKEN");
+    if (it != options.end()) {
+      if (it->second.empty() || it->second.size() > kMaxAuthToken) {
+        *why = "adxl.AuthToken: expected 1.." + std::to_string(kMaxAuthToken) + " bytes, got " +
+               std::to_string(it->second.size());
+        return false;
+      }
+      o.auth_token = it->second;
+    } else if (env != nullptr && *env != '\0') {
+      if (strlen(env) > kMaxAuthToken) {
+        *why = "ADXL_AUTH_TOKEN: expected at most " + std::to_string(kMaxAuthToken) + " bytes";
+        return false;
+      }
+      o.auth_token = env;
+    }
   }
   *out = o;
   return true;

@@ -22,6 +22,12 @@
 //   adxl.PluginPath         ADXL_PLUGIN_PATH         ':'-separated directories searched
 //                                                    before the library's own plugin dir
 //   adxl.Plugin             ADXL_PLUGIN              plugin name, default "ucx"
+//   adxl.AuthToken          ADXL_AUTH_TOKEN          shared secret, 1..1024 bytes; default
+//                                                    none.  When set, a peer is linked only if it
+//                                                    has the same token (mutual HMAC-SHA256
+//                                                    challenge-response at the handshake, the
+//                                                    token never crosses the wire); an empty
+//                                                    environment value counts as unset.
 // Anything else, or a malformed value, is PARAM_INVALID at Initialize.
 #ifndef ADXL_SRC_OPTIONS_H_
 #define ADXL_SRC_OPTIONS_H_
@@ -51,6 +57,7 @@ struct EngineOptions {
   uint32_t heartbeat_ms = 1000;
   std::string plugin_path;
   std::string plugin = "ucx";
+  std::string auth_token;  // empty: no access control
 };
 
 // Parses `options` (plus environment fallbacks) into *out.  On error returns

@@ -37,7 +37,12 @@ std::unique_ptr<PluginLibrary> PluginLibrary::LoadFile(const std::string &path, 
   }
   const adxl_plugin_ops_t *ops = entry(abi_version);
   if (ops == nullptr) {
-    *why = path + ": refused engine ABI version " + std::to_string(abi_version);
+    // Name both versions: ask the plugin for the table of the version this
+    // loader was built for, which tells the plugin's own version.
+    const adxl_plugin_ops_t *own = abi_version != ADXL_PLUGIN_ABI_VERSION ? entry(ADXL_PLUGIN_ABI_VERSION) : nullptr;
+    *why = path + ": refused engine ABI version " + std::to_string(abi_version) +
+           (own != nullptr ? " (plugin ABI version " + std::to_string(own->abi_version) + ")" : std::string()) +
+           ": refusing to load";
     dlclose(h);
     return nullptr;
   }

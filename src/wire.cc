@@ -13,8 +13,8 @@ class Writer {
   void U16(uint16_t v) { Le(v, 2); }
   void U32(uint32_t v) { Le(v, 4); }
   void U64(uint64_t v) { Le(v, 8); }
-  bool Str(const std::string &s) {
-    if (s.size() > kMaxString) return false;
+  bool Str(const std::string &s, size_t max = kMaxString) {
+    if (s.size() > max) return false;
     U32(static_cast<uint32_t>(s.size()));
     out_->append(s);
     return true;
@@ -40,9 +40,9 @@ class Reader {
   bool U16(uint16_t *v) { return Le(v, 2); }
   bool U32(uint32_t *v) { return Le(v, 4); }
   bool U64(uint64_t *v) { return Le(v, 8); }
-  bool Str(std::string *s) {
+  bool Str(std::string *s, size_t max = kMaxString) {
     uint32_t len = 0;
-    if (!U32(&len) || len > kMaxString || len > n_ - off_) return false;
+    if (!U32(&len) || len > max || len > n_ - off_) return false;
     s->assign(reinterpret_cast<const char *>(p_ + off_), len);
     off_ += len;
     return true;
@@ -70,7 +70,13 @@ bool EncodeBody(const Body &body, Writer &w) {
       [&w](const auto &m) -> bool {
         using M = std::decay_t<decltype(m)>;
         if constexpr (std::is_same_v<M, Hello>) {
-          return w.Str(m.from_engine) && w.Str(m.to_engine) && w.Str(m.node_id);
+          if (!w.Str(m.from_engine) || !w.Str(m.to_engine) || !w.Str(m.node_id)) return false;
+          w.U32(m.flags);
+          return w.Str(m.nonce, kMaxAuthField);
+        } else if constexpr (std::is_same_v<M, AuthChallenge>) {
+          return w.Str(m.nonce, kMaxAuthField);
+        } else if constexpr (std::is_same_v<M, AuthResponse>) {
+          return w.Str(m.proof, kMaxAuthField);
         } else if constexpr (std::is_same_v<M, HelloAck>) {
           if (m.regions.size() > kMaxRegions) return false;
           w.U32(m.status);
@@ -79,7 +85,7 @@ bool EncodeBody(const Body &body, Writer &w) {
           for (const Region &r : m.regions) {
             if (!w.RegionOut(r)) return false;
           }
-          return true;
+          return w.Str(m.proof, kMaxAuthField);
         } else if constexpr (std::is_same_v<M, RegionAdd>) {
           return w.RegionOut(m.region);
         } else if constexpr (std::is_same_v<M, RegionDel>) {
@@ -102,7 +108,7 @@ bool EncodeBody(const Body &body, Writer &w) {
 Type TypeOf(const Body &body) {
   static constexpr Type kTypes[] = {Type::kHello,  Type::kHelloAck, Type::kRegionAdd, Type::kRegionDel,
                                     Type::kAck,    Type::kNotify,   Type::kPing,      Type::kPong,
-                                    Type::kFence,  Type::kBye};
+                                    Type::kFence,  Type::kBye,      Type::kAuthChallenge, Type::kAuthResponse};
   return kTypes[body.index()];
 }
 
@@ -118,6 +124,8 @@ const char *TypeName(Type t) {
     case Type::kPong: return "Pong";
     case Type::kFence: return "Fence";
     case Type::kBye: return "Bye";
+    case Type::kAuthChallenge: return "AuthChallenge";
+    case Type::kAuthResponse: return "AuthResponse";
   }
   return "?";
 }
@@ -146,7 +154,8 @@ bool DecodePayload(uint16_t type, const uint8_t *data, size_t len, Body *out, st
   switch (static_cast<Type>(type)) {
     case Type::kHello: {
       Hello m;
-      ok = r.Str(&m.from_engine) && r.Str(&m.to_engine) && r.Str(&m.node_id);
+      ok = r.Str(&m.from_engine) && r.Str(&m.to_engine) && r.Str(&m.node_id) && r.U32(&m.flags) &&
+           r.Str(&m.nonce, kMaxAuthField);
       *out = std::move(m);
       break;
     }
@@ -159,6 +168,7 @@ bool DecodePayload(uint16_t type, const uint8_t *data, size_t len, Body *out, st
         ok = r.RegionIn(&reg);
         m.regions.push_back(std::move(reg));
       }
+      ok = ok && r.Str(&m.proof, kMaxAuthField);
       *out = std::move(m);
       break;
     }
@@ -183,6 +193,18 @@ bool DecodePayload(uint16_t type, const uint8_t *data, size_t len, Body *out, st
     case Type::kNotify: {
       Notify m;
       ok = r.Str(&m.name) && r.Str(&m.msg);
+      *out = std::move(m);
+      break;
+    }
+    case Type::kAuthChallenge: {
+      AuthChallenge m;
+      ok = r.Str(&m.nonce, kMaxAuthField);
+      *out = std::move(m);
+      break;
+    }
+    case Type::kAuthResponse: {
+      AuthResponse m;
+      ok = r.Str(&m.proof, kMaxAuthField);
       *out = std::move(m);
       break;
     }

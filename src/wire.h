@@ -10,6 +10,16 @@
 // the limit, or a payload that does not decode exactly is an error, and the
 // connection that sent it is closed.  This module is the only parser; the
 // fuzz target in tests/fuzz drives it directly.
+//
+// Version 2 added access control (adxl.AuthToken): Hello carries flags and
+// the client's nonce, AuthChallenge / AuthResponse carry the server's nonce
+// and the client's proof, HelloAck the server's proof.  The handshake:
+//   C->S Hello{from, to, node, flags, client_nonce}
+//   [both have a token]  S->C AuthChallenge{server_nonce}
+//                        C->S AuthResponse{client_proof}
+//   S->C HelloAck{status, node, address, regions, server_proof}
+// Proofs are HMAC-SHA256(token, role | from | to | client_nonce |
+// server_nonce) (src/auth.h); a refused HelloAck carries no regions.
 #ifndef ADXL_SRC_WIRE_H_
 #define ADXL_SRC_WIRE_H_
 
@@ -23,11 +33,15 @@ namespace adxl {
 namespace wire {
 
 constexpr uint32_t kMagic = 0x4c584441;  // "ADXL" in memory order
-constexpr uint16_t kVersion = 1;
+constexpr uint16_t kVersion = 2;
 constexpr size_t kHeaderSize = 24;
 constexpr size_t kMaxPayload = 4u << 20;
 constexpr size_t kMaxString = 64u << 10;
 constexpr size_t kMaxRegions = 4096;
+// Nonces and proofs of the authentication handshake (32 bytes in practice).
+constexpr size_t kMaxAuthField = 64;
+// Hello flags.
+constexpr uint32_t kHelloAuth = 1;  // the client has an adxl.AuthToken
 // What a server accepts from a client: Hello, Notify (<= 2 x 1 KiB), Ping,
 // Fence, Bye and Acks are all far below this.
 constexpr size_t kMaxClientPayload = 64u << 10;
@@ -43,6 +57,8 @@ enum class Type : uint16_t {
   kPong = 8,       // server -> client heartbeat answer
   kFence = 9,      // client -> server: drain what this link put in flight (acked)
   kBye = 10,       // either side: the link is closing
+  kAuthChallenge = 11,  // server -> client: the server's nonce (both sides have a token)
+  kAuthResponse = 12,   // client -> server: the client's proof
 };
 
 struct Region {
@@ -57,12 +73,21 @@ struct Hello {
   std::string from_engine;  // client's own name
   std::string to_engine;    // the name the client believes the server has
   std::string node_id;
+  uint32_t flags = 0;     // kHelloAuth
+  std::string nonce;      // the client's fresh nonce (<= kMaxAuthField)
 };
 struct HelloAck {
   uint32_t status = 0;
   std::string node_id;
   std::string transport_address;
   std::vector<Region> regions;
+  std::string proof;  // the server's proof when authenticated, else empty (<= kMaxAuthField)
+};
+struct AuthChallenge {
+  std::string nonce;  // the server's fresh nonce (<= kMaxAuthField)
+};
+struct AuthResponse {
+  std::string proof;  // the client's proof (<= kMaxAuthField)
 };
 struct RegionAdd {
   Region region;
@@ -82,7 +107,8 @@ struct Pong {};
 struct Fence {};
 struct Bye {};
 
-using Body = std::variant<Hello, HelloAck, RegionAdd, RegionDel, Ack, Notify, Ping, Pong, Fence, Bye>;
+using Body = std::variant<Hello, HelloAck, RegionAdd, RegionDel, Ack, Notify, Ping, Pong, Fence, Bye, AuthChallenge,
+                          AuthResponse>;
 
 struct Message {
   uint64_t seq = 0;

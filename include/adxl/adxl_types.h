@@ -46,10 +46,15 @@ enum FeatureType : int32_t {
 constexpr int32_t FEATURE_SUPPORTED = 1;
 constexpr int32_t FEATURE_NOT_SUPPORTED = 0;
 
-enum MemType { MEM_DEVICE = 0, MEM_HOST = 1 };
+// A fixed underlying type (as FeatureType): callers may pass any value, and
+// one that is not an enumerator is PARAM_INVALID, not undefined behaviour
+// (without it the valid values of these enums are only 0 and 1, and UBSan
+// flags the engine's check of an out-of-range value).  Size and mangling are
+// unchanged, so this is source and binary compatible.
+enum MemType : int32_t { MEM_DEVICE = 0, MEM_HOST = 1 };
 
 // READ: remote -> local.  WRITE: local -> remote.
-enum TransferOp { READ = 0, WRITE = 1 };
+enum TransferOp : int32_t { READ = 0, WRITE = 1 };
 
 struct MemDesc {
   uintptr_t addr;

@@ -16,6 +16,8 @@
 // Nothing here throws across the C ABI: every entry point is noexcept and
 // catches what the C++ standard library could throw.
 #include <dirent.h>
+#include <pthread.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
@@ -274,6 +276,35 @@ class ScopedUcxDefaults {
   size_t set_count_ = 0;
 };
 
+// Binds a thread to the "progress_cpus" list of the configuration, if any.
+void PinToCpus(adxl_plugin_context *ctx, pthread_t thread, const adxl_plugin_config_t *cfg) {
+  const char *list = nullptr;
+  for (size_t i = 0; cfg != nullptr && i < cfg->num_params; ++i) {
+    if (strcmp(cfg->params[i].key, "progress_cpus") == 0) list = cfg->params[i].value;
+  }
+  if (list == nullptr) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  // "a-b,c,...": ranges and single CPUs.
+  for (const char *p = list; *p != '\0';) {
+    char *end = nullptr;
+    long lo = strtol(p, &end, 10);
+    if (end == p) return;  // malformed: leave the thread where it is
+    long hi = lo;
+    if (*end == '-') {
+      p = end + 1;
+      hi = strtol(p, &end, 10);
+      if (end == p) return;
+    }
+    for (long c = lo; c <= hi && c >= 0 && c < CPU_SETSIZE; ++c) CPU_SET(static_cast<int>(c), &set);
+    p = *end == ',' ? end + 1 : end;
+    if (*end != ',' && *end != '\0') return;
+  }
+  int rc = pthread_setaffinity_np(thread, sizeof(set), &set);
+  ctx->Log(rc == 0 ? ADXL_PLUGIN_LOG_DEBUG : ADXL_PLUGIN_LOG_WARN, "progress thread on CPUs %s: %s", list,
+           rc == 0 ? "bound" : strerror(rc));
+}
+
 int Open(const adxl_plugin_config_t *cfg, adxl_plugin_context_t **out) noexcept {
   if (out == nullptr) return ADXL_PLUGIN_ERR_INVALID;
   auto *ctx = new (std::nothrow) adxl_plugin_context();
@@ -356,6 +387,7 @@ int Open(const adxl_plugin_config_t *cfg, adxl_plugin_context_t **out) noexcept 
   if (ok) {
     try {
       ctx->progress_thread = std::thread(ProgressLoop, ctx);
+      PinToCpus(ctx, ctx->progress_thread.native_handle(), cfg);
     } catch (...) {
       ok = false;
     }

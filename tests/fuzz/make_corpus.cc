@@ -96,6 +96,27 @@ int main(int argc, char **argv) {
   Write(dir, "valid_pong", Enc(0, Pong{}));
   Write(dir, "valid_fence", Enc(11, Fence{}));
   Write(dir, "valid_bye", Enc(0, Bye{}));
+  // Access control (wire version 2): a client with a token, the server's
+  // challenge, the client's proof, the server's answer with its proof, and a
+  // refusal (FAILED, no regions).
+  const std::string nonce_c = std::string("\x00\x11\x22\x33\x44\x55\x66\x77", 8) + std::string(24, '\xa5');
+  const std::string nonce_s = std::string(31, '\x5a') + std::string("\x00", 1);
+  const std::string proof = std::string(32, '\xc3');
+  Hello hello_auth_msg{"127.0.0.1", "127.0.0.1:26000", "node-0123456789abcdef", kHelloAuth, nonce_c};
+  const std::string hello_auth = Enc(1, hello_auth_msg);
+  const std::string auth_response = Enc(2, AuthResponse{proof});
+  HelloAck ack_auth = ack;
+  ack_auth.proof = std::string(32, '\x3c');
+  HelloAck auth_refused;
+  auth_refused.status = 503900;  // FAILED: authentication refused
+  auth_refused.node_id = "n";
+  Write(dir, "valid_hello_auth", hello_auth);
+  Write(dir, "valid_auth_challenge", Enc(1, AuthChallenge{nonce_s}));
+  Write(dir, "valid_auth_response", auth_response);
+  Write(dir, "valid_hello_ack_auth", Enc(2, ack_auth));
+  Write(dir, "valid_hello_ack_auth_refused", Enc(2, auth_refused));
+  // An authenticating client's session.
+  Write(dir, "stream_auth_session", hello_auth + auth_response + Enc(0, Ping{}) + notify + Enc(0, Bye{}));
   // A client's session: Hello, Ping, Notify, Fence, Bye back to back.
   Write(dir, "stream_session", hello + Enc(0, Ping{}) + notify + Enc(12, Fence{}) + Enc(0, Bye{}));
 
@@ -106,14 +127,38 @@ int main(int argc, char **argv) {
 
   // Malformed frames.
   Write(dir, "bad_magic", Header(7, 0, 0x50545448 /* "HTTP" */));
-  Write(dir, "bad_version", Header(7, 0, kMagic, 2));
+  Write(dir, "bad_version", Header(7, 0, kMagic, kVersion + 1));
+  Write(dir, "bad_version_1", Header(7, 0, kMagic, 1));  // a peer of wire version 1 (no access control)
   Write(dir, "bad_type_0", Header(0, 0));
-  Write(dir, "bad_type_11", Header(11, 4) + std::string(4, '\0'));
+  Write(dir, "bad_type_13", Header(13, 4) + std::string(4, '\0'));
   Write(dir, "bad_huge_length", Header(1, 0xfffffff0u));
   Write(dir, "bad_length_over_limit", Header(1, static_cast<uint32_t>(kMaxPayload + 1)));
   Write(dir, "bad_ping_with_payload", Header(7, 1) + "x");
   Write(dir, "bad_ack_short", Header(5, 3) + std::string(3, '\0'));
-  Write(dir, "bad_hello_trailing_byte", Header(1, 13) + std::string(12, '\0') + "!");
+  // Three empty strings, flags, an empty nonce, then one byte too many.
+  Write(dir, "bad_hello_trailing_byte", Header(1, 21) + std::string(20, '\0') + "!");
+  {
+    std::string p(16, '\0');  // Hello whose nonce is over kMaxAuthField
+    PutLe(&p, kMaxAuthField + 1, 4);
+    p += std::string(kMaxAuthField + 1, 'n');
+    Write(dir, "bad_hello_nonce_limit", Header(1, static_cast<uint32_t>(p.size())) + p);
+  }
+  {
+    std::string p;  // AuthChallenge whose nonce is over kMaxAuthField
+    PutLe(&p, kMaxAuthField + 1, 4);
+    p += std::string(kMaxAuthField + 1, 'n');
+    Write(dir, "bad_auth_challenge_nonce_limit", Header(11, static_cast<uint32_t>(p.size())) + p);
+  }
+  {
+    std::string p;  // AuthResponse with a byte after its proof
+    PutLe(&p, 2, 4);
+    p += "pp!";
+    Write(dir, "bad_auth_response_trailing", Header(12, static_cast<uint32_t>(p.size())) + p);
+  }
+  {
+    std::string p(16, '\0');  // HelloAck without the proof field (wire version 1 layout)
+    Write(dir, "bad_hello_ack_no_proof", Header(2, static_cast<uint32_t>(p.size())) + p);
+  }
   {
     std::string p;  // Hello whose first string claims more bytes than the payload holds
     PutLe(&p, 1000, 4);

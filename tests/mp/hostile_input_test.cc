@@ -41,7 +41,7 @@ namespace {
 // ------------------------------------------------------------ wire by hand
 
 constexpr uint32_t kMagic = 0x4c584441;  // "ADXL"
-constexpr uint16_t kVersion = 1;
+constexpr uint16_t kVersion = 2;
 constexpr size_t kHeaderSize = 24;
 constexpr uint32_t kMaxPayload = 4u << 20;
 enum : uint16_t {
@@ -91,7 +91,8 @@ std::string Str(const std::string &v) {
 }
 
 std::string HelloFrame(const std::string &from, const std::string &to, uint64_t seq = 1) {
-  return Frame(kHello, Str(from) + Str(to) + Str("hostile-node"), seq);
+  // Wire version 2: flags (0: no adxl.AuthToken) and an empty nonce follow.
+  return Frame(kHello, Str(from) + Str(to) + Str("hostile-node") + std::string(4, '\0') + Str(""), seq);
 }
 
 std::string RegionAddFrame(uint64_t seq) {
@@ -417,8 +418,9 @@ TEST_F(HostileInputTest, TruncatedFrameThenClose) {
 }
 
 TEST_F(HostileInputTest, WrongVersionOrMagicIsRejected) {
-  const std::string hello_payload = Str("127.0.0.1:1") + Str(peer_name_) + Str("n");
-  for (uint16_t version : {0, 2, 0xffff}) {
+  const std::string hello_payload = Str("127.0.0.1:1") + Str(peer_name_) + Str("n") + std::string(4, '\0') + Str("");
+  // Wire version 1 (before access control), one newer than ours, nonsense.
+  for (uint16_t version : {0, 1, 3, 0xffff}) {
     RawConn c(port_);
     ASSERT_TRUE(c.ok());
     c.Send(Frame(kHello, hello_payload, 1, version));
@@ -434,9 +436,14 @@ TEST_F(HostileInputTest, WrongVersionOrMagicIsRejected) {
     EXPECT_TRUE(c.ClosedByServer(kCloseWithinMs)) << "wrong magic: connection left open";
   }
   {
-    RawConn c(port_);  // unknown message types
+    RawConn c(port_);  // a server's message (AuthChallenge) from a client, malformed
     c.Send(Frame(11, ""));
     EXPECT_TRUE(c.ClosedByServer(kCloseWithinMs)) << "type 11: connection left open";
+  }
+  {
+    RawConn c(port_);  // unknown message types
+    c.Send(Frame(13, ""));
+    EXPECT_TRUE(c.ClosedByServer(kCloseWithinMs)) << "type 13: connection left open";
   }
   ExpectPeerServes("wrong versions and magic");
 }
@@ -527,6 +534,7 @@ TEST_F(HostileInputTest, ServerOnlyMessagesFromAClientCloseTheConnection) {
   PutLe(&ack_payload, 0, 4);
   ack_payload += Str("n") + Str("a");
   PutLe(&ack_payload, 0, 4);
+  ack_payload += Str("");  // wire version 2: the (empty) server proof
   for (const std::string &f : {Frame(kRegionDel, del, 6), Frame(kHelloAck, ack_payload, 7), Frame(kPong, "", 0)}) {
     RawConn c(port_);
     ASSERT_EQ(Handshake(c, peer_name_), 0);

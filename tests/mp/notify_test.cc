@@ -66,7 +66,7 @@ TEST_F(NotifyTest, FullReceiverIsResourceExhausted) {
 
 TEST_F(NotifyTest, UnacknowledgedNotifyIsTimeout) {
   ASSERT_EQ(Connect(), SUCCESS);
-  peer_->Signal(SIGSTOP);
+  peer_->Stop();  // SIGSTOP, and wait until every thread of the peer is stopped (kill() alone races the ack)
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(Send("n", "m", 150), TIMEOUT);
   EXPECT_LT(MsSince(t0), 1000);

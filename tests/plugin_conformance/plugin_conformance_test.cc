@@ -1,0 +1,842 @@
+// Plugin conformance suite: checks a transport plugin's contract
+// (include/adxl/plugin/adxl_plugin.h) through the C ABI only.
+//
+// The plugin under test is given by path: --plugin=PATH or the environment
+// variable ADXL_PLUGIN_UNDER_TEST.  Data-moving checks run for each lane the
+// plugin offers (HCCS, RDMA), between two contexts of this process and
+// against a second process (this executable re-run with
+// --conformance-child=FD) that opens its own context, registers memory, hands
+// over its address and packed key through a socketpair and then calls nothing
+// of the plugin while data moves: target-side progress is the plugin's job.
+// See tests/plugin_conformance/README.md.
+#include <dlfcn.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "adxl/plugin/adxl_plugin.h"
+#include "plugin_loader.h"
+
+namespace {
+
+std::string g_plugin_path;
+
+// ---------------------------------------------------------------- helpers
+
+uint8_t PatternByte(uint64_t seed, uint64_t i) {
+  uint64_t x = (seed + 1) * 0x9E3779B97F4A7C15ull + i * 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 31;
+  x *= 0x94D049BB133111EBull;
+  return static_cast<uint8_t>(x >> 56);
+}
+void FillPattern(void *buf, size_t len, uint64_t seed) {
+  auto *p = static_cast<uint8_t *>(buf);
+  for (size_t i = 0; i < len; ++i) p[i] = PatternByte(seed, i);
+}
+uint64_t Hash(const void *buf, size_t len) {
+  const auto *p = static_cast<const uint8_t *>(buf);
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < len; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+double MsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+std::string Hex(const std::string &s) {
+  static const char *d = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) {
+    out += d[c >> 4];
+    out += d[c & 15];
+  }
+  return out;
+}
+std::string Unhex(const std::string &s) {
+  std::string out;
+  for (size_t i = 0; i + 1 < s.size(); i += 2) out += static_cast<char>(std::stoi(s.substr(i, 2), nullptr, 16));
+  return out;
+}
+
+class Buffer {
+ public:
+  explicit Buffer(size_t len) : len_(len) {
+    void *p = nullptr;
+    if (posix_memalign(&p, 4096, len) == 0) p_ = static_cast<uint8_t *>(p);
+  }
+  ~Buffer() { free(p_); }
+  uint8_t *data() const { return p_; }
+  uint64_t addr() const { return reinterpret_cast<uintptr_t>(p_); }
+  size_t size() const { return len_; }
+
+ private:
+  uint8_t *p_ = nullptr;
+  size_t len_;
+};
+
+constexpr size_t kBufSize = 8u << 20;
+constexpr size_t kMaxOp = 1u << 20;
+
+// Reads/writes whole lines on a socket.
+bool WriteLine(int fd, const std::string &s) {
+  std::string l = s + "\n";
+  const char *p = l.data();
+  size_t left = l.size();
+  while (left > 0) {
+    ssize_t n = write(fd, p, left);
+    if (n <= 0) return false;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return true;
+}
+bool ReadLine(int fd, std::string *buf, std::string *line, int timeout_ms) {
+  while (true) {
+    size_t nl = buf->find('\n');
+    if (nl != std::string::npos) {
+      *line = buf->substr(0, nl);
+      buf->erase(0, nl + 1);
+      return true;
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, timeout_ms) <= 0) return false;
+    char tmp[65536];
+    ssize_t n = read(fd, tmp, sizeof(tmp));
+    if (n <= 0) return false;
+    buf->append(tmp, static_cast<size_t>(n));
+  }
+}
+
+void QuietLog(void *, int level, const char *msg) {
+  if (level <= ADXL_PLUGIN_LOG_WARN && getenv("ADXL_CONFORMANCE_VERBOSE") != nullptr) fprintf(stderr, "plugin: %s\n", msg);
+}
+
+// --------------------------------------------------------- child process
+//
+// Protocol on the socketpair (lines): the child sends
+//   "hello <address hex> <key hex> <buffer addr> <buffer len>"
+// then answers "fill <seed>" -> "ok", "hash <off> <len>" -> "ok <fnv64>",
+// "exit" -> exits.  Between commands it blocks in read(): it calls nothing
+// of the plugin while the parent moves data.
+int ChildMain(int fd) {
+  std::string why;
+  auto lib = adxl::PluginLibrary::LoadFile(g_plugin_path, ADXL_PLUGIN_ABI_VERSION, &why);
+  if (!lib) {
+    WriteLine(fd, "err " + why);
+    return 1;
+  }
+  const adxl_plugin_ops_t &ops = lib->ops();
+  adxl_plugin_config_t cfg{nullptr, 0, QuietLog, nullptr};
+  adxl_plugin_context_t *ctx = nullptr;
+  if (ops.open(&cfg, &ctx) != ADXL_PLUGIN_OK) {
+    WriteLine(fd, "err open");
+    return 1;
+  }
+  Buffer buf(kBufSize);
+  FillPattern(buf.data(), buf.size(), 1);
+  adxl_plugin_mem_t *mem = nullptr;
+  if (ops.mem_reg(ctx, buf.data(), buf.size(), ADXL_PLUGIN_MEM_HOST, nullptr, 0, &mem) != ADXL_PLUGIN_OK) {
+    WriteLine(fd, "err mem_reg");
+    return 1;
+  }
+  std::string addr(4096, '\0'), key(4096, '\0');
+  size_t alen = addr.size(), klen = key.size();
+  if (ops.get_address(ctx, &addr[0], &alen) != ADXL_PLUGIN_OK || ops.mem_pack(ctx, mem, &key[0], &klen) != ADXL_PLUGIN_OK) {
+    WriteLine(fd, "err address/key");
+    return 1;
+  }
+  addr.resize(alen);
+  key.resize(klen);
+  WriteLine(fd, "hello " + Hex(addr) + " " + Hex(key) + " " + std::to_string(buf.addr()) + " " +
+                    std::to_string(buf.size()));
+  std::string rbuf, line;
+  while (ReadLine(fd, &rbuf, &line, -1)) {
+    std::istringstream in(line);
+    std::string cmd;
+    in >> cmd;
+    if (cmd == "fill") {
+      uint64_t seed = 0;
+      in >> seed;
+      FillPattern(buf.data(), buf.size(), seed);
+      WriteLine(fd, "ok");
+    } else if (cmd == "hash") {
+      size_t off = 0, len = 0;
+      in >> off >> len;
+      if (off + len > buf.size()) {
+        WriteLine(fd, "err range");
+      } else {
+        WriteLine(fd, "ok " + std::to_string(Hash(buf.data() + off, len)));
+      }
+    } else if (cmd == "exit") {
+      break;
+    }
+  }
+  ops.mem_dereg(ctx, mem);
+  ops.close(ctx);
+  return 0;
+}
+
+// The parent's handle on a child.
+class Child {
+ public:
+  Child() {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      close(sv[0]);
+      int fd = dup(sv[1]);  // without CLOEXEC
+      std::string arg = "--conformance-child=" + std::to_string(fd);
+      std::string parg = "--plugin=" + g_plugin_path;
+      execl("/proc/self/exe", "adxl_plugin_conformance", arg.c_str(), parg.c_str(), static_cast<char *>(nullptr));
+      _exit(127);
+    }
+    close(sv[1]);
+    fd_ = sv[0];
+    std::string line;
+    if (!ReadLine(fd_, &rbuf_, &line, 20000)) return;
+    std::istringstream in(line);
+    std::string w, a, k;
+    in >> w >> a >> k >> remote_addr_ >> remote_len_;
+    if (w != "hello") {
+      fprintf(stderr, "child: %s\n", line.c_str());
+      return;
+    }
+    address_ = Unhex(a);
+    key_ = Unhex(k);
+    ok_ = true;
+  }
+  ~Child() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (fd_ >= 0) close(fd_);
+  }
+  bool ok() const { return ok_; }
+  const std::string &address() const { return address_; }
+  const std::string &key() const { return key_; }
+  uint64_t remote_addr() const { return remote_addr_; }
+  size_t remote_len() const { return remote_len_; }
+
+  std::string Command(const std::string &c) {
+    std::string line;
+    if (!WriteLine(fd_, c) || !ReadLine(fd_, &rbuf_, &line, 20000)) return "";
+    return line;
+  }
+  uint64_t RemoteHash(size_t off, size_t len) {
+    std::string r = Command("hash " + std::to_string(off) + " " + std::to_string(len));
+    return r.size() > 3 && r.compare(0, 3, "ok ") == 0 ? std::stoull(r.substr(3)) : 0;
+  }
+  void KillAndWait() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  // SIGSTOP, then waits until every thread of the child is stopped.
+  bool Stop() {
+    kill(pid_, SIGSTOP);
+    for (int i = 0; i < 2000; ++i) {
+      if (AllThreadsStopped()) return true;
+      usleep(1000);
+    }
+    return false;
+  }
+  void Continue() { kill(pid_, SIGCONT); }
+
+ private:
+  bool AllThreadsStopped() const {
+    const std::string dir = "/proc/" + std::to_string(pid_) + "/task";
+    DIR *d = opendir(dir.c_str());
+    if (d == nullptr) return false;
+    bool all = true;
+    while (dirent *e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      FILE *f = fopen((dir + "/" + e->d_name + "/stat").c_str(), "r");
+      if (f == nullptr) continue;
+      char b[512] = {0};
+      size_t n = fread(b, 1, sizeof(b) - 1, f);
+      fclose(f);
+      const char *p = strrchr(b, ')');
+      all = all && p != nullptr && p + 2 < b + n && p[2] == 'T';
+    }
+    closedir(d);
+    return all;
+  }
+
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  bool ok_ = false;
+  std::string rbuf_, address_, key_;
+  uint64_t remote_addr_ = 0;
+  size_t remote_len_ = 0;
+};
+
+// ------------------------------------------------------------- fixture
+
+class PluginTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(g_plugin_path.empty()) << "no plugin under test: pass --plugin=PATH or set ADXL_PLUGIN_UNDER_TEST";
+    std::string why;
+    lib_ = adxl::PluginLibrary::LoadFile(g_plugin_path, ADXL_PLUGIN_ABI_VERSION, &why);
+    ASSERT_TRUE(lib_ != nullptr) << why;
+    ops_ = &lib_->ops();
+  }
+  void TearDown() override {
+    for (auto it = contexts_.rbegin(); it != contexts_.rend(); ++it) {
+      for (adxl_plugin_mem_t *m : it->mems) ops_->mem_dereg(it->ctx, m);
+      ops_->close(it->ctx);
+    }
+    contexts_.clear();
+  }
+
+  struct Ctx {
+    adxl_plugin_context_t *ctx = nullptr;
+    std::vector<adxl_plugin_mem_t *> mems;
+  };
+  // Opens a context owned by the fixture (closed in TearDown).
+  adxl_plugin_context_t *Open() {
+    adxl_plugin_config_t cfg{nullptr, 0, QuietLog, nullptr};
+    adxl_plugin_context_t *ctx = nullptr;
+    int rc = ops_->open(&cfg, &ctx);
+    EXPECT_EQ(rc, ADXL_PLUGIN_OK);
+    if (rc != ADXL_PLUGIN_OK) return nullptr;
+    contexts_.push_back({ctx, {}});
+    return ctx;
+  }
+  adxl_plugin_mem_t *Reg(adxl_plugin_context_t *ctx, const Buffer &b) {
+    adxl_plugin_mem_t *m = nullptr;
+    EXPECT_EQ(ops_->mem_reg(ctx, b.data(), b.size(), ADXL_PLUGIN_MEM_HOST, nullptr, 0, &m), ADXL_PLUGIN_OK);
+    for (auto &c : contexts_) {
+      if (c.ctx == ctx && m != nullptr) c.mems.push_back(m);
+    }
+    return m;
+  }
+  std::string Address(adxl_plugin_context_t *ctx) {
+    size_t len = 0;
+    EXPECT_EQ(ops_->get_address(ctx, nullptr, &len), ADXL_PLUGIN_ERR_NO_RESOURCE);
+    std::string a(len, '\0');
+    EXPECT_EQ(ops_->get_address(ctx, &a[0], &len), ADXL_PLUGIN_OK);
+    a.resize(len);
+    return a;
+  }
+  std::string Pack(adxl_plugin_context_t *ctx, adxl_plugin_mem_t *m) {
+    size_t len = 0;
+    EXPECT_EQ(ops_->mem_pack(ctx, m, nullptr, &len), ADXL_PLUGIN_ERR_NO_RESOURCE);
+    std::string k(len, '\0');
+    EXPECT_EQ(ops_->mem_pack(ctx, m, &k[0], &len), ADXL_PLUGIN_OK);
+    k.resize(len);
+    return k;
+  }
+  // Polls test() only (no progress()): the plugin must complete by itself.
+  int Wait(adxl_plugin_batch_t *b, int timeout_ms = 20000) {
+    const auto t0 = std::chrono::steady_clock::now();
+    int st;
+    while ((st = ops_->test(b)) == ADXL_PLUGIN_IN_PROGRESS && MsSince(t0) < timeout_ms) usleep(20);
+    return st;
+  }
+  // Posts and waits; returns the post error or the batch's final status.
+  int Run(adxl_plugin_ep_t *ep, int op, const std::vector<adxl_plugin_iov_t> &iov, int timeout_ms = 20000) {
+    adxl_plugin_batch_t *b = nullptr;
+    int rc = ops_->post(ep, op, iov.data(), iov.size(), &b);
+    if (rc != ADXL_PLUGIN_OK) return rc;
+    rc = Wait(b, timeout_ms);
+    ops_->release(b);
+    return rc;
+  }
+
+  std::unique_ptr<adxl::PluginLibrary> lib_;
+  const adxl_plugin_ops_t *ops_ = nullptr;
+  std::vector<Ctx> contexts_;
+};
+
+// A random batch: sizes 1 B..1 MiB at random offsets, non-overlapping on
+// both sides (so that GET results are well defined too).
+struct Slot {
+  size_t local_off, remote_off, len;
+};
+std::vector<Slot> RandomSlots(std::mt19937_64 &rng, size_t local_size, size_t remote_size) {
+  std::vector<Slot> out;
+  size_t l = rng() % 4096, r = rng() % 4096;
+  while (out.size() < 64) {
+    const size_t cap = size_t{1} << (rng() % 21);  // 1 B .. 1 MiB scale
+    const size_t len = std::min(kMaxOp, 1 + static_cast<size_t>(rng() % cap));
+    if (l + len > local_size || r + len > remote_size) break;
+    out.push_back({l, r, len});
+    l += len + rng() % 8192;
+    r += len + rng() % 8192;
+  }
+  return out;
+}
+std::vector<adxl_plugin_iov_t> Iovs(const std::vector<Slot> &slots, adxl_plugin_mem_t *local, uint64_t local_base,
+                                    adxl_plugin_rkey_t *rkey, uint64_t remote_base) {
+  std::vector<adxl_plugin_iov_t> v;
+  for (const Slot &s : slots) v.push_back({local, local_base + s.local_off, rkey, remote_base + s.remote_off, s.len});
+  return v;
+}
+
+const char *LaneName(uint32_t lane) { return lane == ADXL_PLUGIN_LANE_HCCS ? "HCCS" : "RDMA"; }
+
+// ------------------------------------------------------- ABI and caps
+
+TEST_F(PluginTest, RefusesAWrongAbiVersion) {
+  void *h = dlopen(g_plugin_path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  ASSERT_NE(h, nullptr) << dlerror();
+  auto entry = reinterpret_cast<adxl_plugin_get_ops_fn>(dlsym(h, ADXL_PLUGIN_ENTRY));
+  ASSERT_NE(entry, nullptr) << "no " ADXL_PLUGIN_ENTRY " symbol";
+  EXPECT_EQ(entry(ADXL_PLUGIN_ABI_VERSION + 1), nullptr) << "a table for an ABI version the plugin was not built for";
+  EXPECT_EQ(entry(0), nullptr);
+  const adxl_plugin_ops_t *ops = entry(ADXL_PLUGIN_ABI_VERSION);
+  ASSERT_NE(ops, nullptr);
+  EXPECT_EQ(ops->abi_version, ADXL_PLUGIN_ABI_VERSION);
+  EXPECT_GE(ops->struct_size, sizeof(adxl_plugin_ops_t));
+  ASSERT_NE(ops->name, nullptr);
+  EXPECT_GT(strlen(ops->name), 0u);
+  for (auto fn : {(void *)ops->open, (void *)ops->close, (void *)ops->query, (void *)ops->get_address,
+                  (void *)ops->mem_reg, (void *)ops->mem_pack, (void *)ops->mem_dereg, (void *)ops->ep_create,
+                  (void *)ops->ep_lane, (void *)ops->ep_destroy, (void *)ops->ep_describe, (void *)ops->rkey_unpack,
+                  (void *)ops->rkey_destroy, (void *)ops->post, (void *)ops->test, (void *)ops->release,
+                  (void *)ops->progress}) {
+    EXPECT_NE(fn, nullptr) << "every operation of the table is required";
+  }
+  dlclose(h);
+
+  std::string why;
+  const uint32_t wrong = ADXL_PLUGIN_ABI_VERSION + 1;
+  EXPECT_EQ(adxl::PluginLibrary::LoadFile(g_plugin_path, wrong, &why), nullptr);
+  EXPECT_NE(why.find("version " + std::to_string(wrong)), std::string::npos) << why;
+  EXPECT_NE(why.find("version " + std::to_string(ADXL_PLUGIN_ABI_VERSION)), std::string::npos)
+      << "the refusal must name both versions: " << why;
+}
+
+TEST_F(PluginTest, ReportsCapabilities) {
+  adxl_plugin_context_t *ctx = Open();
+  ASSERT_NE(ctx, nullptr);
+  adxl_plugin_caps_t caps;
+  memset(&caps, 0x5A, sizeof(caps));
+  ASSERT_EQ(ops_->query(ctx, &caps), ADXL_PLUGIN_OK);
+  EXPECT_NE(caps.flags & ADXL_PLUGIN_CAP_MEM_HOST, 0u) << "host memory is required";
+  EXPECT_EQ(caps.flags & ~(ADXL_PLUGIN_CAP_MEM_HOST | ADXL_PLUGIN_CAP_MEM_DEVICE), 0u) << "unknown capability bits";
+  const size_t n = strnlen(caps.transports, sizeof(caps.transports));
+  EXPECT_LT(n, sizeof(caps.transports)) << "transports must be NUL-terminated";
+  EXPECT_GT(n, 0u) << "transports must name something";
+  // Device memory is refused when not reported.
+  if ((caps.flags & ADXL_PLUGIN_CAP_MEM_DEVICE) == 0) {
+    Buffer b(4096);
+    adxl_plugin_mem_t *m = nullptr;
+    EXPECT_EQ(ops_->mem_reg(ctx, b.data(), b.size(), ADXL_PLUGIN_MEM_DEVICE, nullptr, 0, &m),
+              ADXL_PLUGIN_ERR_UNSUPPORTED);
+  }
+}
+
+TEST_F(PluginTest, OpensAndClosesRepeatedly) {
+  adxl_plugin_config_t cfg{nullptr, 0, QuietLog, nullptr};
+  for (int i = 0; i < 5; ++i) {
+    adxl_plugin_context_t *a = nullptr, *b = nullptr;
+    ASSERT_EQ(ops_->open(&cfg, &a), ADXL_PLUGIN_OK);
+    ASSERT_EQ(ops_->open(&cfg, &b), ADXL_PLUGIN_OK) << "two contexts at once";
+    Buffer buf(1 << 16);
+    adxl_plugin_mem_t *m = nullptr;
+    ASSERT_EQ(ops_->mem_reg(a, buf.data(), buf.size(), ADXL_PLUGIN_MEM_HOST, nullptr, 0, &m), ADXL_PLUGIN_OK);
+    ops_->mem_dereg(a, m);
+    ops_->close(i % 2 == 0 ? a : b);
+    ops_->close(i % 2 == 0 ? b : a);
+  }
+  // Settings: known and unknown keys are accepted, a NULL log is allowed.
+  const adxl_plugin_param_t params[] = {{"rdma_traffic_class", "132"}, {"rdma_service_level", "4"}, {"no_such_key", "x"}};
+  adxl_plugin_config_t cfg2{params, 3, nullptr, nullptr};
+  adxl_plugin_context_t *c = nullptr;
+  ASSERT_EQ(ops_->open(&cfg2, &c), ADXL_PLUGIN_OK);
+  ops_->close(c);
+}
+
+TEST_F(PluginTest, AddressAndKeySizeNegotiation) {
+  adxl_plugin_context_t *ctx = Open();
+  ASSERT_NE(ctx, nullptr);
+  size_t need = 0;
+  ASSERT_EQ(ops_->get_address(ctx, nullptr, &need), ADXL_PLUGIN_ERR_NO_RESOURCE);
+  ASSERT_GT(need, 0u);
+  std::string a(need + 16, '\xEE');
+  size_t len = need - 1;
+  EXPECT_EQ(ops_->get_address(ctx, &a[0], &len), ADXL_PLUGIN_ERR_NO_RESOURCE);
+  EXPECT_EQ(len, need) << "a too small buffer reports the size needed";
+  EXPECT_EQ(a[0], '\xEE') << "nothing written into a too small buffer";
+  len = a.size();
+  EXPECT_EQ(ops_->get_address(ctx, &a[0], &len), ADXL_PLUGIN_OK);
+  EXPECT_EQ(len, need);
+  EXPECT_EQ(a[need], '\xEE') << "written past the reported size";
+
+  Buffer b(1 << 20);
+  adxl_plugin_mem_t *m = Reg(ctx, b);
+  ASSERT_NE(m, nullptr);
+  need = 0;
+  ASSERT_EQ(ops_->mem_pack(ctx, m, nullptr, &need), ADXL_PLUGIN_ERR_NO_RESOURCE);
+  ASSERT_GT(need, 0u);
+  std::string k(need, '\0');
+  len = need - 1;
+  EXPECT_EQ(ops_->mem_pack(ctx, m, &k[0], &len), ADXL_PLUGIN_ERR_NO_RESOURCE);
+  EXPECT_EQ(len, need);
+  len = need;
+  EXPECT_EQ(ops_->mem_pack(ctx, m, &k[0], &len), ADXL_PLUGIN_OK);
+  EXPECT_EQ(len, need);
+}
+
+TEST_F(PluginTest, RegisterPackUnpackAndBadArguments) {
+  adxl_plugin_context_t *a = Open(), *b = Open();
+  ASSERT_TRUE(a && b);
+  Buffer buf(1 << 20);
+  adxl_plugin_mem_t *m = nullptr;
+  EXPECT_NE(ops_->mem_reg(a, nullptr, 4096, ADXL_PLUGIN_MEM_HOST, nullptr, 0, &m), ADXL_PLUGIN_OK);
+  EXPECT_NE(ops_->mem_reg(a, buf.data(), 0, ADXL_PLUGIN_MEM_HOST, nullptr, 0, &m), ADXL_PLUGIN_OK);
+  EXPECT_NE(ops_->mem_reg(a, buf.data(), buf.size(), 7, nullptr, 0, &m), ADXL_PLUGIN_OK);
+  // Several registrations of one context, each packable.
+  Buffer buf2(1 << 16);
+  adxl_plugin_mem_t *m1 = Reg(b, buf), *m2 = Reg(b, buf2);
+  ASSERT_TRUE(m1 && m2);
+  const std::string k1 = Pack(b, m1), k2 = Pack(b, m2);
+  const std::string addr_b = Address(b);
+  for (uint32_t lane : {ADXL_PLUGIN_LANE_HCCS, ADXL_PLUGIN_LANE_RDMA}) {
+    adxl_plugin_ep_t *ep = nullptr;
+    int rc = ops_->ep_create(a, addr_b.data(), addr_b.size(), lane, &ep);
+    if (rc == ADXL_PLUGIN_ERR_UNSUPPORTED) continue;
+    ASSERT_EQ(rc, ADXL_PLUGIN_OK) << LaneName(lane);
+    EXPECT_EQ(ops_->ep_lane(ep), lane);
+    char desc[256];
+    EXPECT_EQ(ops_->ep_describe(ep, desc, sizeof(desc)), ADXL_PLUGIN_OK);
+    EXPECT_LT(strnlen(desc, sizeof(desc)), sizeof(desc));
+    for (const std::string *k : {&k1, &k2}) {
+      adxl_plugin_rkey_t *rk = nullptr;
+      ASSERT_EQ(ops_->rkey_unpack(ep, k->data(), k->size(), &rk), ADXL_PLUGIN_OK) << LaneName(lane);
+      ops_->rkey_destroy(rk);
+    }
+    // Garbage, truncated and empty keys are errors, not crashes.
+    std::mt19937_64 rng(7);
+    for (int i = 0; i < 50; ++i) {
+      std::string g(1 + rng() % 200, '\0');
+      for (char &c : g) c = static_cast<char>(rng());
+      adxl_plugin_rkey_t *rk = nullptr;
+      EXPECT_NE(ops_->rkey_unpack(ep, g.data(), g.size(), &rk), ADXL_PLUGIN_OK) << "garbage key accepted";
+    }
+    for (size_t cut : {size_t{0}, size_t{1}, size_t{4}, k1.size() / 2, k1.size() - 1}) {
+      adxl_plugin_rkey_t *rk = nullptr;
+      EXPECT_NE(ops_->rkey_unpack(ep, k1.data(), cut, &rk), ADXL_PLUGIN_OK) << "key truncated to " << cut;
+    }
+    std::string longer = k1 + "xyz";
+    adxl_plugin_rkey_t *rk = nullptr;
+    EXPECT_NE(ops_->rkey_unpack(ep, longer.data(), longer.size(), &rk), ADXL_PLUGIN_OK) << "key with a tail";
+    ops_->ep_destroy(ep, 0);
+  }
+  // Garbage addresses are refused.
+  std::mt19937_64 rng(9);
+  for (int i = 0; i < 20; ++i) {
+    std::string g(1 + rng() % 300, '\0');
+    for (char &c : g) c = static_cast<char>(rng());
+    adxl_plugin_ep_t *ep = nullptr;
+    EXPECT_NE(ops_->ep_create(a, g.data(), g.size(), ADXL_PLUGIN_LANE_HCCS | ADXL_PLUGIN_LANE_RDMA, &ep),
+              ADXL_PLUGIN_OK);
+  }
+  adxl_plugin_ep_t *ep = nullptr;
+  EXPECT_NE(ops_->ep_create(a, addr_b.data(), addr_b.size() - 1, ADXL_PLUGIN_LANE_RDMA, &ep), ADXL_PLUGIN_OK);
+  // No lane, or only lanes the plugin does not know: none reaches the peer.
+  EXPECT_EQ(ops_->ep_create(a, addr_b.data(), addr_b.size(), 0, &ep), ADXL_PLUGIN_ERR_UNSUPPORTED);
+  EXPECT_EQ(ops_->ep_create(a, addr_b.data(), addr_b.size(), 1u << 7, &ep), ADXL_PLUGIN_ERR_UNSUPPORTED);
+}
+
+// --------------------------------------------------------- data movement
+
+class LaneTest : public PluginTest, public ::testing::WithParamInterface<uint32_t> {
+ protected:
+  // ep_create on the parameter's lane; skips when the plugin does not offer it.
+  adxl_plugin_ep_t *Connect(adxl_plugin_context_t *ctx, const std::string &addr) {
+    adxl_plugin_ep_t *ep = nullptr;
+    int rc = ops_->ep_create(ctx, addr.data(), addr.size(), GetParam(), &ep);
+    if (rc == ADXL_PLUGIN_ERR_UNSUPPORTED) return nullptr;
+    EXPECT_EQ(rc, ADXL_PLUGIN_OK);
+    if (rc != ADXL_PLUGIN_OK) return nullptr;
+    EXPECT_EQ(ops_->ep_lane(ep), GetParam()) << "ep_lane must report the lane asked for";
+    return ep;
+  }
+  adxl_plugin_rkey_t *Unpack(adxl_plugin_ep_t *ep, const std::string &key) {
+    adxl_plugin_rkey_t *rk = nullptr;
+    EXPECT_EQ(ops_->rkey_unpack(ep, key.data(), key.size(), &rk), ADXL_PLUGIN_OK);
+    return rk;
+  }
+};
+
+#define SKIP_IF_NO_LANE(ep) \
+  if ((ep) == nullptr) GTEST_SKIP() << "the plugin does not offer the " << LaneName(GetParam()) << " lane here"
+
+TEST_P(LaneTest, RandomBatchesInOneProcess) {
+  adxl_plugin_context_t *a = Open(), *b = Open();
+  ASSERT_TRUE(a && b);
+  Buffer la(kBufSize), rb(kBufSize);
+  adxl_plugin_mem_t *ma = Reg(a, la), *mb = Reg(b, rb);
+  ASSERT_TRUE(ma && mb);
+  adxl_plugin_ep_t *ep = Connect(a, Address(b));
+  SKIP_IF_NO_LANE(ep);
+  adxl_plugin_rkey_t *rk = Unpack(ep, Pack(b, mb));
+  ASSERT_NE(rk, nullptr);
+  EXPECT_EQ(Run(ep, ADXL_PLUGIN_PUT, {}), ADXL_PLUGIN_OK) << "a count-0 post (flush) completes";
+  std::mt19937_64 rng(GetParam() * 1000 + 1);
+  for (int round = 0; round < 6; ++round) {
+    const auto slots = RandomSlots(rng, la.size(), rb.size());
+    // PUT: a -> b
+    FillPattern(la.data(), la.size(), 100 + round);
+    FillPattern(rb.data(), rb.size(), 200 + round);
+    ASSERT_EQ(Run(ep, ADXL_PLUGIN_PUT, Iovs(slots, ma, la.addr(), rk, rb.addr())), ADXL_PLUGIN_OK);
+    for (const Slot &s : slots) {
+      ASSERT_EQ(memcmp(rb.data() + s.remote_off, la.data() + s.local_off, s.len), 0)
+          << "PUT of " << s.len << " bytes at remote offset " << s.remote_off;
+    }
+    // GET: b -> a
+    FillPattern(la.data(), la.size(), 300 + round);
+    FillPattern(rb.data(), rb.size(), 400 + round);
+    ASSERT_EQ(Run(ep, ADXL_PLUGIN_GET, Iovs(slots, ma, la.addr(), rk, rb.addr())), ADXL_PLUGIN_OK);
+    for (const Slot &s : slots) {
+      ASSERT_EQ(memcmp(la.data() + s.local_off, rb.data() + s.remote_off, s.len), 0)
+          << "GET of " << s.len << " bytes at remote offset " << s.remote_off;
+    }
+  }
+  // Local registration may be given as NULL (unregistered-source fast path is optional):
+  // only check that a count-0 flush still completes after all of this.
+  EXPECT_EQ(Run(ep, ADXL_PLUGIN_GET, {}), ADXL_PLUGIN_OK);
+  ops_->rkey_destroy(rk);
+  ops_->ep_destroy(ep, 0);
+}
+
+TEST_P(LaneTest, ReleaseBeforeCompletionIsSafe) {
+  adxl_plugin_context_t *a = Open(), *b = Open();
+  ASSERT_TRUE(a && b);
+  Buffer la(kBufSize), rb(kBufSize);
+  adxl_plugin_mem_t *ma = Reg(a, la), *mb = Reg(b, rb);
+  adxl_plugin_ep_t *ep = Connect(a, Address(b));
+  SKIP_IF_NO_LANE(ep);
+  adxl_plugin_rkey_t *rk = Unpack(ep, Pack(b, mb));
+  ASSERT_NE(rk, nullptr);
+  std::vector<adxl_plugin_iov_t> all;
+  for (size_t off = 0; off < kBufSize; off += kMaxOp) all.push_back({ma, la.addr() + off, rk, rb.addr() + off, kMaxOp});
+  for (int i = 0; i < 8; ++i) {
+    adxl_plugin_batch_t *batch = nullptr;
+    ASSERT_EQ(ops_->post(ep, i % 2 ? ADXL_PLUGIN_GET : ADXL_PLUGIN_PUT, all.data(), all.size(), &batch), ADXL_PLUGIN_OK);
+    ops_->release(batch);  // before it completes (most likely)
+  }
+  // The endpoint still works, and a later batch is correct.
+  FillPattern(la.data(), la.size(), 5);
+  ASSERT_EQ(Run(ep, ADXL_PLUGIN_PUT, all), ADXL_PLUGIN_OK);
+  EXPECT_EQ(Hash(rb.data(), rb.size()), Hash(la.data(), la.size()));
+  ops_->rkey_destroy(rk);
+  ops_->ep_destroy(ep, 0);
+}
+
+TEST_P(LaneTest, RandomBatchesAgainstAnotherProcess) {
+  Child child;
+  ASSERT_TRUE(child.ok()) << "the child process did not start";
+  adxl_plugin_context_t *a = Open();
+  ASSERT_NE(a, nullptr);
+  Buffer la(kBufSize);
+  adxl_plugin_mem_t *ma = Reg(a, la);
+  adxl_plugin_ep_t *ep = Connect(a, child.address());
+  SKIP_IF_NO_LANE(ep);
+  adxl_plugin_rkey_t *rk = Unpack(ep, child.key());
+  ASSERT_NE(rk, nullptr);
+  EXPECT_EQ(Run(ep, ADXL_PLUGIN_PUT, {}), ADXL_PLUGIN_OK) << "a count-0 post (flush) completes";
+  std::mt19937_64 rng(GetParam() * 1000 + 2);
+  for (int round = 0; round < 5; ++round) {
+    const auto slots = RandomSlots(rng, la.size(), child.remote_len());
+    // PUT: the child calls nothing while data moves (it sits in read()).
+    FillPattern(la.data(), la.size(), 500 + round);
+    ASSERT_EQ(Run(ep, ADXL_PLUGIN_PUT, Iovs(slots, ma, la.addr(), rk, child.remote_addr())), ADXL_PLUGIN_OK);
+    for (const Slot &s : slots) {
+      ASSERT_EQ(child.RemoteHash(s.remote_off, s.len), Hash(la.data() + s.local_off, s.len))
+          << "PUT of " << s.len << " bytes at remote offset " << s.remote_off;
+    }
+    // GET
+    ASSERT_EQ(child.Command("fill " + std::to_string(600 + round)), "ok");
+    memset(la.data(), 0, la.size());
+    ASSERT_EQ(Run(ep, ADXL_PLUGIN_GET, Iovs(slots, ma, la.addr(), rk, child.remote_addr())), ADXL_PLUGIN_OK);
+    for (const Slot &s : slots) {
+      std::vector<uint8_t> want(s.len);
+      for (size_t i = 0; i < s.len; ++i) want[i] = PatternByte(600 + round, s.remote_off + i);
+      ASSERT_EQ(memcmp(la.data() + s.local_off, want.data(), s.len), 0)
+          << "GET of " << s.len << " bytes at remote offset " << s.remote_off;
+    }
+  }
+  ops_->rkey_destroy(rk);
+  ops_->ep_destroy(ep, 0);
+}
+
+TEST_P(LaneTest, PeerDeathEndsBatchesWithAnError) {
+  Child child;
+  ASSERT_TRUE(child.ok());
+  adxl_plugin_context_t *a = Open();
+  ASSERT_NE(a, nullptr);
+  Buffer la(kBufSize);
+  adxl_plugin_mem_t *ma = Reg(a, la);
+  adxl_plugin_ep_t *ep = Connect(a, child.address());
+  SKIP_IF_NO_LANE(ep);
+  adxl_plugin_rkey_t *rk = Unpack(ep, child.key());
+  ASSERT_NE(rk, nullptr);
+  const std::vector<adxl_plugin_iov_t> one = {{ma, la.addr(), rk, child.remote_addr(), 4096}};
+  ASSERT_EQ(Run(ep, ADXL_PLUGIN_PUT, one), ADXL_PLUGIN_OK);
+  child.KillAndWait();
+  std::vector<adxl_plugin_iov_t> all;
+  for (size_t off = 0; off < kBufSize; off += kMaxOp) {
+    all.push_back({ma, la.addr() + off, rk, child.remote_addr() + off, kMaxOp});
+  }
+  for (int op : {ADXL_PLUGIN_PUT, ADXL_PLUGIN_GET, ADXL_PLUGIN_PUT}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    adxl_plugin_batch_t *batch = nullptr;
+    int rc = ops_->post(ep, op, all.data(), all.size(), &batch);
+    if (rc == ADXL_PLUGIN_OK) {
+      rc = Wait(batch, 5000);
+      ops_->release(batch);
+    }
+    EXPECT_NE(rc, ADXL_PLUGIN_OK) << (op == ADXL_PLUGIN_PUT ? "PUT" : "GET") << " to a dead peer succeeded";
+    EXPECT_NE(rc, ADXL_PLUGIN_IN_PROGRESS) << "a batch to a dead peer still runs after 5 s";
+    EXPECT_LT(MsSince(t0), 5500);
+  }
+  // A flush after death does not hang either.
+  {
+    adxl_plugin_batch_t *batch = nullptr;
+    int rc = ops_->post(ep, ADXL_PLUGIN_PUT, nullptr, 0, &batch);
+    if (rc == ADXL_PLUGIN_OK) {
+      EXPECT_NE(Wait(batch, 5000), ADXL_PLUGIN_IN_PROGRESS);
+      ops_->release(batch);
+    }
+  }
+  // A batch still running (if any) is cancelled by a forced destroy, quickly.
+  adxl_plugin_batch_t *pending = nullptr;
+  if (ops_->post(ep, ADXL_PLUGIN_PUT, all.data(), all.size(), &pending) != ADXL_PLUGIN_OK) pending = nullptr;
+  ops_->rkey_destroy(rk);
+  const auto t0 = std::chrono::steady_clock::now();
+  ops_->ep_destroy(ep, 1);
+  EXPECT_LT(MsSince(t0), 3000) << "ep_destroy(force) after peer death";
+  if (pending != nullptr) {
+    int st = ops_->test(pending);
+    EXPECT_TRUE(st == ADXL_PLUGIN_ERR_CANCELED || st == ADXL_PLUGIN_ERR_IO) << "status " << st;
+    ops_->release(pending);
+  }
+}
+
+TEST_P(LaneTest, ForcedDestroyCancelsBatchesInFlight) {
+  Child child;
+  ASSERT_TRUE(child.ok());
+  adxl_plugin_context_t *a = Open();
+  ASSERT_NE(a, nullptr);
+  Buffer la(kBufSize);
+  adxl_plugin_mem_t *ma = Reg(a, la);
+  adxl_plugin_ep_t *ep = Connect(a, child.address());
+  SKIP_IF_NO_LANE(ep);
+  adxl_plugin_rkey_t *rk = Unpack(ep, child.key());
+  ASSERT_NE(rk, nullptr);
+  ASSERT_EQ(Run(ep, ADXL_PLUGIN_PUT, {{ma, la.addr(), rk, child.remote_addr(), 4096}}), ADXL_PLUGIN_OK);
+  std::vector<adxl_plugin_iov_t> all;
+  for (size_t off = 0; off < kBufSize; off += kMaxOp) {
+    all.push_back({ma, la.addr() + off, rk, child.remote_addr() + off, kMaxOp});
+  }
+  // A stopped target keeps batches in flight on lanes that need it; a truly
+  // one-sided lane completes them anyway (then OK is the right answer).
+  ASSERT_TRUE(child.Stop());
+  std::vector<adxl_plugin_batch_t *> batches;
+  for (int i = 0; i < 6; ++i) {
+    adxl_plugin_batch_t *b = nullptr;
+    ASSERT_EQ(ops_->post(ep, i % 2 ? ADXL_PLUGIN_GET : ADXL_PLUGIN_PUT, all.data(), all.size(), &b), ADXL_PLUGIN_OK);
+    batches.push_back(b);
+  }
+  std::vector<int> before;
+  for (auto *b : batches) before.push_back(ops_->test(b));
+  const auto in_flight = std::count(before.begin(), before.end(), ADXL_PLUGIN_IN_PROGRESS);
+  RecordProperty("batches_in_flight", static_cast<int>(in_flight));
+  printf("%s lane: %d of %zu batches in flight at ep_destroy(force)\n", LaneName(GetParam()), static_cast<int>(in_flight),
+         batches.size());
+  ops_->rkey_destroy(rk);
+  const auto t0 = std::chrono::steady_clock::now();
+  ops_->ep_destroy(ep, 1);
+  EXPECT_LT(MsSince(t0), 3000) << "ep_destroy(force) with batches in flight";
+  for (size_t i = 0; i < batches.size(); ++i) {
+    const int st = ops_->test(batches[i]);
+    if (before[i] == ADXL_PLUGIN_OK) {
+      EXPECT_EQ(st, ADXL_PLUGIN_OK) << "a completed batch changed its status";
+    } else {
+      EXPECT_TRUE(st == ADXL_PLUGIN_ERR_CANCELED || st == ADXL_PLUGIN_ERR_IO)
+          << "batch " << i << " was in flight; after ep_destroy(force) its status is " << st;
+    }
+  }
+  // Statuses are final: a moment later, with the target running, nothing changes.
+  child.Continue();
+  usleep(200 * 1000);
+  for (size_t i = 0; i < batches.size(); ++i) {
+    const int st = ops_->test(batches[i]);
+    EXPECT_NE(st, ADXL_PLUGIN_IN_PROGRESS);
+    if (before[i] != ADXL_PLUGIN_OK) {
+      EXPECT_NE(st, ADXL_PLUGIN_OK) << "a cancelled batch completed later";
+    }
+    ops_->release(batches[i]);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Lanes, LaneTest, ::testing::Values(ADXL_PLUGIN_LANE_HCCS, ADXL_PLUGIN_LANE_RDMA),
+                         [](const ::testing::TestParamInfo<uint32_t> &i) { return std::string(LaneName(i.param)); });
+
+// At least one lane must reach a peer process on this node.
+TEST_F(PluginTest, SomeLaneReachesAPeerProcess) {
+  Child child;
+  ASSERT_TRUE(child.ok());
+  adxl_plugin_context_t *a = Open();
+  ASSERT_NE(a, nullptr);
+  adxl_plugin_ep_t *ep = nullptr;
+  ASSERT_EQ(ops_->ep_create(a, child.address().data(), child.address().size(),
+                            ADXL_PLUGIN_LANE_HCCS | ADXL_PLUGIN_LANE_RDMA, &ep),
+            ADXL_PLUGIN_OK);
+  const uint32_t lane = ops_->ep_lane(ep);
+  EXPECT_TRUE(lane == ADXL_PLUGIN_LANE_HCCS || lane == ADXL_PLUGIN_LANE_RDMA) << "one lane bit, got " << lane;
+  ops_->ep_destroy(ep, 0);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  int child_fd = -1;
+  if (const char *e = getenv("ADXL_PLUGIN_UNDER_TEST")) g_plugin_path = e;
+  std::vector<char *> rest;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    const std::string kPlugin = "--plugin=", kChild = "--conformance-child=";
+    if (a.compare(0, kPlugin.size(), kPlugin) == 0) {
+      g_plugin_path = a.substr(kPlugin.size());
+    } else if (a.compare(0, kChild.size(), kChild) == 0) {
+      child_fd = std::stoi(a.substr(kChild.size()));
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  if (child_fd >= 0) return ChildMain(child_fd);
+  signal(SIGPIPE, SIG_IGN);
+  int n = static_cast<int>(rest.size());
+  ::testing::InitGoogleTest(&n, rest.data());
+  if (g_plugin_path.empty()) {
+    fprintf(stderr, "usage: %s --plugin=PATH (or ADXL_PLUGIN_UNDER_TEST=PATH)\n", argv[0]);
+    return 2;
+  }
+  return RUN_ALL_TESTS();
+}
