@@ -699,7 +699,10 @@ bool UnpackHccs(adxl_plugin_context *ctx, const std::string &part, adxl_plugin_r
     int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (fd >= 0) {
       const size_t map_len = len + (offset - aligned);
-      void *p = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(aligned));
+      // MAP_POPULATE: page-table set-up happens here, at key unpack, not in
+      // the first transfer.
+      void *p = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd,
+                     static_cast<off_t>(aligned));
       close(fd);
       if (p != MAP_FAILED) {
         rkey->map_base = p;
