@@ -659,18 +659,6 @@ long PeerRssKb(pid_t pid) {
   return kb;
 }
 
-long PeerCpuMs(pid_t pid) {
-  FILE *f = fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
-  if (f == nullptr) return -1;
-  char buf[1024];
-  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  const char *p = strrchr(buf, ')');
-  unsigned long ut = 0, st = 0;
-  if (p == nullptr || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2) return -1;
-  return static_cast<long>((ut + st) * 1000 / sysconf(_SC_CLK_TCK));
-}
 
 // The tests below reproduce weaknesses of src/ found with this file (now fixed).
 
@@ -746,9 +734,9 @@ TEST_F(HostileInputFdLimitTest, IdleConnectionsExhaustDescriptors) {
   std::vector<std::unique_ptr<RawConn>> idle;
   for (int i = 0; i < 300; ++i) idle.push_back(std::make_unique<RawConn>(port_));  // the kernel's backlog accepts
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  const long cpu0 = PeerCpuMs(peer_->pid());
+  const long cpu0 = ProcessCpuMs(peer_->pid());
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-  const long cpu1 = PeerCpuMs(peer_->pid());
+  const long cpu1 = ProcessCpuMs(peer_->pid());
   int closed = 0;
   for (auto &c : idle) closed += c->ClosedNow() ? 1 : 0;
   std::printf("[ INFO     ] 300 idle connections to a peer limited to 256 fds: peer CPU %ld ms in 1000 ms, %d closed\n",

@@ -171,29 +171,13 @@ TEST_F(LinksTest, ServerForgetsADeadClient) {
   EXPECT_LT(MsSince(t0), 300);
 }
 
-// CPU time (user + system) a process has used, in milliseconds.
-long CpuMs(pid_t pid) {
-  char path[64];
-  snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
-  FILE *f = fopen(path, "r");
-  if (f == nullptr) return -1;
-  char buf[1024] = {0};
-  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  const char *p = strrchr(buf, ')');
-  unsigned long ut = 0, st = 0;
-  if (p == nullptr || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2) return -1;
-  return static_cast<long>((ut + st) * 1000 / sysconf(_SC_CLK_TCK));
-}
-
 TEST_F(LinksTest, AnIdleLinkedEngineUsesNoMeasurableCpu) {
   ASSERT_EQ(Connect(), SUCCESS);
   ASSERT_EQ(engine_.TransferSync(peer_name_.c_str(), WRITE, {{local_.addr(), remote_, 1 << 20}}), SUCCESS);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  const long before = CpuMs(peer_->pid());
+  const long before = ProcessCpuMs(peer_->pid());
   std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // 10 heartbeats of 200 ms
-  const long used = CpuMs(peer_->pid()) - before;
+  const long used = ProcessCpuMs(peer_->pid()) - before;
   ASSERT_GE(before, 0);
   // A busy-polling progress thread would use ~2000 ms here; heartbeats cost
   // microseconds.  (A behaviour check with a wide margin, not a timing.)

@@ -39,6 +39,20 @@ inline uint16_t FreePort() {
 
 inline std::string LoopbackName(uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
 
+// CPU time (user + system) process `pid` has used, in milliseconds; -1 if unknown.
+inline long ProcessCpuMs(pid_t pid) {
+  FILE *f = fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (f == nullptr) return -1;
+  char buf[1024];
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')');  // the command name may contain spaces
+  unsigned long ut = 0, st = 0;
+  if (p == nullptr || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2) return -1;
+  return static_cast<long>((ut + st) * 1000 / sysconf(_SC_CLK_TCK));
+}
+
 class PeerProcess {
  public:
   // Starts the peer with extra environment entries ("K=V").
