@@ -39,7 +39,7 @@ ASAN_EXCLUDE='^(install_package|bench_quick|bench_quick_adxl_memory)$'
 #    HWLOC_COMPONENTS=-pci, and the plugin is unloaded before LSan runs.
 ASAN_NO_LEAK_CHECK='^(example_mpi_blocks|NumaTopologyTest\.RealMachine)$'
 # The concurrency tests for TSan.
-TSAN_TESTS='ManyThreads|Concurrent|ConnectPool|BufferPoolTest|HostileInput|AutoConnect|ApiFuzz'
+TSAN_TESTS='ManyThreads|Concurrent|ThreadSafe|ConnectPool|BufferPoolTest|HostileInput|AutoConnect|ApiFuzz'
 # Left out under TSan (still run plain and under ASan):
 #  - BufferPoolTest.OneDeadlineCoversTheWholeStagedCall: after the stopped
 #    target is resumed and the link reconnected, its 4 MiB staged WRITE over
@@ -77,7 +77,7 @@ for mode in "${modes[@]}"; do
     cmake -S "$ADXL_ROOT" -B "$TSAN_BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DADXL_SANITIZE=thread -DADXL_BUILD_PYTHON=OFF >/dev/null
     cmake --build "$TSAN_BUILD_DIR" -j"$(nproc)" --target adxl_unit_tests adxl_mp_tests adxl_api_tests \
-      adxl_api_fuzz adxl_soak adxl_test_peer adxl_plugin_ucx
+      adxl_conformance_tests adxl_api_fuzz adxl_soak adxl_test_peer adxl_plugin_ucx
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=4:suppressions=$SUPP/tsan.supp"
     # UCX's memory-event hooks (libucm patches malloc/mmap in every loaded
     # library, "bistro" mode) crash a TSan process (SIGSEGV on the first

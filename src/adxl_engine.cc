@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "device_memory.h"
 #include "engine_impl.h"
 #include "host_memory.h"
 #include "log.h"
@@ -63,18 +64,24 @@ Status AdxlEngine::MallocMem(MemType type, size_t size, void **ptr) {
     ADXL_ERROR("MallocMem: %s", size == 0 ? "size 0" : ptr == nullptr ? "null ptr" : "unknown memory type");
     return PARAM_INVALID;
   }
-  if (type == MEM_DEVICE) {
-    ADXL_ERROR("MallocMem(MEM_DEVICE): no device runtime in this build (device memory needs the accelerator's "
-               "runtime allocator, e.g. CANN aclrtMalloc)");
-    return UNSUPPORTED;
-  }
   std::string why;
+  if (type == MEM_DEVICE) {
+    Status s = DeviceAlloc(size, ptr, &why);
+    if (s != SUCCESS) ADXL_ERROR("MallocMem(MEM_DEVICE, %zu): %s", size, why.c_str());
+    return s;
+  }
   Status s = HostAlloc(size, ptr, &why);
   if (s != SUCCESS) ADXL_ERROR("MallocMem(MEM_HOST, %zu): %s", size, why.c_str());
   return s;
 }
 
 Status AdxlEngine::ExportToShareableHandle(void *addr, ShareableHandle &handle) {
+  if (IsDeviceBlock(addr)) {
+    ADXL_ERROR("ExportToShareableHandle(%p): a MallocMem(MEM_DEVICE) block; device memory has no shareable handle "
+               "here (peers reach it through RegisterMem and the transport)",
+               addr);
+    return UNSUPPORTED;
+  }
   std::string why;
   Status s = HostExport(addr, &handle, &why);
   if (s != SUCCESS) ADXL_ERROR("ExportToShareableHandle(%p): %s", addr, why.c_str());
@@ -83,7 +90,12 @@ Status AdxlEngine::ExportToShareableHandle(void *addr, ShareableHandle &handle) 
 
 Status AdxlEngine::FreeMem(void *ptr) {
   std::string why;
-  Status s = HostFree(ptr, &why);
+  Status s = SUCCESS;
+  if (DeviceFree(ptr, &s, &why)) {
+    if (s != SUCCESS) ADXL_ERROR("FreeMem(%p) (device memory): %s", ptr, why.c_str());
+    return s;
+  }
+  s = HostFree(ptr, &why);
   if (s != SUCCESS) ADXL_ERROR("FreeMem(%p): %s", ptr, why.c_str());
   return s;
 }

@@ -2,10 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstring>
 
 #include "auth.h"
+#include "device_memory.h"
 #include "host_memory.h"
 #include "lane_select.h"
 #include "log.h"
@@ -25,6 +27,19 @@ constexpr auto kFenceDeadline = std::chrono::milliseconds(1000);
 // this long is misbehaving, and is closed rather than allowed to stall the
 // thread that serves every other peer.
 constexpr auto kControlSendDeadline = std::chrono::milliseconds(50);
+// TransferSync posts its plan in slices of at most this many operations and
+// (once reached) bytes, and checks its deadline between them: a slice copied
+// inside Post takes about a millisecond or less on the same-node lanes.
+constexpr size_t kSyncSliceOps = 1024;
+constexpr uint64_t kSyncSliceBytes = 4u << 20;
+
+// One past the last operation of the slice that starts at `first`.
+size_t SyncSliceEnd(const std::vector<adxl_plugin_iov_t> &iov, size_t first) {
+  uint64_t bytes = 0;
+  size_t end = first;
+  while (end < iov.size() && end - first < kSyncSliceOps && bytes < kSyncSliceBytes) bytes += iov[end++].length;
+  return end;
+}
 
 Clock::time_point After(int32_t ms) { return Clock::now() + std::chrono::milliseconds(ms); }
 
@@ -63,14 +78,20 @@ Status AdxlEngine::AdxlEngineImpl::Initialize(const AscendString &local_engine,
                                                {"rdma_service_level", std::to_string(o.service_level)}};
   // Progress threads run on the cores of the NUMA node that serves the
   // transport (the node MallocMem places memory on).
+  // HCCS-lane copies are striped over that node's CPUs (a few are enough to
+  // reach memory bandwidth) unless adxl.HccsCopyThreads says otherwise.
+  uint32_t copy_threads = o.hccs_copy_threads;
   if (hwloc_bitmap_t cpus = hwloc_bitmap_alloc()) {
     char *list = nullptr;
     if (PreferredCpuset(cpus) && hwloc_bitmap_list_asprintf(&list, cpus) >= 0 && list != nullptr) {
       params["progress_cpus"] = list;
+      const int n = hwloc_bitmap_weight(cpus);
+      if (copy_threads == 0 && n > 0) copy_threads = std::min(n, 4);
     }
     free(list);
     hwloc_bitmap_free(cpus);
   }
+  params["hccs_copy_threads"] = std::to_string(copy_threads == 0 ? 1 : copy_threads);
   std::shared_ptr<Transport> transport = Transport::Open(std::move(lib), params, &why);
   if (!transport) {
     ADXL_ERROR("Initialize: %s", why.c_str());
@@ -203,10 +224,24 @@ Status AdxlEngine::AdxlEngineImpl::RegisterMem(const MemDesc &mem, MemType type,
     }
   }
   if (type == MEM_DEVICE && !transport_->device_memory()) {
-    ADXL_ERROR("RegisterMem: device memory is not supported: the %s transport was built without a device "
-               "memory type (needs UCX with CUDA or ROCm support)",
-               transport_->name().c_str());
+    ADXL_ERROR("RegisterMem {addr 0x%" PRIxPTR ", len %zu}: device memory is not supported: the %s transport "
+               "cannot move it (it needs a UCX with CUDA or ROCm support whose RMA protocols handle device memory, "
+               "UCX_PROTO_ENABLE=y; with ADXL_LOG_LEVEL=info the transport says at Initialize which is missing)",
+               mem.addr, mem.len, transport_->name().c_str());
     return UNSUPPORTED;
+  }
+  if (type == MEM_DEVICE) {
+    bool checked = false;
+    Status st = CheckDeviceRange(mem.addr, mem.len, &checked, &why);
+    if (st != SUCCESS) {
+      ADXL_ERROR("RegisterMem {addr 0x%" PRIxPTR ", len %zu} as MEM_DEVICE: %s", mem.addr, mem.len, why.c_str());
+      return st;
+    }
+    if (!checked) {
+      ADXL_INFO("RegisterMem {addr 0x%" PRIxPTR ", len %zu}: no CUDA device here (device runtime: %s), so the range "
+                "is not checked; the transport takes it as device memory",
+                mem.addr, mem.len, DeviceRuntimeName());
+    }
   }
   auto region = std::make_shared<LocalRegion>();
   // EnableUseFabricMem=1: memory from MallocMem is offered to same-node
@@ -612,10 +647,9 @@ Status AdxlEngine::AdxlEngineImpl::Prepare(const char *api, const std::string &r
   return SUCCESS;
 }
 
-Status AdxlEngine::AdxlEngineImpl::Post(const std::shared_ptr<Link> &link, TransferOp op, const TransferPlan &plan,
-                                        std::unique_ptr<Batch> *batch) {
-  int rc = link->endpoint->Post(op == WRITE ? ADXL_PLUGIN_PUT : ADXL_PLUGIN_GET, plan.iov.data(), plan.iov.size(),
-                                batch);
+Status AdxlEngine::AdxlEngineImpl::Post(const std::shared_ptr<Link> &link, TransferOp op, const adxl_plugin_iov_t *iov,
+                                        size_t count, std::unique_ptr<Batch> *batch) {
+  int rc = link->endpoint->Post(op == WRITE ? ADXL_PLUGIN_PUT : ADXL_PLUGIN_GET, iov, count, batch);
   if (rc != ADXL_PLUGIN_OK) {
     ADXL_ERROR("%s to '%s': transport refused the batch (status %d)", OpName(op), link->remote().c_str(), rc);
     if (rc == ADXL_PLUGIN_ERR_IO || rc == ADXL_PLUGIN_ERR_CANCELED) link->Fail("transport endpoint failed");
@@ -655,19 +689,36 @@ Status AdxlEngine::AdxlEngineImpl::TransferSync(const AscendString &remote_engin
   TransferPlan plan;
   st = Prepare("TransferSync", remote, op, descs, deadline, &link, &plan);
   if (st != SUCCESS) return st;
-  std::unique_ptr<Batch> batch;
-  st = Post(link, op, plan, &batch);
-  if (st != SUCCESS) return st;
-  int rc;
-  while ((rc = batch->Test()) == ADXL_PLUGIN_IN_PROGRESS) {
-    if (Clock::now() >= deadline) {
-      FenceAfterTimeout(link);
-      ADXL_ERROR("TransferSync %s to '%s': timed out after %d ms; the link is failed until reconnected", OpName(op),
-                 remote.c_str(), timeout_ms);
-      return TIMEOUT;
-    }
-    transport_->Progress();
+  // Posted in slices with the deadline checked before each: lanes that copy
+  // inside Post (cma, mapped memory) would otherwise run a large batch far
+  // past the caller's deadline.  Lanes that only queue work have every slice
+  // in flight at once, as if posted whole.
+  std::vector<std::unique_ptr<Batch>> batches;
+  int rc = ADXL_PLUGIN_OK;
+  auto timed_out = [&] {
+    FenceAfterTimeout(link);
+    ADXL_ERROR("TransferSync %s to '%s': timed out after %d ms; the link is failed until reconnected", OpName(op),
+               remote.c_str(), timeout_ms);
+    return TIMEOUT;
+  };
+  Status refused = SUCCESS;  // a slice the transport refused: the earlier ones still finish first
+  for (size_t first = 0; first < plan.iov.size();) {
+    if (!batches.empty() && Clock::now() >= deadline) return timed_out();
+    const size_t end = SyncSliceEnd(plan.iov, first);
+    std::unique_ptr<Batch> batch;
+    refused = Post(link, op, plan.iov.data() + first, end - first, &batch);
+    if (refused != SUCCESS) break;
+    batches.push_back(std::move(batch));
+    first = end;
   }
+  for (const auto &batch : batches) {
+    while ((rc = batch->Test()) == ADXL_PLUGIN_IN_PROGRESS) {
+      if (Clock::now() >= deadline) return timed_out();
+      transport_->Progress();
+    }
+    if (rc != ADXL_PLUGIN_OK) break;
+  }
+  if (refused != SUCCESS) return refused;
   if (rc != ADXL_PLUGIN_OK) {
     if (link->disconnected()) {
       ADXL_ERROR("TransferSync %s to '%s': the link was disconnected meanwhile", OpName(op), remote.c_str());
@@ -702,7 +753,7 @@ Status AdxlEngine::AdxlEngineImpl::TransferAsync(const AscendString &remote_engi
       return RESOURCE_EXHAUSTED;
     }
   }
-  st = Post(r->link, op, r->plan, &r->batch);
+  st = Post(r->link, op, r->plan.iov.data(), r->plan.iov.size(), &r->batch);
   if (st != SUCCESS) return st;
   r->op = op;
   r->user_data = user_data;

@@ -103,7 +103,7 @@ class AdxlEngine::AdxlEngineImpl : public ControlHandler {
   // Validation and planning shared by sync and async transfers.
   Status Prepare(const char *api, const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
                  Clock::time_point connect_deadline, std::shared_ptr<Link> *link, TransferPlan *plan);
-  Status Post(const std::shared_ptr<Link> &link, TransferOp op, const TransferPlan &plan,
+  Status Post(const std::shared_ptr<Link> &link, TransferOp op, const adxl_plugin_iov_t *iov, size_t count,
               std::unique_ptr<Batch> *batch);
   // Pushes a region change to every subscribed peer and waits for acks.
   void PushToPeers(const wire::Body &body, const std::vector<std::shared_ptr<ControlConn>> &peers);

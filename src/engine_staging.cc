@@ -2,6 +2,7 @@
 // the local side is unregistered host memory and BufferPool is on.
 #include <cinttypes>
 
+#include "device_memory.h"
 #include "engine_impl.h"
 #include "log.h"
 
@@ -29,6 +30,15 @@ Status AdxlEngine::AdxlEngineImpl::TransferStaged(const std::string &remote, Tra
                op_name, remote.c_str());
     return PARAM_INVALID;
   }
+  // The pool copies with memcpy on the CPU: host memory only.
+  for (const TransferOpDesc &d : descs) {
+    if (IsDeviceAddress(d.local_addr)) {
+      ADXL_ERROR("TransferSync %s to '%s': local 0x%" PRIxPTR " is unregistered device memory, which the buffer "
+                 "pool (host memory) cannot stage; register it as MEM_DEVICE",
+                 op_name, remote.c_str(), d.local_addr);
+      return PARAM_INVALID;
+    }
+  }
   std::shared_ptr<Link> link;
   Status st = AcquireLink("TransferSync", remote, deadline, &link);
   if (st != SUCCESS) return st;
@@ -46,7 +56,9 @@ Status AdxlEngine::AdxlEngineImpl::TransferStaged(const std::string &remote, Tra
     }
     pool = pool_.get();  // lives until Finalize, which waits for this call
   }
-  auto post = [&](const TransferPlan &plan, std::unique_ptr<Batch> *batch) { return Post(link, op, plan, batch); };
+  auto post = [&](const TransferPlan &plan, std::unique_ptr<Batch> *batch) {
+    return Post(link, op, plan.iov.data(), plan.iov.size(), batch);
+  };
   auto abort = [&](Status why) {
     if (why == TIMEOUT) {
       FenceAfterTimeout(link);

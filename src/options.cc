@@ -130,7 +130,8 @@ bool ParseOptions(const std::map<std::string, std::string> &options, EngineOptio
                                                 "LocalCommRes", "GlobalResourceConfig", "EnableUseFabricMem",
                                                 "AutoConnect"};
   static const std::set<std::string> kProject = {"adxl.MaxRegistrations", "adxl.MaxDeviceMemory",
-                                                 "adxl.MaxHostMemory", "adxl.HeartbeatMs", "adxl.PluginPath",
+                                                 "adxl.MaxHostMemory", "adxl.HeartbeatMs", "adxl.HccsCopyThreads",
+                                                 "adxl.PluginPath",
                                                  "adxl.Plugin", "adxl.AuthToken"};
   for (const auto &kv : options) {
     const std::string &k = kv.first;
@@ -221,6 +222,7 @@ bool ParseOptions(const std::map<std::string, std::string> &options, EngineOptio
       {"adxl.MaxDeviceMemory", "ADXL_MAX_DEVICE_MEMORY", 0, &o.max_device_bytes, nullptr},
       {"adxl.MaxHostMemory", "ADXL_MAX_HOST_MEMORY", 0, &o.max_host_bytes, nullptr},
       {"adxl.HeartbeatMs", "ADXL_HEARTBEAT_MS", 10, nullptr, &o.heartbeat_ms},
+      {"adxl.HccsCopyThreads", "ADXL_HCCS_COPY_THREADS", 0, nullptr, &o.hccs_copy_threads},
   };
   for (const Limit &l : limits) {
     const char *v = ProjectValue(options, l.key, l.env);
@@ -233,6 +235,10 @@ bool ParseOptions(const std::map<std::string, std::string> &options, EngineOptio
     }
     if (l.u64 != nullptr) *l.u64 = static_cast<uint64_t>(n);
     if (l.u32 != nullptr) *l.u32 = static_cast<uint32_t>(n);
+  }
+  if (o.hccs_copy_threads > 64) {
+    *why = "adxl.HccsCopyThreads " + std::to_string(o.hccs_copy_threads) + ": expected 0 (automatic) to 64";
+    return false;
   }
   if (const char *v = ProjectValue(options, "adxl.PluginPath", "ADXL_PLUGIN_PATH")) o.plugin_path = v;
   if (const char *v = ProjectValue(options, "adxl.Plugin", "ADXL_PLUGIN")) {

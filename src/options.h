@@ -19,6 +19,10 @@
 //   adxl.MaxHostMemory      ADXL_MAX_HOST_MEMORY     bytes, default 1 TiB
 //   adxl.HeartbeatMs        ADXL_HEARTBEAT_MS        ping period; a peer silent for
 //                                                    3 periods is dead; default 1000
+//   adxl.HccsCopyThreads    ADXL_HCCS_COPY_THREADS   threads one large HCCS-lane copy (cma)
+//                                                    is striped over, 1..64; default 0: the
+//                                                    CPUs of the transport's NUMA node, at
+//                                                    most 4
 //   adxl.PluginPath         ADXL_PLUGIN_PATH         ':'-separated directories searched
 //                                                    before the library's own plugin dir
 //   adxl.Plugin             ADXL_PLUGIN              plugin name, default "ucx"
@@ -55,6 +59,7 @@ struct EngineOptions {
   uint64_t max_device_bytes = 50ull << 30;
   uint64_t max_host_bytes = 1ull << 40;
   uint32_t heartbeat_ms = 1000;
+  uint32_t hccs_copy_threads = 0;  // 0: automatic
   std::string plugin_path;
   std::string plugin = "ucx";
   std::string auth_token;  // empty: no access control

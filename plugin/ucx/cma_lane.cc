@@ -1,5 +1,6 @@
 #include "cma_lane.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -12,14 +13,25 @@ constexpr const char kDev[] = "memory";
 }  // namespace
 
 CmaLane::~CmaLane() {
-  if (iface_ != nullptr) uct_iface_close(iface_);
-  if (worker_ != nullptr) uct_worker_destroy(worker_);
-  if (async_ != nullptr) ucs_async_context_destroy(async_);
+  for (auto &t : threads_) {
+    {
+      std::lock_guard<std::mutex> l(t->mu);
+      t->stop = true;
+    }
+    t->cv.notify_one();
+    t->thread.join();
+  }
+  for (auto &st : stripes_) {
+    if (st->iface != nullptr) uct_iface_close(st->iface);
+    if (st->worker != nullptr) uct_worker_destroy(st->worker);
+    if (st->async != nullptr) ucs_async_context_destroy(st->async);
+  }
+  stripes_.clear();
   if (md_ != nullptr) uct_md_close(md_);
   if (components_ != nullptr) uct_release_component_list(components_);
 }
 
-bool CmaLane::Open(std::string *why) {
+bool CmaLane::Open(unsigned stripes, std::string *why) {
   // Honour a UCX_TLS restriction the way UCP reads it: "^a,b" excludes,
   // otherwise only the listed transports (or the "sm"/"all" aliases) are used.
   if (const char *tls = getenv("UCX_TLS")) {
@@ -68,8 +80,29 @@ bool CmaLane::Open(std::string *why) {
   }
   need_reg_ = (md_attr.cap.flags & UCT_MD_FLAG_REG) != 0;
   rkey_size_ = md_attr.rkey_packed_size;
-  if (ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &async_) != UCS_OK ||
-      uct_worker_create(async_, UCS_THREAD_MODE_SINGLE, &worker_) != UCS_OK) {
+  for (unsigned i = 0; i < (stripes == 0 ? 1 : stripes); ++i) {
+    auto stripe = std::make_unique<Stripe>();
+    if (!OpenStripe(stripe.get(), why)) {
+      if (stripe->iface != nullptr) uct_iface_close(stripe->iface);
+      if (stripe->worker != nullptr) uct_worker_destroy(stripe->worker);
+      if (stripe->async != nullptr) ucs_async_context_destroy(stripe->async);
+      if (i == 0) return false;
+      break;  // fewer stripes than asked: still a working lane
+    }
+    stripes_.push_back(std::move(stripe));
+  }
+  for (size_t i = 1; i < stripes_.size(); ++i) {
+    threads_.push_back(std::make_unique<CopyThread>());
+    CopyThread *t = threads_.back().get();
+    t->thread = std::thread([this, t] { RunCopyThread(t); });
+  }
+  return true;
+}
+
+// A worker and a cma interface; the first stripe's address is the lane's.
+bool CmaLane::OpenStripe(Stripe *s, std::string *why) {
+  if (ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &s->async) != UCS_OK ||
+      uct_worker_create(s->async, UCS_THREAD_MODE_SINGLE, &s->worker) != UCS_OK) {
     *why = "UCT worker for cma could not be created";
     return false;
   }
@@ -91,34 +124,34 @@ bool CmaLane::Open(std::string *why) {
   params.open_mode = UCT_IFACE_OPEN_MODE_DEVICE;
   params.mode.device.tl_name = kTl;
   params.mode.device.dev_name = kDev;
-  ucs_status_t st = uct_iface_open(md_, worker_, &params, iface_config, &iface_);
+  ucs_status_t st = uct_iface_open(md_, s->worker, &params, iface_config, &s->iface);
   uct_config_release(iface_config);
   if (st != UCS_OK) {
-    iface_ = nullptr;
+    s->iface = nullptr;
     *why = std::string("uct_iface_open(cma): ") + ucs_status_string(st);
     return false;
   }
   uct_iface_attr_t attr{};
-  if (uct_iface_query(iface_, &attr) != UCS_OK ||
+  if (uct_iface_query(s->iface, &attr) != UCS_OK ||
       !(attr.cap.flags & UCT_IFACE_FLAG_PUT_ZCOPY) || !(attr.cap.flags & UCT_IFACE_FLAG_GET_ZCOPY) ||
       !(attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_IFACE)) {
     *why = "cma interface lacks zero-copy put/get";
-    uct_iface_close(iface_);
-    iface_ = nullptr;
+    uct_iface_close(s->iface);
+    s->iface = nullptr;
     return false;
   }
   max_zcopy_ = std::min(attr.cap.put.max_zcopy, attr.cap.get.max_zcopy);
   dev_addr_len_ = attr.device_addr_len;
   std::string dev(attr.device_addr_len, '\0');
   std::string ifa(attr.iface_addr_len, '\0');
-  if (uct_iface_get_device_address(iface_, reinterpret_cast<uct_device_addr_t *>(dev.data())) != UCS_OK ||
-      uct_iface_get_address(iface_, reinterpret_cast<uct_iface_addr_t *>(ifa.data())) != UCS_OK) {
+  if (uct_iface_get_device_address(s->iface, reinterpret_cast<uct_device_addr_t *>(dev.data())) != UCS_OK ||
+      uct_iface_get_address(s->iface, reinterpret_cast<uct_iface_addr_t *>(ifa.data())) != UCS_OK) {
     *why = "cma address query failed";
-    uct_iface_close(iface_);
-    iface_ = nullptr;
+    uct_iface_close(s->iface);
+    s->iface = nullptr;
     return false;
   }
-  address_ = dev + ifa;
+  if (address_.empty()) address_ = dev + ifa;
   return true;
 }
 
@@ -163,27 +196,37 @@ void CmaLane::Release(uct_rkey_bundle_t *rkey) {
   if (available() && rkey->handle != nullptr) uct_rkey_release(component_, rkey);
 }
 
-uct_ep_h CmaLane::Connect(const std::string &peer_address) {
+CmaLane::Peer *CmaLane::Connect(const std::string &peer_address) {
   if (!available() || peer_address.size() < dev_addr_len_ || peer_address.size() != address_.size()) return nullptr;
   auto *dev = reinterpret_cast<const uct_device_addr_t *>(peer_address.data());
   auto *ifa = reinterpret_cast<const uct_iface_addr_t *>(peer_address.data() + dev_addr_len_);
-  if (!uct_iface_is_reachable(iface_, dev, ifa)) return nullptr;
-  uct_ep_params_t p{};
-  p.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR | UCT_EP_PARAM_FIELD_IFACE_ADDR;
-  p.iface = iface_;
-  p.dev_addr = dev;
-  p.iface_addr = ifa;
-  uct_ep_h ep = nullptr;
-  return uct_ep_create(&p, &ep) == UCS_OK ? ep : nullptr;
+  if (!uct_iface_is_reachable(stripes_[0]->iface, dev, ifa)) return nullptr;
+  auto peer = std::make_unique<Peer>();
+  for (auto &stripe : stripes_) {
+    uct_ep_params_t p{};
+    p.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR | UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    p.iface = stripe->iface;
+    p.dev_addr = dev;
+    p.iface_addr = ifa;
+    uct_ep_h ep = nullptr;
+    if (uct_ep_create(&p, &ep) != UCS_OK) {
+      Disconnect(peer.release());
+      return nullptr;
+    }
+    peer->eps.push_back(ep);
+  }
+  return peer.release();
 }
 
-void CmaLane::Disconnect(uct_ep_h ep) {
-  if (ep != nullptr) uct_ep_destroy(ep);
+void CmaLane::Disconnect(Peer *peer) {
+  if (peer == nullptr) return;
+  for (uct_ep_h ep : peer->eps) uct_ep_destroy(ep);
+  delete peer;
 }
 
 namespace {
 
-// Completion shared by the operations of one Copy(): counts down to zero.
+// Completion shared by the operations of one CopyOn(): counts down to zero.
 struct BatchCompletion {
   uct_completion_t comp;
   ucs_status_t status = UCS_OK;
@@ -196,8 +239,86 @@ void OnDone(uct_completion_t *comp) {
 
 }  // namespace
 
-ucs_status_t CmaLane::Copy(bool put, uct_ep_h ep, const Op *ops, size_t count) {
-  std::lock_guard<std::mutex> lock(mu_);
+ucs_status_t CmaLane::Copy(bool put, Peer *peer, const Op *ops, size_t count) {
+  size_t total = 0;
+  for (size_t i = 0; i < count; ++i) total += ops[i].len;
+  const size_t parts = total < kStripeMinBytes ? 1 : stripes_.size();
+  if (parts == 1) {
+    // The first free stripe, else wait for the first one.
+    for (size_t i = 0; i < stripes_.size(); ++i) {
+      std::unique_lock<std::mutex> l(stripes_[i]->mu, std::try_to_lock);
+      if (l.owns_lock()) return CopyOn(stripes_[i].get(), put, peer->eps[i], ops, count);
+    }
+    std::lock_guard<std::mutex> l(stripes_[0]->mu);
+    return CopyOn(stripes_[0].get(), put, peer->eps[0], ops, count);
+  }
+  // Cut the batch into `parts` runs of about total / parts bytes each,
+  // splitting an operation where a boundary falls inside it.
+  std::vector<std::vector<Op>> runs(parts);
+  const size_t share = (total + parts - 1) / parts;
+  size_t run = 0, in_run = 0;
+  for (size_t i = 0; i < count; ++i) {
+    Op op = ops[i];
+    while (op.len > 0) {
+      const size_t n = std::min(op.len, share - in_run);
+      runs[run].push_back({op.local, op.memh, n, op.remote, op.rkey});
+      op.local = static_cast<char *>(op.local) + n;
+      op.remote += n;
+      op.len -= n;
+      in_run += n;
+      if (in_run == share && run + 1 < parts) {
+        ++run;
+        in_run = 0;
+      }
+    }
+  }
+  // Runs 1.. go to the copy threads; run 0 is copied here.
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t pending = 0;
+  ucs_status_t status = UCS_OK;
+  for (size_t r = 1; r < parts; ++r) {
+    if (runs[r].empty()) continue;
+    ++pending;
+    CopyThread *t = threads_[r - 1].get();
+    std::lock_guard<std::mutex> l(t->mu);
+    t->jobs.push_back([&, r] {
+      ucs_status_t st;
+      {
+        std::lock_guard<std::mutex> sl(stripes_[r]->mu);
+        st = CopyOn(stripes_[r].get(), put, peer->eps[r], runs[r].data(), runs[r].size());
+      }
+      std::lock_guard<std::mutex> dl(mu);
+      if (st != UCS_OK && status == UCS_OK) status = st;
+      if (--pending == 0) cv.notify_one();
+    });
+    t->cv.notify_one();
+  }
+  ucs_status_t mine;
+  {
+    std::lock_guard<std::mutex> l(stripes_[0]->mu);
+    mine = CopyOn(stripes_[0].get(), put, peer->eps[0], runs[0].data(), runs[0].size());
+  }
+  // Every run must finish before the caller may reuse the buffers.
+  std::unique_lock<std::mutex> l(mu);
+  cv.wait(l, [&] { return pending == 0; });
+  return mine != UCS_OK ? mine : status;
+}
+
+void CmaLane::RunCopyThread(CopyThread *t) {
+  std::unique_lock<std::mutex> l(t->mu);
+  while (true) {
+    t->cv.wait(l, [t] { return t->stop || !t->jobs.empty(); });
+    if (t->jobs.empty()) return;  // stop, and nothing left to run
+    auto job = std::move(t->jobs.front());
+    t->jobs.pop_front();
+    l.unlock();
+    job();
+    l.lock();
+  }
+}
+
+ucs_status_t CmaLane::CopyOn(Stripe *s, bool put, uct_ep_h ep, const Op *ops, size_t count) {
   BatchCompletion done;
   done.comp.func = OnDone;
   done.comp.count = 1;  // released after the last post
@@ -217,7 +338,7 @@ ucs_status_t CmaLane::Copy(bool put, uct_ep_h ep, const Op *ops, size_t count) {
         // queued: completes through done.comp
       } else if (st == UCS_ERR_NO_RESOURCE) {
         --done.comp.count;
-        uct_worker_progress(worker_);  // drain, then retry this piece
+        uct_worker_progress(s->worker);  // drain, then retry this piece
         continue;
       } else {
         --done.comp.count;
@@ -234,6 +355,6 @@ ucs_status_t CmaLane::Copy(bool put, uct_ep_h ep, const Op *ops, size_t count) {
   // Everything queued must finish (or fail) before the caller may reuse or
   // unregister the buffers, error or not.
   --done.comp.count;
-  while (done.comp.count > 0) uct_worker_progress(worker_);
+  while (done.comp.count > 0) uct_worker_progress(s->worker);
   return first_error != UCS_OK ? first_error : done.status;
 }

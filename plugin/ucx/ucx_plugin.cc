@@ -13,6 +13,15 @@
 //  - a progress thread sleeps on the worker's event fd (ucp_worker_arm), so
 //    emulated RMA (TCP, registered user memory over shared memory) completes
 //    while the target application calls nothing, and an idle engine sleeps.
+//  - device memory (CUDA/ROCm, where this UCX has the memory type and RMA
+//    protocols that handle it, see DeviceMemorySupport) is ucp_mem_map'ed with
+//    its memory type and always moves as plain UCP RMA with its memh, on
+//    either lane: never through cma (process_vm_readv reaches host pages
+//    only), the direct mapping or the AM lane (both memcpy on the CPU).  UCX
+//    picks cuda_ipc / cuda_copy / GPUDirect RDMA for it where built in.  On an
+//    HCCS-lane endpoint that needs a UCP endpoint beside the cma one (same
+//    node: cuda_ipc, the "device IPC" of the HCCS lane, spec §9).
+//    Not exercised here: Debian's UCX has no CUDA and the machine no GPU.
 // Nothing here throws across the C ABI: every entry point is noexcept and
 // catches what the C++ standard library could throw.
 #include <dirent.h>
@@ -24,6 +33,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cinttypes>
@@ -49,6 +59,9 @@ constexpr int kCloseTimeoutMs = 2000;  // bound on a graceful endpoint close
 // UCP's transports when the user did not choose (UCX_TLS): everything but
 // the same-node ones.
 constexpr const char kRdmaLaneTls[] = "^sm";  // "sm": posix, sysv, cma, knem, xpmem
+// Flags byte of a packed key's HCCS part (MemPack).
+constexpr char kKeyCmaUsable = 0x1;
+constexpr char kKeyDevice = 0x2;
 
 }  // namespace
 
@@ -61,6 +74,8 @@ struct adxl_plugin_context {
   ucp_context_h ucp = nullptr;
   ucp_worker_h worker = nullptr;
   bool device_memory = false;
+  ucs_memory_type_t device_mem_type = UCS_MEMORY_TYPE_UNKNOWN;  // CUDA, else ROCM
+  std::string device_why;  // why device_memory is false
   int epoll_fd = -1;
   int wake_fd = -1;
   std::atomic<bool> stop{false};
@@ -86,6 +101,7 @@ struct adxl_plugin_context {
 
 struct adxl_plugin_mem {
   ucp_mem_h memh = nullptr;
+  bool device = false;  // moves only as UCP RMA (see the header comment)
   uct_mem_h cma_memh = UCT_MEM_HANDLE_NULL;
   bool cma_ok = false;
   std::string cma_key;  // packed at registration
@@ -98,16 +114,17 @@ struct adxl_plugin_mem {
 struct adxl_plugin_ep {
   adxl_plugin_context *ctx = nullptr;
   uint32_t lane = ADXL_PLUGIN_LANE_RDMA;
-  ucp_ep_h ep = nullptr;      // RDMA lane
+  ucp_ep_h ep = nullptr;      // RDMA lane; HCCS lane: device memory only
   bool am = false;            // RDMA lane moves data with am_lane.h
-  uct_ep_h cma_ep = nullptr;  // HCCS lane
+  CmaLane::Peer *cma_ep = nullptr;  // HCCS lane
   std::atomic<int> mapped_regions{0};  // HCCS lane: peer regions reached by direct mapping
   std::atomic<int> failed{ADXL_PLUGIN_OK};
 };
 
 struct adxl_plugin_rkey {
   adxl_plugin_context *ctx = nullptr;  // not the endpoint: keys may outlive it
-  ucp_rkey_h rkey = nullptr;  // RDMA lane
+  bool device = false;        // the peer's region is device memory: UCP RMA only
+  ucp_rkey_h rkey = nullptr;  // RDMA lane, and device regions on either lane (null: unreachable)
   uct_rkey_bundle_t cma{};    // HCCS lane
   bool cma_ok = false;
   // HCCS lane, memory the peer shared: its pages mapped here, copies are memcpy.
@@ -276,6 +293,69 @@ class ScopedUcxDefaults {
   size_t set_count_ = 0;
 };
 
+// The value UCP's configuration gives `name` (e.g. "UCX_PROTO_ENABLE"), from
+// the environment, a config file or the default; empty when not listed.
+std::string ConfigValue(const ucp_config_t *config, const char *name) {
+  char *text = nullptr;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (f == nullptr) return std::string();
+  ucp_config_print(config, f, nullptr, UCS_CONFIG_PRINT_CONFIG);
+  fclose(f);
+  std::string value;
+  try {
+    const std::string key = std::string(name) + "=";
+    for (const char *line = text; line != nullptr && *line != '\0';) {
+      const char *end = strchr(line, '\n');
+      if (strncmp(line, key.c_str(), key.size()) == 0) {
+        value.assign(line + key.size(), end != nullptr ? end : line + strlen(line));
+        break;
+      }
+      line = end != nullptr ? end + 1 : nullptr;
+    }
+  } catch (...) {
+  }
+  free(text);
+  return value;
+}
+
+// Whether UCP RMA of this context can move device memory; *type gets the
+// memory type registrations are mapped with, *why what is missing otherwise.
+//  - The memory type: only a CUDA or ROCm build of UCX lists it, and only
+//    where the GPU driver and a device are present.
+//  - The protocols: UCP's original RMA path (UCX_PROTO_ENABLE=n, the default
+//    before UCX 1.16) picks the RMA lane of a remote key for a local *host*
+//    buffer and copies short and bcopy puts with the CPU (ucp_rkey_resolve_inner
+//    passes UCS_MEMORY_TYPE_HOST); the newer protocol layer selects protocols
+//    per memory type.  UCX's FAQ calls RMA on GPU memory "partial support"
+//    even there: cuda_ipc / GPUDirect RDMA zero-copy put/get.
+bool DeviceMemorySupport(ucp_context_h ucp, bool proto_v2, ucs_memory_type_t *type, std::string *why) {
+  ucp_context_attr_t cattr{};
+  cattr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+  if (ucp_context_query(ucp, &cattr) != UCS_OK) {
+    *why = "ucp_context_query failed";
+    return false;
+  }
+  if (cattr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) {
+    *type = UCS_MEMORY_TYPE_CUDA;
+  } else if (cattr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_ROCM)) {
+    *type = UCS_MEMORY_TYPE_ROCM;
+  } else {
+    *why = "this UCX has no CUDA or ROCm memory type (a CPU-only build, its cuda/rocm module not loaded, or no "
+           "GPU; `ucx_info -d | grep -i -e cuda -e rocm` shows what it has)";
+    return false;
+  }
+  if (!proto_v2) {
+    unsigned major = 0, minor = 0, release = 0;
+    ucp_get_version(&major, &minor, &release);
+    *why = "UCX " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release) +
+           " has device memory but runs its original RMA protocols (UCX_PROTO_ENABLE=n), which copy RMA "
+           "buffers as host memory; set UCX_PROTO_ENABLE=y (the default from UCX 1.16)";
+    return false;
+  }
+  return true;
+}
+
 // Binds a thread to the "progress_cpus" list of the configuration, if any.
 void PinToCpus(adxl_plugin_context *ctx, pthread_t thread, const adxl_plugin_config_t *cfg) {
   const char *list = nullptr;
@@ -325,7 +405,10 @@ int Open(const adxl_plugin_config_t *cfg, adxl_plugin_context_t **out) noexcept 
   // same-node paths (shared memory, cma) belong to the HCCS lane.  Left in,
   // UCP picks shared memory for peers in another network namespace of the
   // same machine, whose wire-up then never completes.
+  // "^sm" keeps UCX's cuda / rocm transports (cuda_copy, cuda_ipc, gdr_copy...):
+  // device memory moves through UCP on both lanes.
   if (getenv("UCX_TLS") == nullptr) ucp_config_modify(config, "TLS", kRdmaLaneTls);
+  const bool proto_v2 = ConfigValue(config, "UCX_PROTO_ENABLE") == "y";
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
@@ -339,16 +422,25 @@ int Open(const adxl_plugin_config_t *cfg, adxl_plugin_context_t **out) noexcept 
   }
   std::string cma_why;
   try {
-    if (!ctx->cma.Open(&cma_why)) {
+    unsigned copy_threads = 1;
+    for (size_t i = 0; cfg != nullptr && i < cfg->num_params; ++i) {
+      if (strcmp(cfg->params[i].key, "hccs_copy_threads") == 0) copy_threads = std::max(1, atoi(cfg->params[i].value));
+    }
+    if (ctx->cma.Open(copy_threads, &cma_why)) {
+      for (pthread_t t : ctx->cma.copy_threads()) PinToCpus(ctx, t, cfg);
+    } else {
       ctx->Log(ADXL_PLUGIN_LOG_INFO, "HCCS lane unavailable: %s; same-node peers use the RDMA lane", cma_why.c_str());
     }
   } catch (...) {
   }
-  ucp_context_attr_t cattr{};
-  cattr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
-  if (ucp_context_query(ctx->ucp, &cattr) == UCS_OK) {
-    ctx->device_memory = (cattr.memory_types & (UCS_BIT(UCS_MEMORY_TYPE_CUDA) | UCS_BIT(UCS_MEMORY_TYPE_ROCM))) != 0;
+  try {
+    ctx->device_memory = DeviceMemorySupport(ctx->ucp, proto_v2, &ctx->device_mem_type, &ctx->device_why);
+  } catch (...) {
+    ctx->device_memory = false;
   }
+  ctx->Log(ADXL_PLUGIN_LOG_INFO, "device memory: %s",
+           ctx->device_memory ? (ctx->device_mem_type == UCS_MEMORY_TYPE_CUDA ? "CUDA" : "ROCm")
+                              : ("unsupported: " + ctx->device_why).c_str());
   ucp_worker_params_t wparams{};
   wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   wparams.thread_mode = UCS_THREAD_MODE_MULTI;
@@ -478,8 +570,7 @@ int MemReg(adxl_plugin_context_t *ctx, void *addr, size_t len, int mem_type, con
            uint64_t share_offset, adxl_plugin_mem_t **out) noexcept {
   if (ctx == nullptr || addr == nullptr || len == 0 || out == nullptr) return ADXL_PLUGIN_ERR_INVALID;
   if (mem_type == ADXL_PLUGIN_MEM_DEVICE && !ctx->device_memory) {
-    ctx->Log(ADXL_PLUGIN_LOG_ERROR,
-             "device memory needs a UCX built with CUDA or ROCm support; this UCX handles host memory only");
+    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "device memory is not supported: %s", ctx->device_why.c_str());
     return ADXL_PLUGIN_ERR_UNSUPPORTED;
   }
   if (mem_type != ADXL_PLUGIN_MEM_DEVICE && mem_type != ADXL_PLUGIN_MEM_HOST) return ADXL_PLUGIN_ERR_INVALID;
@@ -489,9 +580,18 @@ int MemReg(adxl_plugin_context_t *ctx, void *addr, size_t len, int mem_type, con
   p.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
   p.address = addr;
   p.length = len;
+  if (mem_type == ADXL_PLUGIN_MEM_DEVICE) {
+    // The type, not UCX's detection: memory UCX's allocation hooks did not
+    // see would be taken for host memory.  That it is device memory is the
+    // engine's check (cudaPointerGetAttributes in CUDA builds).
+    p.field_mask |= UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
+    p.memory_type = ctx->device_mem_type;
+    mem->device = true;
+  }
   ucs_status_t st = ucp_mem_map(ctx->ucp, &p, &mem->memh);
   if (st != UCS_OK) {
-    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_mem_map(%p, %zu): %s", addr, len, ucs_status_string(st));
+    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_mem_map(%p, %zu, %s memory): %s", addr, len,
+             mem->device ? "device" : "host", ucs_status_string(st));
     delete mem;
     return FromUcs(st);
   }
@@ -532,8 +632,8 @@ int MemPack(adxl_plugin_context_t *ctx, adxl_plugin_mem_t *mem, void *buf, size_
   int rc = ADXL_PLUGIN_OK;
   try {
     AppendPart(&blob, packed, n);
-    // HCCS part: [u8 cma usable][part: cma key][u64 base][u64 len][u64 offset][part: share path]
-    std::string cma_part(1, mem->cma_ok ? '\1' : '\0');
+    // HCCS part: [u8 flags][part: cma key][u64 base][u64 len][u64 offset][part: share path]
+    std::string cma_part(1, static_cast<char>((mem->cma_ok ? kKeyCmaUsable : 0) | (mem->device ? kKeyDevice : 0)));
     AppendPart(&cma_part, mem->cma_key.data(), mem->cma_key.size());
     const uint64_t words[3] = {reinterpret_cast<uintptr_t>(mem->addr), mem->len, mem->share_offset};
     cma_part.append(reinterpret_cast<const char *>(words), sizeof(words));
@@ -552,6 +652,25 @@ void MemDereg(adxl_plugin_context_t *ctx, adxl_plugin_mem_t *mem) noexcept {
   if (mem->cma_ok) ctx->cma.Deregister(mem->cma_memh);
   ucp_mem_unmap(ctx->ucp, mem->memh);
   delete mem;
+}
+
+// The UCP endpoint of `ep` (ep->ep) to the peer's UCP worker address.
+ucs_status_t CreateUcpEp(adxl_plugin_context *ctx, const std::string &ucp_addr, adxl_plugin_ep_t *ep) {
+  ucp_ep_params_t p{};
+  p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                 UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  p.address = reinterpret_cast<const ucp_address_t *>(ucp_addr.data());
+  p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  p.err_handler.cb = EpError;
+  p.err_handler.arg = ep;
+  ucs_status_t st = ucp_ep_create(ctx->worker, &p, &ep->ep);
+  if (st != UCS_OK) {
+    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_ep_create: %s", ucs_status_string(st));
+    ep->ep = nullptr;
+    return st;
+  }
+  ctx->Wake();  // wire-up messages need progress
+  return UCS_OK;
 }
 
 int EpCreate(adxl_plugin_context_t *ctx, const void *address, size_t len, uint32_t lanes,
@@ -573,6 +692,10 @@ int EpCreate(adxl_plugin_context_t *ctx, const void *address, size_t len, uint32
     ep->cma_ep = ctx->cma.Connect(cma_addr);
     if (ep->cma_ep != nullptr) {
       ep->lane = ADXL_PLUGIN_LANE_HCCS;
+      // Device memory on this lane goes through UCP (cuda_ipc on one node).
+      if (ctx->device_memory && !ucp_addr.empty() && CreateUcpEp(ctx, ucp_addr, ep) != UCS_OK) {
+        ctx->Log(ADXL_PLUGIN_LOG_WARN, "HCCS lane: no UCP endpoint for device memory; only host memory moves");
+      }
       *out = ep;
       return ADXL_PLUGIN_OK;
     }
@@ -583,22 +706,13 @@ int EpCreate(adxl_plugin_context_t *ctx, const void *address, size_t len, uint32
     delete ep;
     return ADXL_PLUGIN_ERR_UNSUPPORTED;
   }
-  ucp_ep_params_t p{};
-  p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                 UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  p.address = reinterpret_cast<const ucp_address_t *>(ucp_addr.data());
-  p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-  p.err_handler.cb = EpError;
-  p.err_handler.arg = ep;
-  ucs_status_t st = ucp_ep_create(ctx->worker, &p, &ep->ep);
+  ucs_status_t st = CreateUcpEp(ctx, ucp_addr, ep);
   if (st != UCS_OK) {
-    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_ep_create: %s", ucs_status_string(st));
     delete ep;
     return FromUcs(st);
   }
   ep->lane = ADXL_PLUGIN_LANE_RDMA;
   ep->am = ctx->rdma_over_am;
-  ctx->Wake();  // wire-up messages need progress
   *out = ep;
   return ADXL_PLUGIN_OK;
 }
@@ -674,7 +788,7 @@ int EpDescribe(adxl_plugin_ep_t *ep, char *buf, size_t len) noexcept {
 // the peer shared the region's pages, maps them here.
 bool UnpackHccs(adxl_plugin_context *ctx, const std::string &part, adxl_plugin_rkey_t *rkey, std::string *why) {
   if (part.empty()) return false;
-  const bool cma_usable = part[0] == '\1';
+  const bool cma_usable = (part[0] & kKeyCmaUsable) != 0;
   const std::string rest = part.substr(1);
   std::string cma_key, tail;
   // [part: cma key][24 bytes of words][part: path]: split the first part off.
@@ -733,7 +847,20 @@ int RkeyUnpack(adxl_plugin_ep_t *ep, const void *packed, size_t len, adxl_plugin
   auto *rkey = new (std::nothrow) adxl_plugin_rkey();
   if (rkey == nullptr) return ADXL_PLUGIN_ERR_NO_RESOURCE;
   rkey->ctx = ep->ctx;
-  if (ep->lane == ADXL_PLUGIN_LANE_HCCS) {
+  rkey->device = (cma_part[0] & kKeyDevice) != 0;
+  if (rkey->device && (!ep->ctx->device_memory || ep->ep == nullptr)) {
+    // The peer's device memory stays out of reach from here, but its host
+    // regions do not: keep the link, and fail transfers to this one (Post).
+    ep->ctx->Log(ADXL_PLUGIN_LOG_INFO, "a peer region is device memory, which this side cannot reach (%s)",
+                 ep->ctx->device_memory ? "no UCP endpoint to the peer" : ep->ctx->device_why.c_str());
+  } else if (rkey->device) {
+    ucs_status_t st = ucp_ep_rkey_unpack(ep->ep, ucp_key.data(), &rkey->rkey);
+    if (st != UCS_OK) {
+      ep->ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_ep_rkey_unpack (device region): %s", ucs_status_string(st));
+      delete rkey;
+      return FromUcs(st);
+    }
+  } else if (ep->lane == ADXL_PLUGIN_LANE_HCCS) {
     std::string why;
     bool ok = false;
     try {
@@ -746,6 +873,9 @@ int RkeyUnpack(adxl_plugin_ep_t *ep, const void *packed, size_t len, adxl_plugin
       delete rkey;
       return ADXL_PLUGIN_ERR_INVALID;
     }
+    // With device memory the endpoint has UCP too, and a batch that moves
+    // device memory moves its host regions through UCP as well (Post).
+    if (ep->ep != nullptr && ucp_ep_rkey_unpack(ep->ep, ucp_key.data(), &rkey->rkey) != UCS_OK) rkey->rkey = nullptr;
   } else {
     ucs_status_t st = ucp_ep_rkey_unpack(ep->ep, ucp_key.data(), &rkey->rkey);
     if (st != UCS_OK) {
@@ -843,11 +973,30 @@ int Post(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t coun
   if (op != ADXL_PLUGIN_GET && op != ADXL_PLUGIN_PUT) return ADXL_PLUGIN_ERR_INVALID;
   int failed = ep->failed.load(std::memory_order_acquire);
   if (failed != ADXL_PLUGIN_OK) return failed;
+  // A batch that touches device memory anywhere moves as plain UCP RMA
+  // (see the header comment), all of it: host operations in it too.
+  bool device = false;
+  for (size_t i = 0; i < count && !device; ++i) {
+    device = (iov[i].local != nullptr && iov[i].local->device) || (iov[i].remote != nullptr && iov[i].remote->device);
+  }
   auto *batch = new (std::nothrow) adxl_plugin_batch();
   if (batch == nullptr) return ADXL_PLUGIN_ERR_NO_RESOURCE;
   *out = batch;
-  if (ep->lane == ADXL_PLUGIN_LANE_HCCS) return PostCma(ep, op, iov, count, batch);
-  if (ep->am && count > 0) return PostAm(ep, op, iov, count, batch);  // count 0: UCP flush (wire-up)
+  if (device) {
+    for (size_t i = 0; i < count; ++i) {
+      if (ep->ep == nullptr || iov[i].remote == nullptr || iov[i].remote->rkey == nullptr) {
+        ep->ctx->Log(ADXL_PLUGIN_LOG_ERROR, "device memory cannot move over this endpoint: %s",
+                     !ep->ctx->device_memory ? ep->ctx->device_why.c_str()
+                                             : "no UCP endpoint or remote key for the region");
+        batch->status.store(ADXL_PLUGIN_ERR_UNSUPPORTED, std::memory_order_release);
+        return ADXL_PLUGIN_OK;
+      }
+    }
+  } else if (ep->lane == ADXL_PLUGIN_LANE_HCCS) {
+    return PostCma(ep, op, iov, count, batch);
+  } else if (ep->am && count > 0) {
+    return PostAm(ep, op, iov, count, batch);  // count 0: UCP flush (wire-up)
+  }
   ucp_request_param_t p{};
   for (size_t i = 0; i < count; ++i) {
     const adxl_plugin_iov_t &v = iov[i];
@@ -855,6 +1004,10 @@ int Post(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t coun
     if (v.local != nullptr) {
       p.op_attr_mask = UCP_OP_ATTR_FIELD_MEMH;
       p.memh = v.local->memh;
+      if (device) {  // the type, not UCX's detection (see MemReg)
+        p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+        p.memory_type = v.local->device ? ep->ctx->device_mem_type : UCS_MEMORY_TYPE_HOST;
+      }
     }
     void *local = reinterpret_cast<void *>(static_cast<uintptr_t>(v.local_addr));
     ucs_status_ptr_t r = op == ADXL_PLUGIN_PUT

@@ -18,7 +18,7 @@ using Map = std::map<std::string, std::string>;
 // Every environment variable ParseOptions reads.  The fixture clears them
 // before each test and restores the original values afterwards.
 const char *const kEnvVars[] = {"HCCL_RDMA_TC",           "HCCL_RDMA_SL",         "ADXL_MAX_REGISTRATIONS",
-                                "ADXL_MAX_DEVICE_MEMORY", "ADXL_MAX_HOST_MEMORY", "ADXL_HEARTBEAT_MS",
+                                "ADXL_MAX_DEVICE_MEMORY", "ADXL_MAX_HOST_MEMORY", "ADXL_HEARTBEAT_MS", "ADXL_HCCS_COPY_THREADS",
                                 "ADXL_PLUGIN_PATH",       "ADXL_PLUGIN",          "ADXL_AUTH_TOKEN"};
 
 class OptionsTest : public ::testing::Test {
@@ -493,6 +493,18 @@ TEST_F(OptionsTest, ProjectOptionWinsOverEnvironment) {
   EXPECT_EQ(o.max_registrations, 5u);
   EXPECT_EQ(o.max_host_bytes, 4096u);
   EXPECT_EQ(o.plugin, "ucx");
+}
+
+TEST_F(OptionsTest, HccsCopyThreads) {
+  EXPECT_EQ(Accept({}).hccs_copy_threads, 0u);  // automatic
+  EXPECT_EQ(Accept({{"adxl.HccsCopyThreads", "3"}}).hccs_copy_threads, 3u);
+  EXPECT_EQ(Accept({{"adxl.HccsCopyThreads", "64"}}).hccs_copy_threads, 64u);
+  Reject({{"adxl.HccsCopyThreads", "65"}});
+  Reject({{"adxl.HccsCopyThreads", "-1"}});
+  Reject({{"adxl.HccsCopyThreads", "two"}});
+  setenv("ADXL_HCCS_COPY_THREADS", "2", 1);
+  EXPECT_EQ(Accept({}).hccs_copy_threads, 2u);
+  EXPECT_EQ(Accept({{"adxl.HccsCopyThreads", "1"}}).hccs_copy_threads, 1u);  // the option wins
 }
 
 TEST_F(OptionsTest, LargeMemoryLimitsAccepted) {

@@ -6,8 +6,10 @@
 #include <cerrno>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "adxl/adxl_engine.h"
+#include "device_copy.h"
 #include "directions.h"
 
 namespace bench {
@@ -43,7 +45,7 @@ PageBuffer::~PageBuffer() { Release(); }
 
 void PageBuffer::Release() {
   if (data_ == nullptr) return;
-  if (memory_ == Memory::kAdxl) {
+  if (memory_ == Memory::kAdxl || device_) {
     adxl::AdxlEngine::FreeMem(data_);
   } else {
     munmap(data_, len_);
@@ -53,7 +55,7 @@ void PageBuffer::Release() {
 }
 
 PageBuffer::PageBuffer(PageBuffer &&o) noexcept
-    : data_(std::exchange(o.data_, nullptr)), len_(std::exchange(o.len_, 0)), memory_(o.memory_) {}
+    : data_(std::exchange(o.data_, nullptr)), len_(std::exchange(o.len_, 0)), memory_(o.memory_), device_(o.device_) {}
 
 PageBuffer &PageBuffer::operator=(PageBuffer &&o) noexcept {
   if (this != &o) {
@@ -61,8 +63,31 @@ PageBuffer &PageBuffer::operator=(PageBuffer &&o) noexcept {
     data_ = std::exchange(o.data_, nullptr);
     len_ = std::exchange(o.len_, 0);
     memory_ = o.memory_;
+    device_ = o.device_;
   }
   return *this;
+}
+
+bool PageBuffer::AllocateDevice(size_t len, PageBuffer *out, std::string *why) {
+  if (len == 0) {
+    *why = "buffer of 0 bytes";
+    return false;
+  }
+  if (!DeviceCopySupported(why)) return false;
+  void *p = nullptr;
+  adxl::Status st = adxl::AdxlEngine::MallocMem(adxl::MEM_DEVICE, len, &p);
+  if (st != adxl::SUCCESS || p == nullptr) {
+    *why = "AdxlEngine::MallocMem(MEM_DEVICE, " + std::to_string(len) + ") returned status " + std::to_string(st) +
+           " (see the engine's log above)";
+    return false;
+  }
+  PageBuffer b;
+  b.data_ = static_cast<uint8_t *>(p);
+  b.len_ = len;
+  b.device_ = true;
+  if (!DeviceSet(p, 0, len, why)) return false;  // b frees the block
+  *out = std::move(b);
+  return true;
 }
 
 bool PageBuffer::Allocate(size_t len, Memory memory, PageBuffer *out, std::string *why) {
@@ -101,7 +126,8 @@ std::map<adxl::AscendString, adxl::AscendString> EngineOptions(Memory memory) {
 
 std::string MemoryLabel(adxl::MemType type, Memory memory) {
   std::string label = MemoryName(type);
-  // Only host memory comes from MallocMem here; device directions are refused.
+  // --memory says where host buffers come from; device buffers always come
+  // from MallocMem(MEM_DEVICE).
   if (type == adxl::MEM_HOST && memory == Memory::kAdxl) label += "-adxl";
   return label;
 }
@@ -131,6 +157,33 @@ uint64_t HashBytes(const void *p, size_t len) {
   }
   for (size_t i = words * 8; i < len; ++i) h = (h ^ bytes[i]) * 0x100000001b3ull;
   return Mix(h);
+}
+
+bool FillBuffer(const PageBuffer &b, size_t len, uint64_t seed, std::string *why) {
+  if (!b.device()) {
+    FillPattern(b.data(), len, seed);
+    return true;
+  }
+  std::vector<uint8_t> host(len);
+  FillPattern(host.data(), len, seed);
+  return DeviceCopy(b.data(), host.data(), len, why);
+}
+
+bool PoisonBuffer(const PageBuffer &b, size_t len, std::string *why) {
+  if (b.device()) return DeviceSet(b.data(), 0xA5, len, why);
+  Poison(b.data(), len);
+  return true;
+}
+
+bool HashBuffer(const PageBuffer &b, size_t len, uint64_t *hash, std::string *why) {
+  if (!b.device()) {
+    *hash = HashBytes(b.data(), len);
+    return true;
+  }
+  std::vector<uint8_t> host(len);
+  if (!DeviceCopy(host.data(), b.data(), len, why)) return false;
+  *hash = HashBytes(host.data(), len);
+  return true;
 }
 
 }  // namespace bench

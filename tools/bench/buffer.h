@@ -1,6 +1,8 @@
 // Benchmark memory: page-aligned, touched before any timing (so page faults
-// are not measured), from mmap or from AdxlEngine::MallocMem (--memory), plus the deterministic pattern and hash both processes
-// use to check a transfer without shipping the data.
+// are not measured), from mmap or from AdxlEngine::MallocMem (--memory), or
+// device memory from AdxlEngine::MallocMem(MEM_DEVICE) for the device
+// directions; plus the deterministic pattern and hash both processes use to
+// check a transfer without shipping the data.
 #ifndef ADXL_TOOLS_BENCH_BUFFER_H_
 #define ADXL_TOOLS_BENCH_BUFFER_H_
 
@@ -29,11 +31,14 @@ class PageBuffer {
   static bool Allocate(size_t len, PageBuffer *out, std::string *why) {
     return Allocate(len, Memory::kHost, out, why);
   }
+  // `len` bytes of AdxlEngine::MallocMem(MEM_DEVICE), zeroed (device_copy.h).
+  static bool AllocateDevice(size_t len, PageBuffer *out, std::string *why);
 
   uint8_t *data() const { return data_; }
   uintptr_t addr() const { return reinterpret_cast<uintptr_t>(data_); }
   size_t size() const { return len_; }
   Memory memory() const { return memory_; }
+  bool device() const { return device_; }
 
  private:
   void Release();
@@ -41,14 +46,22 @@ class PageBuffer {
   uint8_t *data_ = nullptr;
   size_t len_ = 0;
   Memory memory_ = Memory::kHost;
+  bool device_ = false;  // device memory: only device_copy.h touches its bytes
 };
+
+// FillPattern / Poison / HashBytes of the first `len` bytes of a buffer,
+// host or device (through a host copy).  False with *why when a device copy
+// fails.
+bool FillBuffer(const PageBuffer &b, size_t len, uint64_t seed, std::string *why);
+bool PoisonBuffer(const PageBuffer &b, size_t len, std::string *why);
+bool HashBuffer(const PageBuffer &b, size_t len, uint64_t *hash, std::string *why);
 
 // The engine options that go with buffers of `memory`: kAdxl needs
 // EnableUseFabricMem=1, without which MallocMem memory is registered like any
 // other and a same-node peer still reaches it by cross-memory attach.
 std::map<adxl::AscendString, adxl::AscendString> EngineOptions(Memory memory);
 
-// A row's memory column: "host" (mmap) or "host-adxl" (MallocMem).
+// A row's memory column: "host" (mmap), "host-adxl" (MallocMem) or "device".
 std::string MemoryLabel(adxl::MemType type, Memory memory);
 
 // Writes pattern `seed` over [p, p+len): word i of the pattern is a mix of

@@ -4,32 +4,38 @@
 #include <cstdio>
 #include <cstring>
 
+#include "device_copy.h"
 #include "report.h"
 #include "session.h"
 
 namespace bench {
 namespace {
 
-// Device directions need device memory; this engine build has none (its
-// MallocMem(MEM_DEVICE) answers UNSUPPORTED), so say so before starting.
+// Device directions need device memory that this adxl-bench can fill and
+// check (built with the CUDA toolkit) and that the engine can allocate
+// (AdxlEngine::MallocMem(MEM_DEVICE): a CUDA build of libadxl and a GPU).
+// Whether UCX can move it is the engine's RegisterMem answer at set-up.
 bool DeviceDirectionsPossible(const Options &o, std::string *why) {
   std::vector<std::string> wanted;
   for (const std::string &name : o.directions) {
     if (UsesDevice(*FindDirection(name.c_str()))) wanted.push_back(name);
   }
   if (wanted.empty()) return true;
+  std::string cause;
+  if (!DeviceCopySupported(&cause)) {
+    *why = "directions " + Join(wanted, ",") + " need device memory: " + cause + ".  Use H2rH and rH2H";
+    return false;
+  }
   void *p = nullptr;
   adxl::Status st = adxl::AdxlEngine::MallocMem(adxl::MEM_DEVICE, 4096, &p);
   if (st == adxl::SUCCESS) {
     adxl::AdxlEngine::FreeMem(p);
-    *why = "directions " + Join(wanted, ",") +
-           ": device memory exists, but adxl-bench cannot fill or check device memory yet; "
-           "measure H2rH and rH2H";
-  } else {
-    *why = "directions " + Join(wanted, ",") + " need device memory, and there is none here (" +
-           "AdxlEngine::MallocMem(MEM_DEVICE) returned " + StatusName(st) +
-           "; UCX without CUDA/ROCm support, no device runtime).  Use H2rH and rH2H";
+    return true;
   }
+  *why = "directions " + Join(wanted, ",") + " need device memory, and there is none here (" +
+         "AdxlEngine::MallocMem(MEM_DEVICE) returned " + StatusName(st) +
+         ": no GPU, or libadxl built without the CUDA toolkit; the engine's log line above says which).  "
+         "Use H2rH and rH2H";
   return false;
 }
 

@@ -1,6 +1,8 @@
 // The "memcpy" baseline: the same blocks copied by one thread between two
 // local buffers.  It is the local physical limit a transfer between two
-// processes on this host can approach.
+// processes on this host can approach.  Directions with device memory on
+// either side copy with cudaMemcpy instead (`device`; device_copy.h), one
+// synchronous call per block.
 #ifndef ADXL_TOOLS_BENCH_MEMCPY_BASELINE_H_
 #define ADXL_TOOLS_BENCH_MEMCPY_BASELINE_H_
 
@@ -12,10 +14,10 @@
 namespace bench {
 
 // Copies block i of src to block i of dst for i < count: one timed step.
-StepResult MemcpyStep(uint8_t *dst, const uint8_t *src, size_t block, size_t count);
+StepResult MemcpyStep(uint8_t *dst, const uint8_t *src, size_t block, size_t count, bool device = false);
 
 // `iters` copies of one block, each timed.
-StepResult MemcpyLatency(uint8_t *dst, const uint8_t *src, size_t block, int iters);
+StepResult MemcpyLatency(uint8_t *dst, const uint8_t *src, size_t block, int iters, bool device = false);
 
 }  // namespace bench
 

@@ -38,8 +38,30 @@ Session::~Session() {
   ucp_.reset();
   if (engine_) {
     if (handle_ != nullptr) engine_->DeregisterMem(handle_);
+    if (device_handle_ != nullptr) engine_->DeregisterMem(device_handle_);
     engine_->Finalize();
   }
+}
+
+bool Session::DeviceHere() const {
+  for (const std::string &name : o_.directions) {
+    if (FindDirection(name.c_str())->initiator_memory == adxl::MEM_DEVICE) return true;
+  }
+  return false;
+}
+
+bool Session::DeviceThere() const {
+  for (const std::string &name : o_.directions) {
+    if (FindDirection(name.c_str())->target_memory == adxl::MEM_DEVICE) return true;
+  }
+  return false;
+}
+
+Message Session::TargetCommand(const char *verb, size_t len, bool device) {
+  Message m(verb);
+  m.Set("len", len);
+  if (device) m.Set("mem", "device");
+  return m;
 }
 
 Message Session::Call(const Message &request) {
@@ -60,6 +82,8 @@ void Session::SetUp(const std::function<bool()> &keep_trying) {
   Check(PageBuffer::Allocate(o_.transfer_size, o_.memory, &buffer_, &why), why);
   // The memcpy baseline's own side stays plain mmap whatever --memory says.
   if (o_.memcpy_baseline) Check(PageBuffer::Allocate(o_.transfer_size, &scratch_, &why), why);
+  if (DeviceHere()) Check(PageBuffer::AllocateDevice(o_.transfer_size, &device_, &why), why);
+  if (DeviceThere() && o_.memcpy_baseline) Check(PageBuffer::AllocateDevice(o_.transfer_size, &device_scratch_, &why), why);
   StartEngine();
   if (o_.ucp_baseline) StartUcp();
 }
@@ -70,6 +94,7 @@ void Session::Hello() {
   hello.Set("tls", tls_.value.empty() ? "-" : tls_.value);
   hello.Set("progress", o_.target_progress == TargetProgress::kPoll ? "poll" : "event");
   hello.Set("memory", MemoryOptionName(o_.memory));
+  hello.Set("device", DeviceThere() ? 1 : 0);
   Message ready = Call(hello);
   // The target echoes its memory: one that predates --memory says nothing,
   // and its host buffer must not pass for MallocMem memory.
@@ -82,6 +107,7 @@ void Session::Hello() {
   Check(!target_engine_.empty() && ready.GetU64("addr", &remote_addr_) && ready.GetU64("size", &size),
         "target's READY lacks engine, addr or size");
   Check(size >= o_.transfer_size, "target buffer is smaller than --transfer-size");
+  Check(!DeviceThere() || ready.GetU64("daddr", &remote_device_addr_), "target's READY lacks its device buffer (daddr)");
   const std::string target_tls = ready.Get("tls");
   target_tls_ = (target_tls == "-" ? "UCX default" : "UCX_TLS=" + target_tls) + " (" + ready.Get("tls_source") + ")";
   if (target_tls != (tls_.value.empty() ? "-" : tls_.value)) {
@@ -103,6 +129,13 @@ void Session::StartEngine() {
   Check(st == adxl::SUCCESS, "engine Initialize('" + local_engine_ + "') returned " + StatusName(st));
   st = engine_->RegisterMem({buffer_.addr(), buffer_.size()}, adxl::MEM_HOST, handle_);
   Check(st == adxl::SUCCESS, std::string("engine RegisterMem returned ") + StatusName(st));
+  if (device_.data() != nullptr) {
+    st = engine_->RegisterMem({device_.addr(), device_.size()}, adxl::MEM_DEVICE, device_handle_);
+    Check(st == adxl::SUCCESS,
+          std::string("engine RegisterMem(MEM_DEVICE) returned ") + StatusName(st) +
+              (st == adxl::UNSUPPORTED ? ": UCX here cannot move device memory (the engine's log says what is missing)"
+                                       : ""));
+  }
   st = engine_->Connect(target_engine_.c_str(), o_.timeout_ms);
   Check(st == adxl::SUCCESS, "engine Connect('" + target_engine_ + "') returned " + StatusName(st));
   connected_ = true;
@@ -130,9 +163,14 @@ void Session::Finish() {
 }
 
 std::string Session::MemoryDescription() const {
-  if (o_.memory == Memory::kHost) return "host (mmap, both sides)";
-  // The baselines do not go through the engine: no mapping for them (--help).
-  return "adxl (AdxlEngine::MallocMem + EnableUseFabricMem=1, both engines; baselines unchanged)";
+  std::string text = o_.memory == Memory::kHost
+                         ? "host (mmap, both sides)"
+                         // The baselines do not go through the engine: no mapping for them (--help).
+                         : "adxl (AdxlEngine::MallocMem + EnableUseFabricMem=1, both engines; baselines unchanged)";
+  if (DeviceHere() || DeviceThere()) {
+    text += "; device: AdxlEngine::MallocMem(MEM_DEVICE), memcpy baseline by cudaMemcpy, no ucp baseline";
+  }
+  return text;
 }
 
 RunInfo Session::Info() const {
@@ -180,34 +218,54 @@ RunInfo Session::Info() const {
 
 void Session::PrepareSources(const Direction &d) {
   if (!o_.verify) return;
+  std::string why;
   if (d.op == adxl::WRITE) {
-    FillPattern(buffer_.data(), buffer_.size(), kWriteSeed);
+    Check(FillBuffer(Local(d), Local(d).size(), kWriteSeed, &why), why);
   } else {
-    Call(Message("FILL").Set("seed", kReadSeed).Set("len", o_.transfer_size));
+    const bool device = d.target_memory == adxl::MEM_DEVICE;
+    Call(TargetCommand("FILL", o_.transfer_size, device).Set("seed", kReadSeed));
     // The memcpy baseline's READ source holds the same pattern.
-    if (scratch_.data() != nullptr) FillPattern(scratch_.data(), scratch_.size(), kReadSeed);
+    const PageBuffer &scratch = Scratch(d);
+    if (scratch.data() != nullptr) Check(FillBuffer(scratch, scratch.size(), kReadSeed, &why), why);
   }
 }
 
 uint64_t Session::SourceHash(const Direction &d, size_t len) {
-  if (d.op == adxl::WRITE) return HashBytes(buffer_.data(), len);
   uint64_t h = 0;
-  Check(Call(Message("HASH").Set("len", len)).GetU64("hash", &h), "target's HASH answer lacks a hash");
+  std::string why;
+  if (d.op == adxl::WRITE) {
+    Check(HashBuffer(Local(d), len, &h, &why), why);
+    return h;
+  }
+  Check(Call(TargetCommand("HASH", len, d.target_memory == adxl::MEM_DEVICE)).GetU64("hash", &h),
+        "target's HASH answer lacks a hash");
+  return h;
+}
+
+uint64_t Session::SourceHashOf(const PageBuffer &src, size_t len) {
+  uint64_t h = 0;
+  std::string why;
+  Check(HashBuffer(src, len, &h, &why), why);
   return h;
 }
 
 void Session::PoisonDestination(const Destination &dest, size_t len) {
   if (dest.remote) {
-    Call(Message("CLEAR").Set("len", len));
+    Call(TargetCommand("CLEAR", len, dest.device));
   } else {
-    Poison(dest.local, len);
+    std::string why;
+    Check(PoisonBuffer(*dest.local, len, &why), why);
   }
 }
 
 uint64_t Session::DestinationHash(const Destination &dest, size_t len) {
-  if (!dest.remote) return HashBytes(dest.local, len);
   uint64_t h = 0;
-  Check(Call(Message("HASH").Set("len", len)).GetU64("hash", &h), "target's HASH answer lacks a hash");
+  std::string why;
+  if (!dest.remote) {
+    Check(HashBuffer(*dest.local, len, &h, &why), why);
+    return h;
+  }
+  Check(Call(TargetCommand("HASH", len, dest.device)).GetU64("hash", &h), "target's HASH answer lacks a hash");
   return h;
 }
 
@@ -276,10 +334,10 @@ Row Session::MeasureMemcpy(const Direction &d, const BlockBatch &b) {
   Row row = NewRow("memcpy", "seq", d, b.block, b.count, 1);
   const size_t span = b.block * b.count;
   const Destination dest = MemcpyDestination(d);
-  const uint8_t *src = MemcpySource(d);
+  const PageBuffer &src = MemcpySource(d);
   RowAccumulator acc;
-  RunSteps(dest, o_.verify ? HashBytes(src, span) : 0, span, span, b.count,
-           [&] { return MemcpyStep(dest.local, src, b.block, b.count); }, &acc);
+  RunSteps(dest, o_.verify ? SourceHashOf(src, span) : 0, span, span, b.count,
+           [&] { return MemcpyStep(dest.local->data(), src.data(), b.block, b.count, UsesDevice(d)); }, &acc);
   acc.FillRow(&row);
   return row;
 }
@@ -301,14 +359,14 @@ void Session::EndGroup(std::vector<Row> *group, std::vector<Row> *rows) {
 
 void Session::RunBandwidth(const Direction &d, Progress &progress, std::vector<Row> *rows) {
   for (size_t block : o_.block_sizes) {
-    const BlockBatch b{d.op, buffer_.addr(), remote_addr_, block, o_.transfer_size / block};
+    const BlockBatch b{d.op, Local(d).addr(), RemoteAddr(d), block, o_.transfer_size / block};
     const std::string label = std::string(d.name) + " " + FormatSize(block) + " ";
     std::vector<Row> group;
     for (Mode m : o_.modes) {
       progress.Row(label + "engine_" + ModeName(m));
       group.push_back(MeasureEngine(d, b, m));
     }
-    if (ucp_) {
+    if (ucp_ && !UsesDevice(d)) {  // the ucp baseline has host buffers only
       progress.Row(label + "ucp");
       group.push_back(MeasureUcp(d, b));
     }
@@ -324,7 +382,7 @@ void Session::RunBandwidth(const Direction &d, Progress &progress, std::vector<R
 // untimed calls first.  Verified once at the end (every call moves the same
 // block).
 void Session::RunLatency(const Direction &d, Progress &progress, std::vector<Row> *rows) {
-  const BlockBatch one{d.op, buffer_.addr(), remote_addr_, kLatencyBlock, 1};
+  const BlockBatch one{d.op, Local(d).addr(), RemoteAddr(d), kLatencyBlock, 1};
   const int warmup = std::max(10, o_.latency_iters / 10);
   const std::string label = std::string(d.name) + " latency ";
   auto measure = [&](const std::string &name, const Destination &dest, uint64_t expected,
@@ -344,7 +402,7 @@ void Session::RunLatency(const Direction &d, Progress &progress, std::vector<Row
   progress.Row(label + "engine");
   group.push_back(measure("engine_sync", RemoteSideDestination(d), expected,
                           [&](int n) { return runner_->RunLatency(one, n, o_.timeout_ms); }));
-  if (ucp_) {
+  if (ucp_ && !UsesDevice(d)) {
     progress.Row(label + "ucp");
     group.push_back(measure("ucp", RemoteSideDestination(d), expected,
                             [&](int n) { return ucp_->RunLatency(one, n, o_.timeout_ms); }));
@@ -352,21 +410,23 @@ void Session::RunLatency(const Direction &d, Progress &progress, std::vector<Row
   if (o_.memcpy_baseline) {
     progress.Row(label + "memcpy");
     const Destination dest = MemcpyDestination(d);
-    const uint8_t *src = MemcpySource(d);
-    group.push_back(measure("memcpy", dest, o_.verify ? HashBytes(src, kLatencyBlock) : 0,
-                            [&](int n) { return MemcpyLatency(dest.local, src, kLatencyBlock, n); }));
+    const PageBuffer &src = MemcpySource(d);
+    group.push_back(measure("memcpy", dest, o_.verify ? SourceHashOf(src, kLatencyBlock) : 0, [&](int n) {
+      return MemcpyLatency(dest.local->data(), src.data(), kLatencyBlock, n, UsesDevice(d));
+    }));
   }
   EndGroup(&group, rows);
 }
 
 void Session::RunAll(std::vector<Row> *rows) {
-  const int per_group = 1 + (ucp_ ? 1 : 0) + (o_.memcpy_baseline ? 1 : 0);
-  const int dirs = static_cast<int>(o_.directions.size());
   int total = 0;
-  if (o_.run_bandwidth) {
-    total += dirs * static_cast<int>(o_.block_sizes.size()) * (per_group - 1 + static_cast<int>(o_.modes.size()));
+  for (const std::string &name : o_.directions) {
+    const int baselines = (ucp_ && !UsesDevice(*FindDirection(name.c_str())) ? 1 : 0) + (o_.memcpy_baseline ? 1 : 0);
+    if (o_.run_bandwidth) {
+      total += static_cast<int>(o_.block_sizes.size()) * (baselines + static_cast<int>(o_.modes.size()));
+    }
+    if (o_.run_latency) total += 1 + baselines;
   }
-  if (o_.run_latency) total += dirs * per_group;
   Progress progress(total);
   for (const std::string &name : o_.directions) {
     const Direction &d = *FindDirection(name.c_str());

@@ -43,8 +43,9 @@ inline std::string Join(const std::vector<std::string> &items, const char *sep) 
 
 // Where a step's bytes land, for the verify pass.
 struct Destination {
-  bool remote = false;       // the target's buffer
-  uint8_t *local = nullptr;  // else this local buffer
+  bool remote = false;                // the target's buffer ...
+  bool device = false;                // ... its device buffer
+  const PageBuffer *local = nullptr;  // else this local buffer
 };
 
 class Session {
@@ -85,17 +86,33 @@ class Session {
   // before each step and hashed after it.
   void PrepareSources(const Direction &d);
   uint64_t SourceHash(const Direction &d, size_t len);
+  uint64_t SourceHashOf(const PageBuffer &src, size_t len);
   void PoisonDestination(const Destination &dest, size_t len);
   uint64_t DestinationHash(const Destination &dest, size_t len);
-  Destination RemoteSideDestination(const Direction &d) {
-    return d.op == adxl::WRITE ? Destination{true, nullptr} : Destination{false, buffer_.data()};
+  // The initiator's engine buffer of a direction, the memcpy baseline's
+  // stand-in for the target's, and the target's address.
+  const PageBuffer &Local(const Direction &d) const {
+    return d.initiator_memory == adxl::MEM_DEVICE ? device_ : buffer_;
   }
-  Destination MemcpyDestination(const Direction &d) {
-    return Destination{false, d.op == adxl::WRITE ? scratch_.data() : buffer_.data()};
+  const PageBuffer &Scratch(const Direction &d) const {
+    return d.target_memory == adxl::MEM_DEVICE ? device_scratch_ : scratch_;
   }
-  const uint8_t *MemcpySource(const Direction &d) const {
-    return d.op == adxl::WRITE ? buffer_.data() : scratch_.data();
+  uint64_t RemoteAddr(const Direction &d) const {
+    return d.target_memory == adxl::MEM_DEVICE ? remote_device_addr_ : remote_addr_;
   }
+  Destination RemoteSideDestination(const Direction &d) const {
+    return d.op == adxl::WRITE ? Destination{true, d.target_memory == adxl::MEM_DEVICE, nullptr}
+                               : Destination{false, false, &Local(d)};
+  }
+  Destination MemcpyDestination(const Direction &d) const {
+    return Destination{false, false, d.op == adxl::WRITE ? &Scratch(d) : &Local(d)};
+  }
+  const PageBuffer &MemcpySource(const Direction &d) const { return d.op == adxl::WRITE ? Local(d) : Scratch(d); }
+  // Whether a direction of the run has device memory on this side / the target.
+  bool DeviceHere() const;
+  bool DeviceThere() const;
+  // A verify-pass command for the target's buffer (host or device).
+  static Message TargetCommand(const char *verb, size_t len, bool device);
 
   Message Call(const Message &request);
 
@@ -106,6 +123,7 @@ class Session {
   std::string local_engine_;
   std::string target_engine_;
   uint64_t remote_addr_ = 0;
+  uint64_t remote_device_addr_ = 0;  // the target's device buffer (device directions)
   std::string ucp_worker_address_;
   std::string ucp_rkey_;
   std::string transport_;     // ucp endpoint lanes
@@ -113,9 +131,12 @@ class Session {
   std::string rma_note_ = "n/a (ucp baseline off)";
   // Declared before the engine and UCP so that they are destroyed after.
   PageBuffer buffer_;
-  PageBuffer scratch_;  // the memcpy baseline's other side
+  PageBuffer scratch_;         // the memcpy baseline's other side
+  PageBuffer device_;          // device directions: device memory here
+  PageBuffer device_scratch_;  // ... and the memcpy baseline's device side
   std::unique_ptr<adxl::AdxlEngine> engine_;
   adxl::MemHandle handle_ = nullptr;
+  adxl::MemHandle device_handle_ = nullptr;
   bool connected_ = false;
   std::unique_ptr<EngineRunner> runner_;
   std::unique_ptr<UcpInitiator> ucp_;

@@ -16,7 +16,7 @@
 
 namespace bench {
 
-constexpr int kSideChannelVersion = 1;
+constexpr int kSideChannelVersion = 2;  // 2: device directions (device=, daddr=, mem=)
 
 // Owns a file descriptor.
 class Fd {

@@ -24,13 +24,16 @@ int Fail(const std::string &why) {
 // and the engine let go of the buffer before it is unmapped or freed.
 struct TargetState {
   PageBuffer buffer;
+  PageBuffer device;  // device directions with device memory on this side
   adxl::AdxlEngine engine;
   adxl::MemHandle handle = nullptr;
+  adxl::MemHandle device_handle = nullptr;
   std::unique_ptr<UcpTarget> ucp;
   TlsChoice tls;
   ~TargetState() {
     ucp.reset();
     if (handle != nullptr) engine.DeregisterMem(handle);
+    if (device_handle != nullptr) engine.DeregisterMem(device_handle);
     engine.Finalize();
   }
 };
@@ -73,7 +76,19 @@ bool SetUp(const Options &o, const Message &hello, TargetState *s, Message *read
     *why = std::string("engine RegisterMem returned ") + StatusName(st);
     return false;
   }
+  uint64_t want_device = 0;
+  if (hello.GetU64("device", &want_device) && want_device != 0) {
+    if (!PageBuffer::AllocateDevice(size, &s->device, why)) return false;
+    st = s->engine.RegisterMem({s->device.addr(), s->device.size()}, adxl::MEM_DEVICE, s->device_handle);
+    if (st != adxl::SUCCESS) {
+      *why = std::string("engine RegisterMem(MEM_DEVICE) returned ") + StatusName(st) +
+             (st == adxl::UNSUPPORTED ? ": UCX here cannot move device memory (the engine's log says what is missing)"
+                                      : "");
+      return false;
+    }
+  }
   *ready = Message("OK");
+  if (s->device.data() != nullptr) ready->Set("daddr", s->device.addr());
   if (want_ucp != 0) {
     TargetProgress progress = hello.Get("progress") == "poll" ? TargetProgress::kPoll : TargetProgress::kEvent;
     s->ucp = UcpTarget::Create(s->buffer.data(), s->buffer.size(), progress, why);
@@ -88,24 +103,32 @@ bool SetUp(const Options &o, const Message &hello, TargetState *s, Message *read
 
 // One step command of the verify pass; false only when the answer cannot be sent.
 bool Serve(SideChannel &ch, const Message &m, TargetState &s, bool *bye, std::string *why) {
-  uint64_t len = 0, seed = 0;
+  uint64_t len = 0, seed = 0, hash = 0;
   Message reply("OK");
-  bool len_ok = m.GetU64("len", &len) && len <= s.buffer.size();
+  // "mem=device": the device buffer of the device directions.
+  const PageBuffer &b = m.Get("mem") == "device" ? s.device : s.buffer;
+  bool len_ok = m.GetU64("len", &len) && len <= b.size();
+  std::string failed;
   if (m.verb == "BYE") {
     *bye = true;
   } else if (!len_ok) {
     reply = Message("ERR");
     reply.text = m.verb + ": missing len or len over the buffer size";
   } else if (m.verb == "FILL" && m.GetU64("seed", &seed)) {
-    FillPattern(s.buffer.data(), len, seed);
+    if (!FillBuffer(b, len, seed, &failed)) reply = Message("ERR");
   } else if (m.verb == "CLEAR") {
-    Poison(s.buffer.data(), len);
+    if (!PoisonBuffer(b, len, &failed)) reply = Message("ERR");
   } else if (m.verb == "HASH") {
-    reply.Set("hash", HashBytes(s.buffer.data(), len));
+    if (HashBuffer(b, len, &hash, &failed)) {
+      reply.Set("hash", hash);
+    } else {
+      reply = Message("ERR");
+    }
   } else {
     reply = Message("ERR");
     reply.text = "unknown command " + m.verb;
   }
+  if (!failed.empty()) reply.text = m.verb + ": " + failed;
   return ch.Send(reply, why);
 }
 

@@ -75,8 +75,9 @@ typedef struct {
 
 /* Settings handed to open().  Known keys: "rdma_traffic_class",
  * "rdma_service_level" (decimal strings), "progress_cpus" (a CPU list such
- * as "0-3,8": where the plugin's own threads should run).  Unknown keys are
- * ignored. */
+ * as "0-3,8": where the plugin's own threads should run),
+ * "hccs_copy_threads" (decimal: how many threads one large same-node copy
+ * may use).  Unknown keys are ignored. */
 typedef struct {
   const adxl_plugin_param_t *params;
   size_t num_params;

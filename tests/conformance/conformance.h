@@ -1,0 +1,109 @@
+// The API conformance suite (spec §2–§8): one test per rule, named after
+// the rule ("S6_4_..." is the fourth rule of §6, numbered in the order the
+// spec lists them; the comment above each test quotes it), run against real
+// peer processes and repeated on every lane.
+//
+// Public headers only: adxl/adxl_engine.h, and adxl/adxl_ext.h to check
+// that a link runs on the lane under test.
+//
+// Lanes (kLanes in conformance.cc):
+//   hccs_cma     same node, plain posix_memalign memory: UCT cma
+//   hccs_mapped  same node, MallocMem memory with EnableUseFabricMem=1:
+//                the initiator maps the target's memory (memcpy)
+//   rdma_am      protocol_desc "roce:host": the network lane, active-message
+//                rendezvous over TCP
+//
+// Not a lane here: UCP put/get over TCP (ADXL_UCX_RDMA_PROTOCOL=rma), see
+// conformance.cc.
+#ifndef ADXL_TESTS_CONFORMANCE_CONFORMANCE_H_
+#define ADXL_TESTS_CONFORMANCE_CONFORMANCE_H_
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <ostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "adxl/adxl_engine.h"
+#include "mp_fixture.h"
+
+namespace adxl_test {
+
+struct Lane {
+  const char *name;
+  const char *lane;        // GetLinkInfo().lane of a link on this lane
+  const char *transport;   // substring of GetLinkInfo().transports, "" for any
+  std::vector<std::string> options;  // "key=value" for every engine, both sides
+  std::vector<std::string> env;      // "NAME=value" for every process
+  bool mapped_memory;      // peers register MallocMem memory
+  // Transfers complete while the target process is stopped (the initiator
+  // moves the bytes itself); otherwise the target's progress thread must run.
+  bool one_sided;
+};
+
+const std::vector<Lane> &AllLanes();
+inline void PrintTo(const Lane &lane, std::ostream *os) { *os << lane.name; }
+
+class Conformance : public ::testing::TestWithParam<Lane> {
+ protected:
+  using Options = std::map<adxl::AscendString, adxl::AscendString>;
+  static constexpr size_t kRemoteSize = 4u << 20;
+  static constexpr size_t kLocalSize = 4u << 20;
+  static constexpr const char *kHeartbeatMs = "200";
+
+  void SetUp() override;
+  void TearDown() override;
+
+  const Lane &lane() const { return GetParam(); }
+
+  // The lane's engine options plus a short heartbeat and `extra`.
+  Options LaneOptions(const Options &extra = {}) const;
+  // "init" arguments for a peer process with the lane's options.
+  std::string PeerInitArgs(const std::string &extra = "") const;
+
+  // Initializes engine_ ("127.0.0.1", client only) and registers local_.
+  void InitLocal(const Options &extra = {});
+
+  // A peer process with the lane's environment and options, listening on a
+  // free port, with a registered kRemoteSize buffer (index 0) filled with
+  // pattern 1.  Its name and buffer address are returned through the
+  // pointers.
+  std::unique_ptr<PeerProcess> StartPeer(std::string *name, uintptr_t *buffer, const std::string &init_extra = "");
+
+  // engine_.Connect to the peer; on SUCCESS also checks that the link runs
+  // on the lane under test.
+  adxl::Status Connect(int timeout_ms = 5000);
+  void ExpectLane(adxl::AdxlEngine &engine, const std::string &remote);
+
+  adxl::Status Sync(adxl::TransferOp op, const std::vector<adxl::TransferOpDesc> &d, int32_t timeout_ms = 5000) {
+    return engine_.TransferSync(peer_name_.c_str(), op, d, timeout_ms);
+  }
+  // Polls an async request until it leaves WAITING (or 10 s pass); *rc gets
+  // the last GetTransferStatus result.
+  adxl::TransferStatus WaitFor(adxl::TransferReq req, adxl::Status *rc = nullptr);
+
+  uint64_t RemoteHash(size_t off, size_t len, size_t index = 0);
+  // Hash of pattern `seed` over [off, off+len) of a buffer.
+  static uint64_t PatternHash(uint64_t seed, size_t off, size_t len);
+  // A block of `len` bytes of local memory the lane would use (MallocMem on
+  // hccs_mapped, aligned heap otherwise); freed with the fixture.
+  uintptr_t NewLocalMemory(size_t len);
+
+  AlignedBuffer local_{kLocalSize};
+  adxl::AdxlEngine engine_;
+  adxl::MemHandle local_handle_ = nullptr;
+  std::unique_ptr<PeerProcess> peer_;
+  std::string peer_name_;
+  uintptr_t remote_ = 0;
+
+ private:
+  std::vector<std::string> set_env_;
+  std::vector<void *> malloc_mem_;
+  std::vector<std::unique_ptr<AlignedBuffer>> heap_;
+};
+
+}  // namespace adxl_test
+
+#endif  // ADXL_TESTS_CONFORMANCE_CONFORMANCE_H_

@@ -1,0 +1,183 @@
+// Spec §2 (engine identity) and §3 (lifecycle), on every lane.
+#include <atomic>
+#include <thread>
+
+#include "conformance.h"
+
+using namespace adxl;
+using namespace adxl_test;
+
+namespace {
+
+// §2.1 "local_engine is ipv4, ipv4:port, [ipv6] or [ipv6]:port. Numeric
+// addresses only. Anything else ... is PARAM_INVALID."
+TEST_P(Conformance, S2_1_NamesAreNumericAddressesWithAnOptionalPort) {
+  const char *bad[] = {"", "localhost", "localhost:26000", "::1", "[::1", "[::1]x", "1.2.3.4:", "1.2.3.4:65536",
+                       "1.2.3.4:-1", "1.2.3.4:http", "1.2.3.256", " 127.0.0.1"};
+  for (const char *name : bad) {
+    AdxlEngine e;
+    EXPECT_EQ(e.Initialize(name, LaneOptions()), PARAM_INVALID) << name;
+  }
+  const std::string good[] = {"127.0.0.1", "127.0.0.1:0", LoopbackName(FreePort()), "[::1]",
+                              "[::1]:" + std::to_string(FreePort())};
+  for (const std::string &name : good) {
+    AdxlEngine e;
+    EXPECT_EQ(e.Initialize(name.c_str(), LaneOptions()), SUCCESS) << name;
+  }
+}
+
+// §2.2 "Port > 0: the engine listens there and can be connected to. No port
+// or port 0: client only."
+TEST_P(Conformance, S2_2_APortListensNoPortIsClientOnly) {
+  InitLocal();
+  ASSERT_EQ(Connect(), SUCCESS);  // the client-only engine connects out
+  // ... but there is nothing to connect to on a client-only name.
+  ASSERT_EQ(peer_->Command("connect 127.0.0.1 1000"), "status " + std::to_string(PARAM_INVALID));
+  AdxlEngine server;
+  const std::string name = LoopbackName(FreePort());
+  ASSERT_EQ(server.Initialize(name.c_str(), LaneOptions()), SUCCESS);
+  EXPECT_EQ(peer_->Command("connect " + name + " 5000"), "ok");
+}
+
+// §2.3 "The string is the identity: remote_engine in every call must equal
+// the string the peer passed to its own Initialize."
+TEST_P(Conformance, S2_3_TheRemoteNameMustBeThePeersOwnString) {
+  InitLocal();
+  // A peer listening on every address as "0.0.0.0:P": "127.0.0.1:P" reaches
+  // its socket but is not its name.
+  PeerProcess other(lane().env);
+  const uint16_t port = FreePort();
+  ASSERT_EQ(other.Command("init 0.0.0.0:" + std::to_string(port) + PeerInitArgs()), "ok");
+  EXPECT_EQ(engine_.Connect(LoopbackName(port).c_str(), 2000), FAILED);
+  EXPECT_EQ(Connect(), SUCCESS);
+}
+
+// §3.1 "Every instance method returns FAILED before Initialize and after
+// Finalize."
+TEST_P(Conformance, S3_1_EveryMethodFailsBeforeInitializeAndAfterFinalize) {
+  auto check_all = [&](const char *when) {
+    SCOPED_TRACE(when);
+    MemHandle h = nullptr;
+    EXPECT_EQ(engine_.RegisterMem({local_.addr(), 4096}, MEM_HOST, h), FAILED);
+    EXPECT_EQ(engine_.DeregisterMem(reinterpret_cast<MemHandle>(uintptr_t{1})), FAILED);
+    EXPECT_EQ(engine_.Connect(peer_name_.c_str(), 1000), FAILED);
+    EXPECT_EQ(engine_.Disconnect(peer_name_.c_str(), 1000), FAILED);
+    EXPECT_EQ(engine_.TransferSync(peer_name_.c_str(), READ, {{local_.addr(), remote_, 1}}, 1000), FAILED);
+    TransferReq req = nullptr;
+    EXPECT_EQ(engine_.TransferAsync(peer_name_.c_str(), READ, {{local_.addr(), remote_, 1}}, TransferArgs{}, req),
+              FAILED);
+    TransferStatus st;
+    EXPECT_EQ(engine_.GetTransferStatus(reinterpret_cast<TransferReq>(uintptr_t{1}), st), FAILED);
+    EXPECT_EQ(engine_.SendNotify(peer_name_.c_str(), {"a", "b"}, 1000), FAILED);
+    std::vector<NotifyDesc> n;
+    EXPECT_EQ(engine_.GetNotifies(n), FAILED);
+  };
+  check_all("before Initialize");
+  InitLocal();
+  ASSERT_EQ(Connect(), SUCCESS);
+  engine_.Finalize();
+  check_all("after Finalize");
+}
+
+// §3.2 "Initialize twice on a live engine: FAILED; a failed Initialize
+// leaves the object as it was."
+TEST_P(Conformance, S3_2_InitializeTwiceIsFailedAndAFailedInitializeChangesNothing) {
+  EXPECT_EQ(engine_.Initialize("not-an-address", LaneOptions()), PARAM_INVALID);
+  std::vector<NotifyDesc> n;
+  EXPECT_EQ(engine_.GetNotifies(n), FAILED);  // still not initialized
+  InitLocal();
+  ASSERT_EQ(Connect(), SUCCESS);
+  EXPECT_EQ(engine_.Initialize("127.0.0.1", LaneOptions()), FAILED);
+  // Still the first, live engine, with its registration and its link.
+  EXPECT_EQ(Sync(READ, {{local_.addr(), remote_, 4096}}), SUCCESS);
+  EXPECT_EQ(Hash(local_.data(), 4096), PatternHash(1, 0, 4096));
+}
+
+// §3.3 "Finalize is idempotent and also runs in the destructor. It
+// disconnects every link (telling peers when they are reachable), completes
+// or fails every outstanding request, deregisters all memory, stops threads."
+TEST_P(Conformance, S3_3_FinalizeDisconnectsTellsPeersAndIsIdempotent) {
+  const std::string name = LoopbackName(FreePort());
+  auto server = std::make_unique<AdxlEngine>();
+  ASSERT_EQ(server->Initialize(name.c_str(), LaneOptions()), SUCCESS);
+  MemHandle h = nullptr;
+  ASSERT_EQ(server->RegisterMem({local_.addr(), local_.size()}, MEM_HOST, h), SUCCESS);
+  ASSERT_EQ(server->Connect(peer_name_.c_str(), 5000), SUCCESS);  // a link as client ...
+  ASSERT_EQ(peer_->Command("connect " + name + " 5000"), "ok");    // ... and one as server
+  const std::string write = "write " + name + " 2000 0 0 " + std::to_string(local_.addr()) + " 4096";
+  ASSERT_EQ(peer_->Command(write), "ok");
+  server->Finalize();
+  server->Finalize();  // idempotent
+  // The peer was told: its link fails (it does not wait for a timeout).
+  EXPECT_EQ(peer_->Command(write), "status " + std::to_string(FAILED));
+  EXPECT_EQ(peer_->Command("disconnect " + name + " 1000"), "ok");
+  // The destructor finalizes a live engine: the port is free again.
+  {
+    AdxlEngine again;
+    ASSERT_EQ(again.Initialize(name.c_str(), LaneOptions()), SUCCESS);
+  }
+  server.reset();
+  AdxlEngine third;
+  EXPECT_EQ(third.Initialize(name.c_str(), LaneOptions()), SUCCESS);
+}
+
+// §3.4 "All methods are thread-safe and may be called from any thread."
+TEST_P(Conformance, S3_4_MethodsAreThreadSafeFromAnyThread) {
+  std::thread([&] { InitLocal(); }).join();
+  std::thread([&] { EXPECT_EQ(Connect(), SUCCESS); }).join();
+  constexpr int kThreads = 4;
+  constexpr size_t kSlice = kRemoteSize / kThreads;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      AlignedBuffer own(65536);
+      for (int i = 0; i < 5; ++i) {
+        MemHandle h = nullptr;  // registrations come and go while others transfer
+        if (engine_.RegisterMem({own.addr(), own.size()}, MEM_HOST, h) != SUCCESS) failures++;
+        uint8_t *mine = local_.data() + t * kSlice;
+        FillPattern(mine, kSlice, 100 * t + i);
+        const TransferOpDesc d{local_.addr() + t * kSlice, remote_ + t * kSlice, kSlice};
+        if (engine_.TransferSync(peer_name_.c_str(), WRITE, {d}, 10000) != SUCCESS) failures++;
+        memset(mine, 0, kSlice);
+        if (engine_.TransferSync(peer_name_.c_str(), READ, {d}, 10000) != SUCCESS) failures++;
+        if (Hash(mine, kSlice) != PatternHash(100 * t + i, 0, kSlice)) failures++;
+        if (engine_.DeregisterMem(h) != SUCCESS) failures++;
+      }
+    });
+  }
+  for (auto &th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  std::thread([&] { EXPECT_EQ(engine_.Disconnect(peer_name_.c_str(), 1000), SUCCESS); }).join();
+}
+
+// §3.5 "Unknown option keys and malformed values are PARAM_INVALID at
+// Initialize."
+TEST_P(Conformance, S3_5_UnknownOrMalformedOptionsAreParamInvalid) {
+  const Options bad[] = {
+      {{"adxl.RdmaTrafficClass", "130"}}, {{"RdmaTrafficClass", "256"}}, {{"adxl.RdmaServiceLevel", "8"}},
+      {{"AutoConnect", "yes"}},           {{"adxl.BufferPool", "4:0"}},  {{"BufferPool", "x"}},
+      {{"adxl.LocalCommRes", "[1]"}},     {{"GlobalResourceConfig", "{"}},
+      {{"GlobalResourceConfig", "{\"comm_resource_config.protocol_desc\":\"ub:host\"}"}},
+      {{"EnableUseFabricMem", "2"}},      {{"adxl.Unknown", "1"}},
+  };
+  for (const auto &opts : bad) {
+    AdxlEngine e;
+    EXPECT_EQ(e.Initialize("127.0.0.1", LaneOptions(opts)), PARAM_INVALID) << opts.begin()->first.GetString();
+  }
+}
+
+// §3.6 "Real callers pass these, e.g. {adxl.RdmaTrafficClass: 132,
+// adxl.RdmaServiceLevel: 4, adxl.LocalCommRes: {"version":"1.3"},
+// AutoConnect: 1, adxl.BufferPool: 0:0}: that must initialize."
+TEST_P(Conformance, S3_6_OptionsOfRealCallersInitialize) {
+  InitLocal({{"adxl.RdmaTrafficClass", "132"},
+             {"adxl.RdmaServiceLevel", "4"},
+             {"adxl.LocalCommRes", "{\"version\":\"1.3\"}"},
+             {"AutoConnect", "1"},
+             {"adxl.BufferPool", "0:0"}});
+  EXPECT_EQ(Sync(READ, {{local_.addr(), remote_, 4096}}), SUCCESS);  // AutoConnect
+  ExpectLane(engine_, peer_name_);
+}
+
+}  // namespace

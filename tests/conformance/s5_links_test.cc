@@ -1,0 +1,206 @@
+// Spec §5 (links), on every lane.
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <csignal>
+#include <thread>
+
+#include "conformance.h"
+
+using namespace adxl;
+using namespace adxl_test;
+
+namespace {
+
+// §5.1 "Connect: timeout <= 0 is PARAM_INVALID; connecting to oneself is
+// PARAM_INVALID; an existing link is ALREADY_CONNECTED; nobody listening is
+// FAILED; the deadline passing is TIMEOUT."
+TEST_P(Conformance, S5_1_ConnectStatuses) {
+  InitLocal();
+  EXPECT_EQ(engine_.Connect(peer_name_.c_str(), 0), PARAM_INVALID);
+  EXPECT_EQ(engine_.Connect(peer_name_.c_str(), -5), PARAM_INVALID);
+  EXPECT_EQ(engine_.Connect("localhost:26000", 1000), PARAM_INVALID);
+  const std::string own = LoopbackName(FreePort());
+  AdxlEngine server;
+  ASSERT_EQ(server.Initialize(own.c_str(), LaneOptions()), SUCCESS);
+  EXPECT_EQ(server.Connect(own.c_str(), 1000), PARAM_INVALID);
+  EXPECT_EQ(engine_.Connect(LoopbackName(FreePort()).c_str(), 1000), FAILED);
+  // A socket that accepts (kernel backlog) but never answers the handshake.
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
+  ASSERT_EQ(listen(fd, 4), 0);
+  socklen_t len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(engine_.Connect(LoopbackName(ntohs(a.sin_port)).c_str(), 300), TIMEOUT);
+  EXPECT_LT(MsSince(t0), 2000);
+  close(fd);
+  ASSERT_EQ(Connect(), SUCCESS);
+  EXPECT_EQ(Connect(), ALREADY_CONNECTED);
+}
+
+// §5.2 "under concurrent calls for one peer, exactly one gets SUCCESS"
+TEST_P(Conformance, S5_2_ConcurrentConnectsGiveExactlyOneSuccess) {
+  InitLocal();
+  constexpr int kThreads = 8;
+  std::atomic<int> success{0}, already{0}, other{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&] {
+      const Status st = engine_.Connect(peer_name_.c_str(), 5000);
+      (st == SUCCESS ? success : st == ALREADY_CONNECTED ? already : other)++;
+    });
+  }
+  for (auto &t : threads) t.join();
+  EXPECT_EQ(success.load(), 1);
+  EXPECT_EQ(already.load(), kThreads - 1);
+  EXPECT_EQ(other.load(), 0);
+  ExpectLane(engine_, peer_name_);
+}
+
+// §5.3 "Links are directional: after A connects to B, A may transfer to and
+// from B's registered memory and send notifies to B. B needs its own Connect
+// to act on A."
+TEST_P(Conformance, S5_3_LinksAreDirectional) {
+  const std::string name = LoopbackName(FreePort());
+  ASSERT_EQ(engine_.Initialize(name.c_str(), LaneOptions()), SUCCESS);
+  const uintptr_t buf = NewLocalMemory(65536);
+  MemHandle h;
+  ASSERT_EQ(engine_.RegisterMem({buf, 65536}, MEM_HOST, h), SUCCESS);
+  ASSERT_EQ(Connect(), SUCCESS);
+  ASSERT_EQ(Sync(READ, {{buf, remote_, 4096}}), SUCCESS);
+  ASSERT_EQ(engine_.SendNotify(peer_name_.c_str(), {"n", "m"}, 2000), SUCCESS);
+  const std::string write = "write " + name + " 2000 0 0 " + std::to_string(buf) + " 4096";
+  EXPECT_EQ(peer_->Command(write), "status " + std::to_string(NOT_CONNECTED));
+  EXPECT_EQ(peer_->Command("notify " + name + " n m 1000"), "status " + std::to_string(NOT_CONNECTED));
+  ASSERT_EQ(peer_->Command("connect " + name + " 5000"), "ok");
+  memset(reinterpret_cast<void *>(buf), 0, 4096);
+  EXPECT_EQ(peer_->Command(write), "ok");
+  EXPECT_EQ(Hash(reinterpret_cast<void *>(buf), 4096), PatternHash(1, 0, 4096));
+}
+
+// §5.4 "Disconnect: timeout <= 0 is PARAM_INVALID; no link is
+// NOT_CONNECTED; ... a second call is NOT_CONNECTED. Outstanding requests on
+// the link end as FAILED."
+TEST_P(Conformance, S5_4_DisconnectStatusesAndOutstandingRequestsFail) {
+  InitLocal();
+  EXPECT_EQ(engine_.Disconnect(peer_name_.c_str(), 1000), NOT_CONNECTED);
+  ASSERT_EQ(Connect(), SUCCESS);
+  EXPECT_EQ(engine_.Disconnect(peer_name_.c_str(), 0), PARAM_INVALID);
+  EXPECT_EQ(engine_.Disconnect(peer_name_.c_str(), -1), PARAM_INVALID);
+  // An outstanding request: on the network lanes the stopped target keeps it
+  // waiting; the one-sided lanes may finish it first.
+  peer_->Stop();
+  TransferReq req = nullptr;
+  ASSERT_EQ(engine_.TransferAsync(peer_name_.c_str(), WRITE, {{local_.addr(), remote_, 4 << 20}}, TransferArgs{}, req),
+            SUCCESS);
+  EXPECT_EQ(engine_.Disconnect(peer_name_.c_str(), 500), SUCCESS);
+  TransferStatus st = TransferStatus::WAITING;
+  const Status rc = engine_.GetTransferStatus(req, st);
+  if (lane().one_sided && rc == SUCCESS) {
+    EXPECT_EQ(st, TransferStatus::COMPLETED);  // it finished before the Disconnect
+  } else {
+    EXPECT_EQ(rc, NOT_CONNECTED);
+    EXPECT_EQ(st, TransferStatus::FAILED);
+  }
+  peer_->Signal(SIGCONT);
+  EXPECT_EQ(engine_.Disconnect(peer_name_.c_str(), 1000), NOT_CONNECTED);
+  EXPECT_EQ(Sync(READ, {{local_.addr(), remote_, 64}}), NOT_CONNECTED);
+  // And the link can be made again.
+  ASSERT_EQ(Connect(), SUCCESS);
+  EXPECT_EQ(Sync(READ, {{local_.addr(), remote_, 64}}), SUCCESS);
+}
+
+// §5.5 "a dead or unreachable peer is cleaned up locally and the call
+// returns SUCCESS"
+TEST_P(Conformance, S5_5_DisconnectFromADeadPeerSucceedsLocally) {
+  InitLocal();
+  ASSERT_EQ(Connect(), SUCCESS);
+  peer_->KillAndWait();
+  EXPECT_EQ(engine_.Disconnect(peer_name_.c_str(), 1000), SUCCESS);
+  EXPECT_EQ(engine_.Disconnect(peer_name_.c_str(), 1000), NOT_CONNECTED);
+}
+
+// §5.6 "Peer death (process killed, host gone) is detected within a bounded
+// time (heartbeat); the link then fails every call fast instead of waiting
+// for timeouts."
+TEST_P(Conformance, S5_6_PeerDeathFailsEveryCallFast) {
+  InitLocal();
+  ASSERT_EQ(Connect(), SUCCESS);
+  peer_->KillAndWait();
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = SUCCESS;
+  while (MsSince(t0) < 3000) {
+    st = Sync(READ, {{local_.addr(), remote_, 4096}}, 5000);
+    if (st != SUCCESS) break;
+  }
+  EXPECT_EQ(st, FAILED);
+  const auto t1 = std::chrono::steady_clock::now();
+  EXPECT_EQ(Sync(READ, {{local_.addr(), remote_, 4096}}, 5000), FAILED);
+  EXPECT_EQ(engine_.SendNotify(peer_name_.c_str(), {"a", "b"}, 5000), FAILED);
+  EXPECT_LT(MsSince(t1), 1000);  // fast, not after the 5 s timeouts
+}
+
+// §5.6 (continued) "within a bounded time (heartbeat)": a peer that stops
+// answering (SIGSTOP) fails the link after a few heartbeat periods.
+TEST_P(Conformance, S5_6_HeartbeatDetectsAStoppedPeer) {
+  InitLocal();
+  ASSERT_EQ(Connect(), SUCCESS);
+  peer_->Stop();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // 6 periods of 200 ms
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(Sync(READ, {{local_.addr(), remote_, 4096}}, 5000), FAILED);
+  EXPECT_LT(MsSince(t0), 1000);
+  peer_->Signal(SIGCONT);
+  EXPECT_EQ(engine_.Disconnect(peer_name_.c_str(), 1000), SUCCESS);
+  ASSERT_EQ(Connect(), SUCCESS);
+  EXPECT_EQ(Sync(READ, {{local_.addr(), remote_, 4096}}), SUCCESS);
+}
+
+// §5.7 "The server side forgets links of dead clients."
+TEST_P(Conformance, S5_7_TheServerForgetsDeadClients) {
+  // Our engine is the server; the peer connects to it, then dies.  A
+  // registration made afterwards must not wait for the dead client's ack.
+  const std::string name = LoopbackName(FreePort());
+  ASSERT_EQ(engine_.Initialize(name.c_str(), LaneOptions()), SUCCESS);
+  ASSERT_EQ(peer_->Command("connect " + name + " 5000"), "ok");
+  peer_->KillAndWait();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(engine_.RegisterMem({local_.addr(), local_.size()}, MEM_HOST, local_handle_), SUCCESS);
+  EXPECT_LT(MsSince(t0), 1000);
+}
+
+// §5.8 "AutoConnect=1: a transfer or notify to an unconnected peer connects
+// first ..., and a link-fatal error drops the link so that the next call
+// reconnects."
+TEST_P(Conformance, S5_8_AutoConnectConnectsOnDemandAndAfterALinkFatalError) {
+  InitLocal({{"AutoConnect", "1"}});
+  FillPattern(local_.data(), 65536, 21);
+  ASSERT_EQ(Sync(WRITE, {{local_.addr(), remote_, 65536}}), SUCCESS);
+  ExpectLane(engine_, peer_name_);
+  EXPECT_EQ(RemoteHash(0, 65536), Hash(local_.data(), 65536));
+  // The peer dies and comes back under the same name.
+  const std::string name = peer_name_;
+  peer_->KillAndWait();
+  const auto t0 = std::chrono::steady_clock::now();
+  while (MsSince(t0) < 3000 && Sync(READ, {{local_.addr(), remote_, 64}}, 1000) == SUCCESS) {
+  }
+  peer_ = std::make_unique<PeerProcess>(lane().env);
+  const uint16_t port = static_cast<uint16_t>(std::stoi(name.substr(name.rfind(':') + 1)));
+  ASSERT_EQ(peer_->Command("init " + LoopbackName(port) + PeerInitArgs()), "ok");
+  auto a = peer_->Ok((lane().mapped_memory ? "malloc " : "alloc ") + std::to_string(kRemoteSize));
+  ASSERT_EQ(a.size(), 2u);
+  remote_ = std::stoull(a[1]);
+  ASSERT_EQ(peer_->Ok("reg 0").size(), 1u);
+  EXPECT_EQ(engine_.SendNotify(peer_name_.c_str(), {"k", "v"}, 3000), SUCCESS);
+  EXPECT_EQ(peer_->Command("notifies"), "ok 1 k=v");
+  EXPECT_EQ(Sync(WRITE, {{local_.addr(), remote_, 65536}}), SUCCESS);
+  EXPECT_EQ(RemoteHash(0, 65536), Hash(local_.data(), 65536));
+}
+
+}  // namespace
