@@ -40,13 +40,6 @@ ASAN_EXCLUDE='^(install_package|bench_quick|bench_quick_adxl_memory)$'
 ASAN_NO_LEAK_CHECK='^(example_mpi_blocks|NumaTopologyTest\.RealMachine)$'
 # The concurrency tests for TSan.
 TSAN_TESTS='ManyThreads|Concurrent|ThreadSafe|ConnectPool|BufferPoolTest|HostileInput|AutoConnect|ApiFuzz'
-# Left out under TSan (still run plain and under ASan):
-#  - BufferPoolTest.OneDeadlineCoversTheWholeStagedCall: after the stopped
-#    target is resumed and the link reconnected, its 4 MiB staged WRITE over
-#    the RDMA-over-TCP lane does not finish within 10 s under TSan (1.8 s
-#    under ASan).  Open question (TSan slowdown of UCP's TCP rendezvous, or a
-#    stall after the fenced-off link): reported, not hidden.
-TSAN_EXCLUDE='OneDeadlineCoversTheWholeStagedCall'
 
 modes=("$@")
 ((${#modes[@]} == 0)) && modes=(asan tsan)
@@ -78,14 +71,17 @@ for mode in "${modes[@]}"; do
       -DADXL_SANITIZE=thread -DADXL_BUILD_PYTHON=OFF >/dev/null
     cmake --build "$TSAN_BUILD_DIR" -j"$(nproc)" --target adxl_unit_tests adxl_mp_tests adxl_api_tests \
       adxl_conformance_tests adxl_api_fuzz adxl_soak adxl_test_peer adxl_plugin_ucx
-    export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=4:suppressions=$SUPP/tsan.supp"
+    # history_size=7 and suppress_equal_addresses=0: see tests/sanitizers/tsan.supp
+    # (without them TSan's bookkeeping of suppressed races in UCX grows
+    # quadratically with the bytes moved, and transfers stall for seconds).
+    export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=7:suppress_equal_addresses=0:suppressions=$SUPP/tsan.supp"
     # UCX's memory-event hooks (libucm patches malloc/mmap in every loaded
     # library, "bistro" mode) crash a TSan process (SIGSEGV on the first
     # transfer: TSan owns those functions).  They only feed UCX's registration
     # cache invalidation, which host memory over cma/tcp does not need; the
     # engine's own code is the same with them off.
     export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_EVENTS=no
-    (cd "$TSAN_BUILD_DIR" && ctest --output-on-failure --no-tests=error -R "$TSAN_TESTS" -E "$TSAN_EXCLUDE" ${SANITIZE_CTEST_ARGS:-})
+    (cd "$TSAN_BUILD_DIR" && ctest --output-on-failure --no-tests=error -R "$TSAN_TESTS" ${SANITIZE_CTEST_ARGS:-})
     # The soak (not a ctest entry), shorter: 4 engine processes, each with its
     # control, plugin and application threads.
     ADXL_SOAK_SECONDS="${TSAN_SOAK_SECONDS:-20}" "$TSAN_BUILD_DIR/bin/adxl_soak"

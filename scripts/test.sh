@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds in build/, runs the whole test suite with
-# ctest.  Exits non-zero on any failure, and when no test ran.
+# ctest, the wire fuzzer, the soak, then the sanitizer runs.  Exits non-zero
+# on any failure, and when no test ran.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 adxl_build
@@ -11,5 +12,6 @@ ctest --output-on-failure --no-tests=error "$@"
 # Soak: 4 engines in full mesh, random sizes, every byte checked, flat RSS
 # (ADXL_SOAK_SECONDS, default 60).
 "$BUILD_DIR/bin/adxl_soak"
-# Sanitizer runs (ASan+UBSan over the suite, TSan over the concurrency
-# tests) are scripts/sanitize.sh; not part of this run yet (see README).
+# Sanitizers: ASan+UBSan over the whole suite, TSan over the concurrency
+# tests and a short soak, each in its own build directory.
+"$ADXL_ROOT/scripts/sanitize.sh"

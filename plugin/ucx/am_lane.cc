@@ -6,6 +6,8 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <utility>
+#include <vector>
 
 #include "adxl/plugin/adxl_plugin.h"
 
@@ -198,13 +200,40 @@ void AmLane::OpDone(uint64_t token, int status, void *finished_receive) {
     }
     if (b.ep == nullptr) return;  // abandoned: Abandon() completes it
     if (status != ADXL_PLUGIN_OK && b.status == ADXL_PLUGIN_OK) b.status = status;
-    if (--b.remaining > 0) return;
+    if (b.ep_failed) {
+      if (!b.receives.empty()) return;  // FailEndpoint: the last receive ends it
+    } else if (--b.remaining > 0) {
+      return;
+    }
     done = b.done;
     arg = b.arg;
     final_status = b.status;
     batches_.erase(it);
   }
   done(arg, final_status);
+}
+
+void AmLane::FailEndpoint(ucp_ep_h ep, int why) {
+  std::vector<std::pair<DoneFn, void *>> ended;
+  {
+    std::lock_guard<std::mutex> l(batches_mu_);
+    for (auto it = batches_.begin(); it != batches_.end();) {
+      Batch &b = it->second;
+      if (b.ep != ep || b.ep_failed) {
+        ++it;
+        continue;
+      }
+      b.ep_failed = true;
+      if (b.status == ADXL_PLUGIN_OK) b.status = why;
+      if (!b.receives.empty()) {
+        ++it;  // OpDone ends it with its last receive
+        continue;
+      }
+      ended.emplace_back(b.done, b.arg);
+      it = batches_.erase(it);
+    }
+  }
+  for (auto &e : ended) e.first(e.second, why);
 }
 
 void AmLane::Abandon(ucp_ep_h ep, int why) {

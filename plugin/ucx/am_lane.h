@@ -53,6 +53,13 @@ class AmLane {
   // (done is then not called).
   bool Post(ucp_ep_h ep, bool write, const Op *ops, size_t count, DoneFn done, void *arg);
 
+  // The endpoint failed (UCP's error callback; UCP has already completed its
+  // sends with an error): every batch on it still waiting for an answer
+  // (a WRITE's acknowledgement, a READ's data) ends with `why`, at once or,
+  // with a data receive in flight, when that receive ends.  Neither waits
+  // nor progresses the worker: callable inside ucp_worker_progress.
+  void FailEndpoint(ucp_ep_h ep, int why);
+
   // Fails every batch still running on ep (status `why`), cancels its
   // receives in flight and waits for them; after this, no byte of those
   // batches is written here.  Call after force-closing ep.
@@ -69,6 +76,7 @@ class AmLane {
     // Headers of the batch's sends: UCP reads them until each send is out,
     // which is before the batch can finish.
     std::vector<uint64_t> headers;
+    bool ep_failed = false;  // FailEndpoint: ends when `receives` is empty
   };
   struct Region {
     size_t len;

@@ -230,10 +230,13 @@ void FlushDone(void *request, ucs_status_t status, void *user_data) {
   ucp_request_free(request);
 }
 
-void EpError(void *arg, ucp_ep_h, ucs_status_t status) {
+void EpError(void *arg, ucp_ep_h failed_ep, ucs_status_t status) {
   auto *ep = static_cast<adxl_plugin_ep *>(arg);
-  ep->failed.store(FromUcs(status) == ADXL_PLUGIN_OK ? ADXL_PLUGIN_ERR_IO : FromUcs(status));
+  const int why = FromUcs(status) == ADXL_PLUGIN_OK ? ADXL_PLUGIN_ERR_IO : FromUcs(status);
+  ep->failed.store(why);
   ep->ctx->Log(ADXL_PLUGIN_LOG_WARN, "UCX endpoint failed: %s", ucs_status_string(status));
+  // Batches waiting for an answer from the dead peer would wait forever.
+  if (ep->am) ep->ctx->am.FailEndpoint(failed_ep, why);
 }
 
 }  // namespace
@@ -706,13 +709,13 @@ int EpCreate(adxl_plugin_context_t *ctx, const void *address, size_t len, uint32
     delete ep;
     return ADXL_PLUGIN_ERR_UNSUPPORTED;
   }
+  ep->lane = ADXL_PLUGIN_LANE_RDMA;
+  ep->am = ctx->rdma_over_am;  // before the endpoint exists: EpError reads it
   ucs_status_t st = CreateUcpEp(ctx, ucp_addr, ep);
   if (st != UCS_OK) {
     delete ep;
     return FromUcs(st);
   }
-  ep->lane = ADXL_PLUGIN_LANE_RDMA;
-  ep->am = ctx->rdma_over_am;
   *out = ep;
   return ADXL_PLUGIN_OK;
 }

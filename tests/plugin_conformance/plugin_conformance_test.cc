@@ -833,6 +833,7 @@ int main(int argc, char **argv) {
   if (child_fd >= 0) return ChildMain(child_fd);
   signal(SIGPIPE, SIG_IGN);
   int n = static_cast<int>(rest.size());
+  rest.push_back(nullptr);  // argv[argc] is null: GoogleTest's flag parser moves it too
   ::testing::InitGoogleTest(&n, rest.data());
   if (g_plugin_path.empty()) {
     fprintf(stderr, "usage: %s --plugin=PATH (or ADXL_PLUGIN_UNDER_TEST=PATH)\n", argv[0]);
