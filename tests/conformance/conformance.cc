@@ -71,8 +71,8 @@ void Conformance::InitLocal(const Options &extra) {
 std::unique_ptr<PeerProcess> Conformance::StartPeer(std::string *name, uintptr_t *buffer,
                                                     const std::string &init_extra) {
   auto peer = std::make_unique<PeerProcess>(lane().env);
-  *name = LoopbackName(FreePort());
-  EXPECT_EQ(peer->Command("init " + *name + PeerInitArgs(init_extra)), "ok");
+  *name = InitOnFreePort(*peer, PeerInitArgs(init_extra));
+  EXPECT_NE(*name, "") << "the peer could not initialize";
   auto a = peer->Ok((lane().mapped_memory ? "malloc " : "alloc ") + std::to_string(kRemoteSize));
   EXPECT_EQ(a.size(), 2u);
   *buffer = a.size() == 2 ? std::stoull(a[1]) : 0;

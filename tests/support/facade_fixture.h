@@ -64,8 +64,14 @@ class FacadeTest : public ::testing::Test {
   // on `port` (0: a free one).
   void StartPeer(const std::vector<std::string> &env, uint16_t port = 0) {
     peer_ = std::make_unique<PeerProcess>(env);
-    peer_name_ = LoopbackName(port != 0 ? port : FreePort());
-    ASSERT_EQ(peer_->Command("init " + peer_name_ + " adxl.HeartbeatMs=" + kHeartbeatMs), "ok");
+    const std::string args = std::string("adxl.HeartbeatMs=") + kHeartbeatMs;
+    if (port == 0) {
+      peer_name_ = InitOnFreePort(*peer_, args);
+      ASSERT_NE(peer_name_, "") << "the peer could not initialize";
+    } else {
+      peer_name_ = LoopbackName(port);
+      ASSERT_EQ(peer_->Command("init " + peer_name_ + " " + args), "ok");
+    }
     auto a = peer_->Ok("alloc " + std::to_string(kRemoteSize));
     ASSERT_EQ(a.size(), 2u);
     remote_ = std::stoull(a[1]);

@@ -52,8 +52,8 @@ class PeerTest : public ::testing::Test {
   // (Re)starts the peer process; env entries like "UCX_TLS=tcp".
   void StartPeer(const std::vector<std::string> &env) {
     peer_ = std::make_unique<PeerProcess>(env);
-    peer_name_ = LoopbackName(FreePort());
-    ASSERT_EQ(peer_->Command("init " + peer_name_ + " adxl.HeartbeatMs=" + kHeartbeatMs), "ok");
+    peer_name_ = InitOnFreePort(*peer_, std::string("adxl.HeartbeatMs=") + kHeartbeatMs);
+    ASSERT_NE(peer_name_, "") << "the peer could not initialize";
     auto a = peer_->Ok("alloc " + std::to_string(kRemoteSize));
     ASSERT_EQ(a.size(), 2u);
     remote_ = std::stoull(a[1]);

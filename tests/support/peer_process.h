@@ -39,6 +39,12 @@ inline uint16_t FreePort() {
 
 inline std::string LoopbackName(uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
 
+class PeerProcess;
+// Sends "init 127.0.0.1:<port> <args>" to `peer`, picking another free port
+// when the one chosen was taken meanwhile (FreePort() only says it was free
+// a moment ago); returns the name it listens on, or "" when init failed.
+inline std::string InitOnFreePort(PeerProcess &peer, const std::string &args);
+
 // CPU time (user + system) process `pid` has used, in milliseconds; -1 if unknown.
 inline long ProcessCpuMs(pid_t pid) {
   FILE *f = fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
@@ -171,6 +177,14 @@ class PeerProcess {
   int from_ = -1;
   std::string buf_;
 };
+
+inline std::string InitOnFreePort(PeerProcess &peer, const std::string &args) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    const std::string name = LoopbackName(FreePort());
+    if (peer.Command("init " + name + (args.empty() ? "" : " " + args)) == "ok") return name;
+  }
+  return "";
+}
 
 }  // namespace adxl_test
 
