@@ -28,17 +28,32 @@ constexpr auto kFenceDeadline = std::chrono::milliseconds(1000);
 // thread that serves every other peer.
 constexpr auto kControlSendDeadline = std::chrono::milliseconds(50);
 // TransferSync posts its plan in slices of at most this many operations and
-// (once reached) bytes, and checks its deadline between them: a slice copied
-// inside Post takes about a millisecond or less on the same-node lanes.
+// bytes (a larger operation is split), and checks its deadline between them:
+// a slice copied inside Post takes about a millisecond or less on the
+// same-node lanes.
 constexpr size_t kSyncSliceOps = 1024;
 constexpr uint64_t kSyncSliceBytes = 4u << 20;
 
-// One past the last operation of the slice that starts at `first`.
-size_t SyncSliceEnd(const std::vector<adxl_plugin_iov_t> &iov, size_t first) {
+// The slice of `iov` that starts at operation *op, byte *off: at most
+// kSyncSliceOps operations and kSyncSliceBytes bytes, splitting an operation
+// that does not fit; advances *op / *off past it.
+void NextSyncSlice(const std::vector<adxl_plugin_iov_t> &iov, size_t *op, uint64_t *off,
+                   std::vector<adxl_plugin_iov_t> *slice) {
+  slice->clear();
   uint64_t bytes = 0;
-  size_t end = first;
-  while (end < iov.size() && end - first < kSyncSliceOps && bytes < kSyncSliceBytes) bytes += iov[end++].length;
-  return end;
+  while (*op < iov.size() && slice->size() < kSyncSliceOps && bytes < kSyncSliceBytes) {
+    adxl_plugin_iov_t piece = iov[*op];
+    piece.local_addr += *off;
+    piece.remote_addr += *off;
+    piece.length = std::min<uint64_t>(piece.length - *off, kSyncSliceBytes - bytes);
+    slice->push_back(piece);
+    bytes += piece.length;
+    *off += piece.length;
+    if (*off == iov[*op].length) {
+      ++*op;
+      *off = 0;
+    }
+  }
 }
 
 Clock::time_point After(int32_t ms) { return Clock::now() + std::chrono::milliseconds(ms); }
@@ -702,14 +717,16 @@ Status AdxlEngine::AdxlEngineImpl::TransferSync(const AscendString &remote_engin
     return TIMEOUT;
   };
   Status refused = SUCCESS;  // a slice the transport refused: the earlier ones still finish first
-  for (size_t first = 0; first < plan.iov.size();) {
+  std::vector<adxl_plugin_iov_t> slice;
+  size_t next_op = 0;
+  uint64_t next_off = 0;
+  while (next_op < plan.iov.size()) {
     if (!batches.empty() && Clock::now() >= deadline) return timed_out();
-    const size_t end = SyncSliceEnd(plan.iov, first);
+    NextSyncSlice(plan.iov, &next_op, &next_off, &slice);
     std::unique_ptr<Batch> batch;
-    refused = Post(link, op, plan.iov.data() + first, end - first, &batch);
+    refused = Post(link, op, slice.data(), slice.size(), &batch);
     if (refused != SUCCESS) break;
     batches.push_back(std::move(batch));
-    first = end;
   }
   for (const auto &batch : batches) {
     while ((rc = batch->Test()) == ADXL_PLUGIN_IN_PROGRESS) {

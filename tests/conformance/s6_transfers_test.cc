@@ -162,6 +162,38 @@ TEST_P(Conformance, S6_4_TimeoutMovesNoByteAfterwardsAndFailsTheLink) {
   EXPECT_EQ(Sync(WRITE, {{local_.addr(), remote_, 64}}), SUCCESS);
 }
 
+// §6.4 with one large descriptor: the deadline holds inside a single
+// operation too (the engine splits it), and nothing moves after TIMEOUT.
+TEST_P(Conformance, S6_4_TheDeadlineHoldsWithinOneLargeDescriptor) {
+  constexpr size_t kBig = 64u << 20;
+  InitLocal();
+  auto a = peer_->Ok((lane().mapped_memory ? "malloc " : "alloc ") + std::to_string(kBig));
+  ASSERT_EQ(a.size(), 2u);
+  const uintptr_t remote = std::stoull(a[1]);
+  ASSERT_EQ(peer_->Ok("reg 1").size(), 1u);
+  const uintptr_t local = NewLocalMemory(kBig);
+  MemHandle h = nullptr;
+  ASSERT_EQ(engine_.RegisterMem({local, kBig}, MEM_HOST, h), SUCCESS);
+  ASSERT_EQ(Connect(), SUCCESS);
+  FillPattern(reinterpret_cast<void *>(local), kBig, 9);
+  ASSERT_EQ(peer_->Command("fill 1 4"), "ok");
+  const uint64_t before = RemoteHash(0, kBig, 1);
+  if (!lane().one_sided) peer_->Stop();  // the network lane needs the target to move bytes
+  // 64 MiB take several milliseconds to copy here: 1 ms must end in TIMEOUT.
+  EXPECT_EQ(Sync(WRITE, {{local, remote, kBig}}, 1), TIMEOUT);
+  if (!lane().one_sided) {
+    peer_->Signal(SIGCONT);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // Stopped before anything could land: nothing of it may land afterwards.
+    EXPECT_EQ(RemoteHash(0, kBig, 1), before) << "bytes of a timed-out WRITE landed after TIMEOUT";
+  } else {
+    const uint64_t at_return = RemoteHash(0, kBig, 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_EQ(RemoteHash(0, kBig, 1), at_return) << "bytes of a timed-out WRITE landed after TIMEOUT";
+  }
+  EXPECT_EQ(Sync(WRITE, {{local, remote, 64}}), FAILED);
+}
+
 // §6.4 for READ: no byte lands in local memory after TIMEOUT.
 TEST_P(Conformance, S6_4_TimedOutReadWritesNothingLocallyAfterwards) {
   InitLocal();

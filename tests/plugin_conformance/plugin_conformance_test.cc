@@ -358,7 +358,11 @@ class PluginTest : public ::testing::Test {
   // Posts and waits; returns the post error or the batch's final status.
   int Run(adxl_plugin_ep_t *ep, int op, const std::vector<adxl_plugin_iov_t> &iov, int timeout_ms = 20000) {
     adxl_plugin_batch_t *b = nullptr;
-    int rc = ops_->post(ep, op, iov.data(), iov.size(), &b);
+    // The iov array is the caller's again once post() returns (the engine
+    // reuses it for its next slice): scribble over it while the batch runs.
+    std::vector<adxl_plugin_iov_t> scratch(iov);
+    int rc = ops_->post(ep, op, scratch.data(), scratch.size(), &b);
+    for (auto &v : scratch) v = adxl_plugin_iov_t{nullptr, 1, nullptr, 1, 1};
     if (rc != ADXL_PLUGIN_OK) return rc;
     rc = Wait(b, timeout_ms);
     ops_->release(b);

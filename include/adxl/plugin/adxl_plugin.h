@@ -15,7 +15,8 @@
  *    hardware), and an idle context burns no measurable CPU.
  *  - post() returns a batch for everything it was given, or an error and no
  *    batch when nothing was queued; a failure part-way is reported by test()
- *    once what was queued has drained.  A batch completes (test() == OK)
+ *    once what was queued has drained.  It reads the iov array only during
+ *    the call: the caller may reuse it as soon as post() returns.  A batch completes (test() == OK)
  *    only when every byte of it is in place at the destination.
  *  - ep_destroy(ep, force=1) cancels everything in flight on the endpoint:
  *    when it returns, no byte of any batch on that endpoint moves any more
