@@ -146,6 +146,7 @@ bool AmLane::Post(ucp_ep_h ep, bool write, const Op *ops, size_t count, DoneFn d
   }
   if (count == 0) {
     OpDone(token, ADXL_PLUGIN_OK);  // nothing to move
+    DonePosting(token);
     return true;
   }
   // No lock is held while sending: handlers on other threads need it.
@@ -177,7 +178,26 @@ bool AmLane::Post(ucp_ep_h ep, bool write, const Op *ops, size_t count, DoneFn d
       ucp_request_free(r);  // completion is the target's answer
     }
   }
+  DonePosting(token);
   return true;
+}
+
+void AmLane::DonePosting(uint64_t token) {
+  DoneFn done = nullptr;
+  void *arg = nullptr;
+  int status = ADXL_PLUGIN_OK;
+  {
+    std::lock_guard<std::mutex> l(batches_mu_);
+    auto it = batches_.find(token);
+    if (it == batches_.end()) return;  // abandoned (Abandon() ended it)
+    it->second.posting = false;
+    if (!it->second.ended) return;
+    done = it->second.done;
+    arg = it->second.arg;
+    status = it->second.status;
+    batches_.erase(it);
+  }
+  done(arg, status);
 }
 
 void AmLane::OpDone(uint64_t token, int status, void *finished_receive) {
@@ -205,6 +225,10 @@ void AmLane::OpDone(uint64_t token, int status, void *finished_receive) {
     } else if (--b.remaining > 0) {
       return;
     }
+    if (b.posting) {  // Post() still reads the headers: it ends the batch
+      b.ended = true;
+      return;
+    }
     done = b.done;
     arg = b.arg;
     final_status = b.status;
@@ -227,6 +251,11 @@ void AmLane::FailEndpoint(ucp_ep_h ep, int why) {
       if (b.status == ADXL_PLUGIN_OK) b.status = why;
       if (!b.receives.empty()) {
         ++it;  // OpDone ends it with its last receive
+        continue;
+      }
+      if (b.posting) {  // Post() still reads the headers: it ends the batch
+        b.ended = true;
+        ++it;
         continue;
       }
       ended.emplace_back(b.done, b.arg);

@@ -77,6 +77,10 @@ class AmLane {
     // which is before the batch can finish.
     std::vector<uint64_t> headers;
     bool ep_failed = false;  // FailEndpoint: ends when `receives` is empty
+    // Post() is still sending from `headers`: whoever would end the batch
+    // meanwhile sets `ended` instead, and Post() ends it when done sending.
+    bool posting = true;
+    bool ended = false;
   };
   struct Region {
     size_t len;
@@ -97,6 +101,8 @@ class AmLane {
   void SendAck(ucp_ep_h reply_ep, uint64_t token, int status);
   // One op of batch `token` finished with `status` (ADXL_PLUGIN_*).
   void OpDone(uint64_t token, int status, void *finished_receive = nullptr);
+  // Post() has sent everything of batch `token`: ends it if it ended meanwhile.
+  void DonePosting(uint64_t token);
   void Log(int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
   ucp_worker_h worker_ = nullptr;
