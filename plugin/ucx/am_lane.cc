@@ -6,8 +6,6 @@
 #include <cstring>
 #include <memory>
 #include <new>
-#include <utility>
-#include <vector>
 
 #include "adxl/plugin/adxl_plugin.h"
 
@@ -146,7 +144,6 @@ bool AmLane::Post(ucp_ep_h ep, bool write, const Op *ops, size_t count, DoneFn d
   }
   if (count == 0) {
     OpDone(token, ADXL_PLUGIN_OK);  // nothing to move
-    DonePosting(token);
     return true;
   }
   // No lock is held while sending: handlers on other threads need it.
@@ -178,26 +175,7 @@ bool AmLane::Post(ucp_ep_h ep, bool write, const Op *ops, size_t count, DoneFn d
       ucp_request_free(r);  // completion is the target's answer
     }
   }
-  DonePosting(token);
   return true;
-}
-
-void AmLane::DonePosting(uint64_t token) {
-  DoneFn done = nullptr;
-  void *arg = nullptr;
-  int status = ADXL_PLUGIN_OK;
-  {
-    std::lock_guard<std::mutex> l(batches_mu_);
-    auto it = batches_.find(token);
-    if (it == batches_.end()) return;  // abandoned (Abandon() ended it)
-    it->second.posting = false;
-    if (!it->second.ended) return;
-    done = it->second.done;
-    arg = it->second.arg;
-    status = it->second.status;
-    batches_.erase(it);
-  }
-  done(arg, status);
 }
 
 void AmLane::OpDone(uint64_t token, int status, void *finished_receive) {
@@ -220,49 +198,13 @@ void AmLane::OpDone(uint64_t token, int status, void *finished_receive) {
     }
     if (b.ep == nullptr) return;  // abandoned: Abandon() completes it
     if (status != ADXL_PLUGIN_OK && b.status == ADXL_PLUGIN_OK) b.status = status;
-    if (b.ep_failed) {
-      if (!b.receives.empty()) return;  // FailEndpoint: the last receive ends it
-    } else if (--b.remaining > 0) {
-      return;
-    }
-    if (b.posting) {  // Post() still reads the headers: it ends the batch
-      b.ended = true;
-      return;
-    }
+    if (--b.remaining > 0) return;
     done = b.done;
     arg = b.arg;
     final_status = b.status;
     batches_.erase(it);
   }
   done(arg, final_status);
-}
-
-void AmLane::FailEndpoint(ucp_ep_h ep, int why) {
-  std::vector<std::pair<DoneFn, void *>> ended;
-  {
-    std::lock_guard<std::mutex> l(batches_mu_);
-    for (auto it = batches_.begin(); it != batches_.end();) {
-      Batch &b = it->second;
-      if (b.ep != ep || b.ep_failed) {
-        ++it;
-        continue;
-      }
-      b.ep_failed = true;
-      if (b.status == ADXL_PLUGIN_OK) b.status = why;
-      if (!b.receives.empty()) {
-        ++it;  // OpDone ends it with its last receive
-        continue;
-      }
-      if (b.posting) {  // Post() still reads the headers: it ends the batch
-        b.ended = true;
-        ++it;
-        continue;
-      }
-      ended.emplace_back(b.done, b.arg);
-      it = batches_.erase(it);
-    }
-  }
-  for (auto &e : ended) e.first(e.second, why);
 }
 
 void AmLane::Abandon(ucp_ep_h ep, int why) {

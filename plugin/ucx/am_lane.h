@@ -53,13 +53,6 @@ class AmLane {
   // (done is then not called).
   bool Post(ucp_ep_h ep, bool write, const Op *ops, size_t count, DoneFn done, void *arg);
 
-  // The endpoint failed (UCP's error callback; UCP has already completed its
-  // sends with an error): every batch on it still waiting for an answer
-  // (a WRITE's acknowledgement, a READ's data) ends with `why`, at once or,
-  // with a data receive in flight, when that receive ends.  Neither waits
-  // nor progresses the worker: callable inside ucp_worker_progress.
-  void FailEndpoint(ucp_ep_h ep, int why);
-
   // Fails every batch still running on ep (status `why`), cancels its
   // receives in flight and waits for them; after this, no byte of those
   // batches is written here.  Call after force-closing ep.
@@ -76,11 +69,6 @@ class AmLane {
     // Headers of the batch's sends: UCP reads them until each send is out,
     // which is before the batch can finish.
     std::vector<uint64_t> headers;
-    bool ep_failed = false;  // FailEndpoint: ends when `receives` is empty
-    // Post() is still sending from `headers`: whoever would end the batch
-    // meanwhile sets `ended` instead, and Post() ends it when done sending.
-    bool posting = true;
-    bool ended = false;
   };
   struct Region {
     size_t len;
@@ -101,8 +89,6 @@ class AmLane {
   void SendAck(ucp_ep_h reply_ep, uint64_t token, int status);
   // One op of batch `token` finished with `status` (ADXL_PLUGIN_*).
   void OpDone(uint64_t token, int status, void *finished_receive = nullptr);
-  // Post() has sent everything of batch `token`: ends it if it ended meanwhile.
-  void DonePosting(uint64_t token);
   void Log(int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
   ucp_worker_h worker_ = nullptr;

@@ -230,13 +230,11 @@ void FlushDone(void *request, ucs_status_t status, void *user_data) {
   ucp_request_free(request);
 }
 
-void EpError(void *arg, ucp_ep_h failed_ep, ucs_status_t status) {
+void EpError(void *arg, ucp_ep_h, ucs_status_t status) {
   auto *ep = static_cast<adxl_plugin_ep *>(arg);
   const int why = FromUcs(status) == ADXL_PLUGIN_OK ? ADXL_PLUGIN_ERR_IO : FromUcs(status);
   ep->failed.store(why);
   ep->ctx->Log(ADXL_PLUGIN_LOG_WARN, "UCX endpoint failed: %s", ucs_status_string(status));
-  // Batches waiting for an answer from the dead peer would wait forever.
-  if (ep->am) ep->ctx->am.FailEndpoint(failed_ep, why);
 }
 
 }  // namespace
