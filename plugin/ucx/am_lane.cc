@@ -214,7 +214,10 @@ void AmLane::Abandon(ucp_ep_h ep, int why) {
     for (auto &kv : batches_) {
       if (kv.second.ep != ep) continue;
       kv.second.ep = nullptr;  // handlers now drop anything for it
-      for (void *r : kv.second.receives) ucp_request_cancel(worker_, r);
+      // No ucp_request_cancel of the receives here: it takes the worker's
+      // lock, and the AM handlers take batches_mu_ under that lock (a lock
+      // order inversion).  It would not help either: UCP cancels only tag
+      // receives; the force-closed endpoint is what fails these.
       tokens.push_back(kv.first);
     }
   }

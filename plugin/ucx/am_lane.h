@@ -11,7 +11,7 @@
 // asked for.  Both sides accept an address only inside memory registered with
 // this plugin (the registration table here), so a peer can reach nothing
 // else.  Abandon() fences a cancelled endpoint: late READ data is dropped and
-// receives in flight are cancelled before it returns.
+// receives in flight have ended before it returns.
 //
 // Thread-safety: all methods may be called from any thread; the AM handlers
 // run inside ucp_worker_progress on whichever thread progresses.
@@ -53,9 +53,10 @@ class AmLane {
   // (done is then not called).
   bool Post(ucp_ep_h ep, bool write, const Op *ops, size_t count, DoneFn done, void *arg);
 
-  // Fails every batch still running on ep (status `why`), cancels its
-  // receives in flight and waits for them; after this, no byte of those
-  // batches is written here.  Call after force-closing ep.
+  // Fails every batch still running on ep (status `why`) and waits for its
+  // receives in flight, which the force-closed endpoint fails (bounded by
+  // kAbandonWait); after this, no byte of those batches is written here.
+  // Call after force-closing ep.
   void Abandon(ucp_ep_h ep, int why);
 
  private:
