@@ -22,7 +22,15 @@ constexpr size_t kMaxPendingNotifies = 4096;  // undrained notifies a receiver h
 constexpr size_t kMaxAsyncRequests = 1u << 16;
 constexpr int32_t kAsyncAutoConnectMs = 3000;  // AutoConnect budget of TransferAsync (spec §5)
 constexpr auto kByeDeadline = std::chrono::milliseconds(200);
-constexpr auto kFenceDeadline = std::chrono::milliseconds(1000);
+// How long a TIMEOUT waits for the target to confirm the fence (it drains
+// what already reached its transport).  TransferSync must return within its
+// deadline plus 50 ms; a live target answers in a few ms, and a stopped or
+// dead one would not answer in any bound, so waiting longer buys nothing:
+// what keeps a stopped target's memory safe is that the lane moves data only
+// while the initiator's (now force-closed) request lives.
+constexpr auto kFenceWait = std::chrono::milliseconds(40);
+// How long Finalize waits for its clients to confirm they stopped copying.
+constexpr auto kFinalizeByeWait = std::chrono::milliseconds(1000);
 // Answers sent from the control thread: a peer that does not read them for
 // this long is misbehaving, and is closed rather than allowed to stall the
 // thread that serves every other peer.
@@ -165,7 +173,7 @@ void AdxlEngine::AdxlEngineImpl::Finalize() {
     std::shared_lock<std::shared_mutex> l(reg_mu_);
     clients.assign(subscribers_.begin(), subscribers_.end());
   }
-  const Clock::time_point fence_deadline = Clock::now() + kFenceDeadline;
+  const Clock::time_point fence_deadline = Clock::now() + kFinalizeByeWait;
   for (const auto &c : clients) {
     uint32_t status = 0;
     if (c->Request(wire::Bye{}, fence_deadline, &status) != ControlConn::Outcome::kAcked) {
@@ -679,7 +687,7 @@ void AdxlEngine::AdxlEngineImpl::FenceAfterTimeout(const std::shared_ptr<Link> &
   // 2. What already left is drained by the target before we return (it
   //    progresses its transport until idle, then acknowledges).
   uint32_t status = 0;
-  if (link->conn->Request(wire::Fence{}, Clock::now() + kFenceDeadline, &status) != ControlConn::Outcome::kAcked) {
+  if (link->conn->Request(wire::Fence{}, Clock::now() + kFenceWait, &status) != ControlConn::Outcome::kAcked) {
     ADXL_WARN("link to '%s': the target did not confirm the fence (dead or stopped)", link->remote().c_str());
   }
 }

@@ -10,23 +10,56 @@
 // by the target with the data, received by the initiator into the address it
 // asked for.  Both sides accept an address only inside memory registered with
 // this plugin (the registration table here), so a peer can reach nothing
-// else.  Abandon() fences a cancelled endpoint: late READ data is dropped and
-// receives in flight have ended before it returns.
+// else.
 //
-// Thread-safety: all methods may be called from any thread; the AM handlers
-// run inside ucp_worker_progress on whichever thread progresses.
+// Life of a batch (initiator side).  Post() creates it `posting`, sends every
+// operation, then clears `posting`.  A batch ends — its DoneFn runs, exactly
+// once, outside every lock — when it is not posting, has no READ-data
+// receive in flight, and either every operation was answered or the batch was
+// ended early: by Abandon() (the endpoint was force-closed) or by
+// EndpointFailed() (UCP reported the endpoint's failure).  So a batch is never
+// freed while Post() still sends from its headers, and no READ data of an
+// ended batch is written here afterwards.
+//
+// Target side.  A rendezvous WRITE is received by ucp_am_recv_data_nbx, and a
+// READ answered by a send, on the reply endpoint UCP made for the initiator.
+// When the initiator force-closes its endpoint (a TIMEOUT fence) such a
+// request may never complete, and UCP refuses to destroy a worker with
+// requests pending.  The lane therefore tracks every request it starts as a
+// target, and ReleaseTargetOps() force-closes the reply endpoints of those
+// still pending, which fails them: the plugin calls it before a registration
+// such a request reads or writes goes away, and before the worker is
+// destroyed.  A request failed that way is not answered.
+//
+// Locks and callbacks.  The AM handlers and request callbacks run inside
+// ucp_worker_progress, under UCP's worker lock, on whichever thread
+// progresses (the plugin's progress thread, or an API thread in
+// WaitRequest/Progress).  UCP may also complete a request synchronously
+// inside the call that posted it and run its callback there.  Hence the order
+//     UCP worker lock  ->  mu_       (mu_ is taken inside callbacks)
+//     regions_mu_                    (a leaf, never held with mu_)
+// and the rule, checked by clang's thread-safety analysis: no method calls
+// into UCP while holding mu_ (they are ADXL_EXCLUDES(mu_)).  Work a UCP
+// callback would have to do under mu_ with further UCP calls — failing the
+// batches of an endpoint UCP reported dead — is queued by EndpointFailed()
+// and done by RunDeferred(), which the progress thread calls outside
+// ucp_worker_progress.
+//
+// Thread-safety: every public method may be called from any thread.
 #ifndef ADXL_PLUGIN_UCX_AM_LANE_H_
 #define ADXL_PLUGIN_UCX_AM_LANE_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include <ucp/api/ucp.h>
+
+#include "common/thread_annotations.h"
 
 class AmLane {
  public:
@@ -41,39 +74,76 @@ class AmLane {
     size_t len;
   };
 
+  // Fault injection for tests (plugin parameter "test_read_data_delay_us"):
+  // the initiator waits this long in the READ-data handler before posting
+  // the receive, which opens a window in which a test kills the target, so
+  // that UCP fails the receive synchronously inside the posting call.
+  struct Faults {
+    unsigned read_data_delay_us = 0;
+  };
+
   // Installs the AM handlers on the worker.
-  bool Init(ucp_worker_h worker, LogFn log, void *log_arg, std::string *why);
+  bool Init(ucp_worker_h worker, LogFn log, void *log_arg, Faults faults, std::string *why);
 
   // Memory this process registered: the only memory peers may reach.
-  void AddRegion(void *addr, size_t len, ucp_mem_h memh);
-  void RemoveRegion(void *addr);
+  void AddRegion(void *addr, size_t len, ucp_mem_h memh) ADXL_EXCLUDES(regions_mu_);
+  // Peers can no longer reach the region; target-side requests still using
+  // it are failed first (ReleaseTargetOps).
+  void RemoveRegion(void *addr) ADXL_EXCLUDES(regions_mu_, mu_);
 
-  // Starts a batch on ep; done(arg, status) runs when every op has finished
-  // (possibly before Post returns).  Returns false when nothing was started
-  // (done is then not called).
-  bool Post(ucp_ep_h ep, bool write, const Op *ops, size_t count, DoneFn done, void *arg);
+  // Starts a batch on endpoint `ep_id` (the plugin's id of `ep`, never
+  // reused); done(arg, status) runs when it ends (possibly before Post
+  // returns).  Returns false when nothing was started (done is then not
+  // called).
+  bool Post(uint64_t ep_id, ucp_ep_h ep, bool write, const Op *ops, size_t count, DoneFn done, void *arg)
+      ADXL_EXCLUDES(mu_);
 
-  // Fails every batch still running on ep (status `why`) and waits for its
-  // receives in flight, which the force-closed endpoint fails (bounded by
-  // kAbandonWait); after this, no byte of those batches is written here.
-  // Call after force-closing ep.
-  void Abandon(ucp_ep_h ep, int why);
+  // Ends every batch on ep_id with status `why` and waits (bounded by
+  // kAbandonWait) until none of them posts or receives any more; after this
+  // no byte of those batches is written here.  Call after force-closing the
+  // endpoint, from a thread that is not inside ucp_worker_progress.
+  void Abandon(uint64_t ep_id, int why) ADXL_EXCLUDES(mu_);
+
+  // UCP reported the failure of endpoint ep_id (its error callback, inside
+  // ucp_worker_progress): queues the failing of its batches for
+  // RunDeferred().  Safe to call under UCP's worker lock.
+  void EndpointFailed(uint64_t ep_id, int why) ADXL_EXCLUDES(mu_);
+  // Whether RunDeferred() has work: a cheap check for the progress loop.
+  bool HasDeferred() const { return deferred_pending_.load(std::memory_order_acquire); }
+  // Does the queued work: ends the batches of failed endpoints (those still
+  // posting or receiving end when that finishes).  Call outside
+  // ucp_worker_progress.
+  void RunDeferred() ADXL_EXCLUDES(mu_);
+
+  // Force-closes the reply endpoints of target-side requests still pending
+  // on [addr, addr+len) (all of them when len is 0) and waits, bounded,
+  // until those requests have ended.  Call outside ucp_worker_progress.
+  void ReleaseTargetOps(uintptr_t addr, size_t len) ADXL_EXCLUDES(mu_);
 
  private:
   struct Batch {
-    ucp_ep_h ep;
-    size_t remaining;
-    int status;
+    uint64_t ep_id;
+    size_t remaining;  // operations not yet answered
+    int status;        // first error, or ADXL_PLUGIN_OK
     DoneFn done;
     void *arg;
-    std::vector<void *> receives;  // READ data receives in flight
-    // Headers of the batch's sends: UCP reads them until each send is out,
-    // which is before the batch can finish.
+    bool posting = true;  // Post() still sends from `headers`
+    bool ended = false;   // abandoned / endpoint failed: nothing more is accepted
+    size_t receiving = 0;  // READ-data receives posted or being posted
+    // Headers of the batch's sends: UCP reads them until each send is out.
     std::vector<uint64_t> headers;
   };
   struct Region {
     size_t len;
     ucp_mem_h memh;
+  };
+  // A request this side started as a target (WRITE-data receive, READ-data
+  // send, acknowledgement), pending in UCP.
+  struct TargetOp {
+    ucp_ep_h reply_ep;
+    uintptr_t addr;  // the registered memory it reads or writes (0: none)
+    size_t len;
+    bool released = false;  // its endpoint is being force-closed: no answer
   };
 
   static ucs_status_t OnWrite(void *arg, const void *header, size_t header_len, void *data, size_t len,
@@ -86,22 +156,45 @@ class AmLane {
                                  const ucp_am_recv_param_t *param);
 
   // Is [addr, addr+len) inside one registered region?  Sets *memh.
-  bool Registered(uint64_t addr, size_t len, ucp_mem_h *memh);
-  void SendAck(ucp_ep_h reply_ep, uint64_t token, int status);
-  // One op of batch `token` finished with `status` (ADXL_PLUGIN_*).
-  void OpDone(uint64_t token, int status, void *finished_receive = nullptr);
+  bool Registered(uint64_t addr, size_t len, ucp_mem_h *memh) ADXL_EXCLUDES(regions_mu_);
+  void SendAck(ucp_ep_h reply_ep, uint64_t token, int status) ADXL_EXCLUDES(mu_);
+  // `n` operations of batch `token` were answered with `status`.
+  void OpsDone(uint64_t token, size_t n, int status) ADXL_EXCLUDES(mu_);
+  // A READ-data receive of batch `token` ended with `status`.
+  void ReceiveDone(uint64_t token, int status) ADXL_EXCLUDES(mu_);
+  // Post() has sent everything it will send of batch `token`.
+  void PostDone(uint64_t token) ADXL_EXCLUDES(mu_);
+  // Marks the batches of ep_id ended; returns their tokens.
+  std::vector<uint64_t> EndBatches(uint64_t ep_id, int why) ADXL_REQUIRES(mu_);
+  // If batch `it` may end now, takes it out of the table into *done_fn /
+  // *done_arg / *status (to be called once mu_ is released).
+  bool TakeIfFinished(std::unordered_map<uint64_t, Batch>::iterator it, DoneFn *done_fn, void **done_arg,
+                      int *status) ADXL_REQUIRES(mu_);
+  // Sends an AM as a target, tracked until UCP is done with it; `header` is
+  // copied.  Returns false when it could not be sent.
+  bool TargetSend(ucp_ep_h reply_ep, unsigned id, const void *header, size_t header_len, void *data, size_t len,
+                  ucp_mem_h memh) ADXL_EXCLUDES(mu_);
+  // Registers a target request about to start; its id for TargetOpDone.
+  uint64_t TargetOpStart(ucp_ep_h reply_ep, uintptr_t addr, size_t len) ADXL_EXCLUDES(mu_);
+  // The request ended; returns whether it may be answered (not released).
+  bool TargetOpDone(uint64_t id) ADXL_EXCLUDES(mu_);
   void Log(int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
   ucp_worker_h worker_ = nullptr;
   LogFn log_ = nullptr;
   void *log_arg_ = nullptr;
+  Faults faults_;
 
-  std::mutex regions_mu_;
-  std::map<uintptr_t, Region> regions_;
+  adxl::Mutex regions_mu_;
+  std::map<uintptr_t, Region> regions_ ADXL_GUARDED_BY(regions_mu_);
 
-  std::mutex batches_mu_;
-  std::unordered_map<uint64_t, Batch> batches_;
-  uint64_t next_token_ = 1;
+  adxl::Mutex mu_;
+  std::unordered_map<uint64_t, Batch> batches_ ADXL_GUARDED_BY(mu_);
+  uint64_t next_token_ ADXL_GUARDED_BY(mu_) = 1;
+  std::vector<std::pair<uint64_t, int>> failed_eps_ ADXL_GUARDED_BY(mu_);  // for RunDeferred
+  std::atomic<bool> deferred_pending_{false};
+  std::unordered_map<uint64_t, TargetOp> target_ops_ ADXL_GUARDED_BY(mu_);
+  uint64_t next_target_op_ ADXL_GUARDED_BY(mu_) = 1;
 };
 
 #endif  // ADXL_PLUGIN_UCX_AM_LANE_H_

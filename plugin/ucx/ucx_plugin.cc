@@ -80,6 +80,7 @@ struct adxl_plugin_context {
   int wake_fd = -1;
   std::atomic<bool> stop{false};
   std::thread progress_thread;
+  std::atomic<uint64_t> next_ep_id{1};  // adxl_plugin_ep::id
   void (*log_fn)(void *, int, const char *) = nullptr;
   void *log_arg = nullptr;
 
@@ -113,6 +114,7 @@ struct adxl_plugin_mem {
 
 struct adxl_plugin_ep {
   adxl_plugin_context *ctx = nullptr;
+  uint64_t id = 0;  // never reused: names the endpoint to the AM lane
   uint32_t lane = ADXL_PLUGIN_LANE_RDMA;
   ucp_ep_h ep = nullptr;      // RDMA lane; HCCS lane: device memory only
   bool am = false;            // RDMA lane moves data with am_lane.h
@@ -203,6 +205,11 @@ void ProgressLoop(adxl_plugin_context *ctx) {
     while (!ctx->stop.load(std::memory_order_relaxed)) {
       if (ucp_worker_progress(ctx->worker) != 0) {
         last_event = std::chrono::steady_clock::now();
+      }
+      // Outside ucp_worker_progress: work UCP callbacks queued (am_lane.h).
+      if (ctx->am.HasDeferred()) {
+        ctx->am.RunDeferred();
+        last_event = std::chrono::steady_clock::now();
       } else if (std::chrono::steady_clock::now() - last_event > kProgressLinger) {
         break;
       }
@@ -235,6 +242,12 @@ void EpError(void *arg, ucp_ep_h, ucs_status_t status) {
   const int why = FromUcs(status) == ADXL_PLUGIN_OK ? ADXL_PLUGIN_ERR_IO : FromUcs(status);
   ep->failed.store(why);
   ep->ctx->Log(ADXL_PLUGIN_LOG_WARN, "UCX endpoint failed: %s", ucs_status_string(status));
+  // Inside ucp_worker_progress: the AM lane's batches on this endpoint are
+  // ended by the progress thread, outside it.
+  if (ep->am) {
+    ep->ctx->am.EndpointFailed(ep->id, why);
+    ep->ctx->Wake();
+  }
 }
 
 }  // namespace
@@ -468,7 +481,13 @@ int Open(const adxl_plugin_config_t *cfg, adxl_plugin_context_t **out) noexcept 
     std::string why;
     bool ok = false;
     try {
-      ok = ctx->am.Init(ctx->worker, ctx->log_fn, ctx->log_arg, &why);
+      AmLane::Faults faults;
+      for (size_t i = 0; cfg != nullptr && i < cfg->num_params; ++i) {
+        if (strcmp(cfg->params[i].key, "test_read_data_delay_us") == 0) {
+          faults.read_data_delay_us = static_cast<unsigned>(strtoul(cfg->params[i].value, nullptr, 10));
+        }
+      }
+      ok = ctx->am.Init(ctx->worker, ctx->log_fn, ctx->log_arg, faults, &why);
     } catch (...) {
     }
     if (!ok) {
@@ -510,6 +529,10 @@ void Close(adxl_plugin_context_t *ctx) noexcept {
   ctx->stop.store(true, std::memory_order_release);
   ctx->Wake();
   if (ctx->progress_thread.joinable()) ctx->progress_thread.join();
+  // Requests this side serves for peers that went away (a fenced initiator)
+  // would stay pending forever; UCP refuses to destroy a worker with any.
+  ctx->am.ReleaseTargetOps(0, 0);
+  if (ctx->am.HasDeferred()) ctx->am.RunDeferred();
   ucp_worker_destroy(ctx->worker);
   ucp_cleanup(ctx->ucp);
   close(ctx->epoll_fd);
@@ -694,6 +717,7 @@ int EpCreate(adxl_plugin_context_t *ctx, const void *address, size_t len, uint32
     return ADXL_PLUGIN_ERR_NO_RESOURCE;
   }
   auto *ep = new (std::nothrow) adxl_plugin_ep();
+  if (ep != nullptr) ep->id = ctx->next_ep_id.fetch_add(1);
   if (ep == nullptr) return ADXL_PLUGIN_ERR_NO_RESOURCE;
   ep->ctx = ctx;
   if (lanes & ADXL_PLUGIN_LANE_HCCS) {
@@ -743,7 +767,7 @@ void EpDestroy(adxl_plugin_ep_t *ep, int force) noexcept {
     }
     // Batches still waiting for answers over this endpoint end now, and no
     // late READ data of theirs is written.
-    if (ep->am) ctx->am.Abandon(ep->ep, ADXL_PLUGIN_ERR_CANCELED);
+    if (ep->am) ctx->am.Abandon(ep->id, ADXL_PLUGIN_ERR_CANCELED);
   }
   delete ep;
 }
@@ -967,7 +991,7 @@ int PostAm(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t co
     b->status.store(status, std::memory_order_release);
     b->Unref();
   };
-  if (!ep->ctx->am.Post(ep->ep, op == ADXL_PLUGIN_PUT, ops.data(), ops.size(), done, batch)) {
+  if (!ep->ctx->am.Post(ep->id, ep->ep, op == ADXL_PLUGIN_PUT, ops.data(), ops.size(), done, batch)) {
     batch->refs.fetch_sub(1);
     batch->status.store(ADXL_PLUGIN_ERR_NO_RESOURCE);
   }

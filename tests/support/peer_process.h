@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -147,6 +148,23 @@ class PeerProcess {
     fclose(f);
     const char *p = strrchr(buf, ')');
     return (p != nullptr && p + 2 < buf + n) ? p[2] : '?';
+  }
+  // Finalize, then exit(0): returns the peer's wait status (as waitpid
+  // gives it), or -1 when it did not exit within timeout_ms.  A crash or an
+  // assertion inside Finalize shows as a signal status.
+  int FinalizeAndExit(int timeout_ms = 10000) {
+    Command("finalize", timeout_ms);
+    Command("exit", timeout_ms);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (std::chrono::steady_clock::now() < until) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return status;
+      }
+      usleep(1000);
+    }
+    return -1;
   }
   void KillAndWait() {
     kill(pid_, SIGKILL);
