@@ -6,7 +6,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 adxl_build
 cd "$BUILD_DIR"
-# Serial: several tests time heartbeats and deadlines on a 2-core machine.
+# Serial: several tests time heartbeats and deadlines, which parallel runs
+# on a small machine (CI has 2 cores) would upset.
 ctest --output-on-failure --no-tests=error "$@"
 "$ADXL_ROOT/scripts/fuzz.sh"
 # Soak: 4 engines in full mesh, random sizes, every byte checked, flat RSS

@@ -1,5 +1,5 @@
 // BufferPool: staging of sync transfers whose local side is unregistered host
-// memory (option BufferPool "N:S", spec §3 and §6).
+// memory (option BufferPool "N:S", docs/contract.md §3.5 and §6.2).
 //
 // The pool owns N host buffers of S bytes, registered with the transport only
 // (never in the engine's registry: they are not advertised to peers and do not

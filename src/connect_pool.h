@@ -1,4 +1,4 @@
-// ConnectPool: HIXL's asynchronous Connect / Disconnect (spec §1, hixl.h).
+// ConnectPool: HIXL's asynchronous Connect / Disconnect (docs/contract.md §1.7, hixl.h).
 //
 // Contract:
 //  - Submit() queues a task; at most `capacity` tasks wait at a time (tasks

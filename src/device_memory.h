@@ -1,4 +1,4 @@
-// The device runtime as the engine sees it (spec §4, §8): one job, kept out
+// The device runtime as the engine sees it (docs/contract.md §4.6, §8): one job, kept out
 // of everything else so that only this file knows whether the build has one.
 //
 // Built with the CUDA toolkit (ADXL_WITH_CUDA, which defines ADXL_HAVE_CUDA

@@ -1,5 +1,5 @@
 // AdxlEngineImpl: finding the link of a transfer or notify, and AutoConnect
-// (spec §5): connect on demand, drop failed links so that the next call
+// (docs/contract.md §5.8): connect on demand, drop failed links so that the next call
 // reconnects.
 #include <chrono>
 

@@ -17,10 +17,10 @@
 namespace adxl {
 namespace {
 
-constexpr size_t kMaxNotifyField = 1024;      // bytes of name and of message (spec §7)
-constexpr size_t kMaxPendingNotifies = 4096;  // undrained notifies a receiver holds (spec §7)
+constexpr size_t kMaxNotifyField = 1024;      // bytes of name and of message (docs/contract.md §7.1)
+constexpr size_t kMaxPendingNotifies = 4096;  // undrained notifies a receiver holds (docs/contract.md §7.3)
 constexpr size_t kMaxAsyncRequests = 1u << 16;
-constexpr int32_t kAsyncAutoConnectMs = 3000;  // AutoConnect budget of TransferAsync (spec §5)
+constexpr int32_t kAsyncAutoConnectMs = 3000;  // AutoConnect budget of TransferAsync (docs/contract.md §5.8)
 constexpr auto kByeDeadline = std::chrono::milliseconds(200);
 // How long a TIMEOUT waits for the target to confirm the fence (it drains
 // what already reached its transport).  TransferSync must return within its
@@ -268,7 +268,7 @@ Status AdxlEngine::AdxlEngineImpl::RegisterMem(const MemDesc &mem, MemType type,
   }
   auto region = std::make_shared<LocalRegion>();
   // EnableUseFabricMem=1: memory from MallocMem is offered to same-node
-  // peers as a mapping of its memfd (spec §3, §8).
+  // peers as a mapping of its memfd (docs/contract.md §3.5, §8).
   std::string share_path;
   uint64_t share_offset = 0;
   HostBlockInfo block;

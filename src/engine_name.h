@@ -1,4 +1,4 @@
-// Engine names: "ipv4", "ipv4:port", "[ipv6]", "[ipv6]:port" (spec §2).
+// Engine names: "ipv4", "ipv4:port", "[ipv6]", "[ipv6]:port" (docs/contract.md §2).
 //
 // Numeric addresses only (no host names, no bare IPv6); the port is decimal
 // in [0, 65535].  A port > 0 means the engine listens; 0 or none: client only.

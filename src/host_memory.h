@@ -1,4 +1,4 @@
-// Host memory of MallocMem(MEM_HOST) and its process-wide registry (spec §8).
+// Host memory of MallocMem(MEM_HOST) and its process-wide registry (docs/contract.md §8).
 //
 // One job: NUMA-placed, shareable host allocations.  Contract:
 //  - HostAlloc gives memory on the NUMA node SystemTopology chose (the node of

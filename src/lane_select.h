@@ -1,4 +1,4 @@
-// Lane selection (spec §9): which lanes a link may use, from the peers'
+// Lane selection (docs/contract.md §9): which lanes a link may use, from the peers'
 // locality and the GlobalResourceConfig restriction
 // (comm_resource_config.protocol_desc).
 //

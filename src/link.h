@@ -1,4 +1,4 @@
-// Link: this engine's directional connection to one peer (spec §5).
+// Link: this engine's directional connection to one peer (docs/contract.md §5).
 //
 // A link exists on the side that called Connect.  It owns the control
 // connection (client end), the transport endpoint, and the peer's advertised

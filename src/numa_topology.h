@@ -1,5 +1,5 @@
-// NUMA node choice for host memory and progress threads (spec §8; DESIGN.md,
-// "host memory placement").
+// NUMA node choice for host memory and progress threads (docs/contract.md
+// §8.2; docs/architecture.md, "Engine core").
 //
 // One job: deciding, with hwloc, which NUMA node serves the transport.  The
 // rule, in order:

@@ -1,6 +1,6 @@
 // Engine options: every key Initialize accepts, its default and its checks.
 //
-// Vendor keys (spec §3).  Each also accepted with the "adxl." prefix; the
+// Vendor keys (docs/contract.md §3.5).  Each also accepted with the "adxl." prefix; the
 // un-prefixed spelling wins when both are given.
 //   RdmaTrafficClass   int in [0,255], multiple of 4; default 132, env HCCL_RDMA_TC
 //   RdmaServiceLevel   int in [0,7]; default 4, env HCCL_RDMA_SL

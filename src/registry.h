@@ -1,4 +1,4 @@
-// Registry: this engine's memory registrations (spec §4).
+// Registry: this engine's memory registrations (docs/contract.md §4).
 //
 // Rules kept here: the identical range and type registered again is the same
 // region (reference counted); a range overlapping another of the same type is

@@ -8,7 +8,7 @@
 //   engine.TransferSync("10.0.0.2:26000", adxl::WRITE, {{local, remote, len}});
 //
 // The full behavioural contract (every status of every call) is in
-// docs/semantics in the repository (spec/adxl-semantics.md).  In short:
+// docs/contract.md in the repository.  In short:
 //  - every instance method is thread-safe and returns FAILED before
 //    Initialize and after Finalize;
 //  - a transfer is validated against local and peer registrations before any

@@ -1,7 +1,7 @@
 // Public ADXL types: statuses, memory and transfer descriptors, option keys.
 //
 // Source-compatible with the vendor's adxl_types.h (names, values, layouts);
-// see ../shared/spec/adxl-semantics.md §1.  Plain C++17, no dependencies.
+// see docs/contract.md §1.  Plain C++17, no dependencies.
 #ifndef ADXL_ADXL_TYPES_H_
 #define ADXL_ADXL_TYPES_H_
 

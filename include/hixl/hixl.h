@@ -1,6 +1,6 @@
 // Hixl: the newer HIXL facade over the same engine as adxl::AdxlEngine.
 //
-// Same methods and statuses as AdxlEngine (spec/adxl-semantics.md §3-§7),
+// Same methods and statuses as AdxlEngine (docs/contract.md §3-§7),
 // minus the static memory helpers, plus:
 //  - ConnectAsync / DisconnectAsync: queued on a bounded task queue
 //    (GlobalResourceConfig connect_pool.task_queue_capacity, default 128; a

@@ -1,7 +1,7 @@
 // Public HIXL types: the newer facade's statuses, descriptors and options.
 //
 // Source-compatible with the vendor's hixl_types.h (names, values, layouts);
-// see spec/adxl-semantics.md §1.  The types that HIXL shares unchanged with
+// see docs/contract.md §1.  The types that HIXL shares unchanged with
 // ADXL (statuses, enums, TransferOpDesc, NotifyDesc, AscendString) are the
 // ADXL ones under their HIXL names, so one engine serves both facades and a
 // program may pass values between them.  What differs is declared here:
@@ -22,7 +22,7 @@ using AscendString = adxl::AscendString;
 using TransferReq = adxl::TransferReq;
 using MemHandle = adxl::MemHandle;
 
-// Options understood by Hixl::Initialize (spec §3 lists the values).
+// Options understood by Hixl::Initialize (docs/contract.md §3.5 lists the values).
 constexpr const char OPTION_ENABLE_USE_FABRIC_MEM[] = "EnableUseFabricMem";
 constexpr const char OPTION_RDMA_TRAFFIC_CLASS[] = "RdmaTrafficClass";
 constexpr const char OPTION_RDMA_SERVICE_LEVEL[] = "RdmaServiceLevel";

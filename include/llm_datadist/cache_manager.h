@@ -1,5 +1,5 @@
 // CacheManager: the LLM-DataDist cache layer on top of the public AdxlEngine
-// API (spec/adxl-semantics.md §10).
+// API (docs/contract.md §10; docs/cache_layer.md).
 //
 // Contract
 //  - A CacheManager belongs to one cluster (cluster_id) and one engine: it

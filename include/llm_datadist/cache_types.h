@@ -1,6 +1,6 @@
 // LLM-DataDist cache layer: value types (cache descriptions, keys, caches,
 // statuses).  See cache_manager.h for the manager that registers and moves
-// caches, and spec/adxl-semantics.md §10 for the rules.
+// caches, and docs/contract.md §10 for the rules.
 //
 // Contract of the types here: plain values, copyable, no resources.  A Cache
 // is a description of registered memory (id, description, addresses); the

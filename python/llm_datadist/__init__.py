@@ -6,7 +6,7 @@
     cache = dd.cache_manager.register_blocks_cache(CacheDesc(2, [16, 1024], DataType.DT_FLOAT16, Placement.HOST),
                                                    addrs, BlocksCacheKey(1), remote_accessible=True)
 
-Errors (spec §10): a wrong argument type raises TypeError, a wrong value
+Errors (docs/contract.md §10): a wrong argument type raises TypeError, a wrong value
 ValueError, None where an object is required AttributeError; any other failed
 status raises LLMException (its status_code is an LLMStatusCode).
 """

@@ -1,7 +1,7 @@
 // Native part of the llm_datadist Python package (module llm_datadist._native):
 // the C++ cache layer with statuses, no exceptions.  The package's Python code
 // (llm_datadist/__init__.py) checks argument types and turns statuses into
-// exceptions as spec §10 says.
+// exceptions as docs/contract.md §10 says.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 

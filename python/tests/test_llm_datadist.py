@@ -1,4 +1,4 @@
-"""llm_datadist package: exceptions of spec §10, registration rules, pull / push."""
+"""llm_datadist package: exceptions of docs/contract.md §10, registration rules, pull / push."""
 import ctypes
 
 import pytest

@@ -1,5 +1,5 @@
 // CacheManager (include/llm_datadist/cache_manager.h): registration rules of
-// spec §10, links with metadata reads, and pull / push planned into one
+// docs/contract.md §10, links with metadata reads, and pull / push planned into one
 // engine TransferSync per call.
 #include "llm_datadist/cache_manager.h"
 

@@ -1,6 +1,6 @@
 // Random API fuzz (issue 5, part 4): 100k random calls with a fixed seed on
 // an engine linked to a peer process.  Every status is checked against the
-// status the contract (spec §4, §6) gives for that input, computed from a
+// status the contract (docs/contract.md §4, §6) gives for that input, computed from a
 // model of both sides' registrations; every local registration lies between
 // PROT_NONE guard pages, so that any touch of memory outside a registration
 // kills the process, and the peer's unregistered bytes are checked
@@ -97,7 +97,7 @@ class ApiFuzz : public ::testing::Test {
     fclose(f);
     printf("engine log: %s\n", log_path_.c_str());
     // No buffer pool: an unregistered local range is then PARAM_INVALID
-    // (with a pool, TransferSync would stage it: spec §6).
+    // (with a pool, TransferSync would stage it: docs/contract.md §6.2).
     ASSERT_EQ(engine_.Initialize("127.0.0.1", {{"adxl.BufferPool", "0:0"}}), SUCCESS);
     ASSERT_EQ(engine_.Connect(peer_name_.c_str(), 5000), SUCCESS);
   }

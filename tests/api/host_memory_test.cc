@@ -1,4 +1,4 @@
-// Spec §8 (MallocMem / ExportToShareableHandle / FreeMem) through the public
+// docs/contract.md §8 (MallocMem / ExportToShareableHandle / FreeMem) through the public
 // API, one process.  Internals (import by a second process, hwloc binding
 // policy) are checked in tests/unit/host_memory_test.cc.
 #include <dirent.h>

@@ -1,4 +1,4 @@
-// Spec §2, §3 and §8 (GetCapability): names, options and lifecycle through
+// docs/contract.md §2, §3 and §8 (GetCapability): names, options and lifecycle through
 // the public API, one process.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Spec §4 (registration) through the public API, one process.
+// docs/contract.md §4 (registration) through the public API, one process.
 #include <gtest/gtest.h>
 
 #include <cstdint>

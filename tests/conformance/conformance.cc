@@ -21,8 +21,9 @@ const std::vector<Lane> &AllLanes() {
       // Not here: the network lane on UCP put/get (ADXL_UCX_RDMA_PROTOCOL=rma),
       // what it runs on RDMA hardware.  Over TCP, UCX emulates put/get by
       // streaming the data to the target, so bytes already in the socket land
-      // when a stopped target resumes: §6.4 (no byte after TIMEOUT) does not
-      // hold, which is why the lane runs active-message rendezvous there.
+      // when a stopped target resumes: docs/contract.md §6.4 (no byte after
+      // TIMEOUT) does not hold, which is why the lane runs active-message
+      // rendezvous there.
   };
   return lanes;
 }

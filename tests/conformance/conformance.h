@@ -1,7 +1,8 @@
-// The API conformance suite (spec §2–§8): one test per rule, named after
-// the rule ("S6_4_..." is the fourth rule of §6, numbered in the order the
-// spec lists them; the comment above each test quotes it), run against real
-// peer processes and repeated on every lane.
+// The API conformance suite (docs/contract.md §2–§8): one test per rule,
+// named after the rule ("S6_4_..." checks rule 6.4 of docs/contract.md; the
+// comment above each test restates the rule, docs/contract.md lists every
+// test with its status), run against real peer processes and repeated on
+// every lane.
 //
 // Public headers only: adxl/adxl_engine.h, and adxl/adxl_ext.h to check
 // that a link runs on the lane under test.

@@ -1,4 +1,4 @@
-// Spec §2 (engine identity) and §3 (lifecycle), on every lane.
+// docs/contract.md §2 (engine identity) and §3 (lifecycle), on every lane.
 #include <atomic>
 #include <thread>
 

@@ -1,4 +1,4 @@
-// Spec §4 (memory registration), on every lane.
+// docs/contract.md §4 (memory registration), on every lane.
 #include "conformance.h"
 
 using namespace adxl;

@@ -1,4 +1,4 @@
-// Spec §5 (links), on every lane.
+// docs/contract.md §5 (links), on every lane.
 #include <netinet/in.h>
 #include <sys/socket.h>
 

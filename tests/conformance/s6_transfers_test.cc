@@ -1,4 +1,4 @@
-// Spec §6 (transfers), on every lane.
+// docs/contract.md §6 (transfers), on every lane.
 #include <csignal>
 #include <random>
 #include <thread>

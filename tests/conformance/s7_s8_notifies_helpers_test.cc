@@ -1,4 +1,4 @@
-// Spec §7 (notifies) and §8 (static helpers), on every lane.
+// docs/contract.md §7 (notifies) and §8 (static helpers), on every lane.
 #include <csignal>
 
 #include "conformance.h"

@@ -1,4 +1,4 @@
-// Device memory (spec §4, §8, §9) through the public API: MallocMem /
+// Device memory (docs/contract.md §4.6, §8, §9) through the public API: MallocMem /
 // FreeMem / ExportToShareableHandle of MEM_DEVICE, RegisterMem(MEM_DEVICE),
 // and transfers of device memory between two engines of this process.
 //

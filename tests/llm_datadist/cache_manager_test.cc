@@ -1,4 +1,4 @@
-// CacheManager contract (spec §10): registration rules in one process, and
+// CacheManager contract (docs/contract.md §10): registration rules in one process, and
 // pull / push between two processes (a forked holder) on loopback.
 #include <arpa/inet.h>
 #include <netinet/in.h>

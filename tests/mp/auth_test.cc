@@ -32,7 +32,7 @@ using namespace adxl_test;
 
 // ------------------------------------------------------------ connect redirect
 //
-// An engine's name is its identity (spec §2): a client must dial exactly the
+// An engine's name is its identity (docs/contract.md §2.3): a client must dial exactly the
 // address the server was initialized with.  To put a relay between them the
 // test redirects this process's connect() to one port onto the relay's port.
 // Inert unless a redirect is armed (only AuthTest.TokenNeverCrossesTheWire
@@ -599,7 +599,7 @@ TEST_F(MemoryAccessTest, OnlyTheRegisteredPartOfAPeerBufferIsReachable) {
 TEST_F(MemoryAccessTest, GuardPagesAroundALocalRegistrationAreNeverTouched) {
   // [guard][page][guard]: a touch of a guard page kills this process.  The
   // engine has no buffer pool: with one, a local range outside registrations
-  // is by contract (spec §6) staged, i.e. copied by the engine, as memory the
+  // is by contract (docs/contract.md §6.2) staged, i.e. copied by the engine, as memory the
   // caller vouches for; without one it is PARAM_INVALID before anything moves.
   AdxlEngine e;
   ASSERT_EQ(e.Initialize("127.0.0.1", {{"adxl.BufferPool", "0:0"}, {"adxl.HeartbeatMs", kHeartbeatMs}}), SUCCESS);

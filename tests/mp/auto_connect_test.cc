@@ -1,4 +1,4 @@
-// Spec §5 AutoConnect, on both facades, with real peer processes: transfers
+// docs/contract.md §5.8 AutoConnect, on both facades, with real peer processes: transfers
 // and notifies to unconnected peers connect on demand; a link-fatal error
 // (timeout, peer death) drops the link and the next call reconnects.
 #include <csignal>

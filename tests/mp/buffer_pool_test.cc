@@ -1,4 +1,4 @@
-// Spec §3/§6 buffer pool staging, on both facades, against a real peer:
+// docs/contract.md §3.5/§6.2 buffer pool staging, on both facades, against a real peer:
 // sync transfers whose local side is unregistered host memory go through the
 // pool's registered buffers, pipelined under one deadline; kinds are not
 // mixed in one call; async is never staged; "0:0" turns staging off.

@@ -1,5 +1,5 @@
 // Both facades (adxl::AdxlEngine, hixl::Hixl) through the same contract checks
-// (spec §3, §5-§7) against a real peer process: one engine core behind both.
+// (docs/contract.md §3, §5-§7) against a real peer process: one engine core behind both.
 #include <cstring>
 #include <thread>
 

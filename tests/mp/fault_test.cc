@@ -15,7 +15,7 @@ using namespace adxl_test;
 namespace {
 
 constexpr int kHeartbeatBoundMs = 3 * 200;
-constexpr int kSlackMs = 1000;  // scheduling on a loaded 2-core machine
+constexpr int kSlackMs = 1000;  // scheduling slack: CI machines are small (2 cores) and loaded
 const std::vector<std::string> kRemoteTcpPeer = {"ADXL_NODE_ID=another-host", "UCX_TLS=tcp"};
 
 std::string StatusLine(Status st) { return st == SUCCESS ? "ok" : "status " + std::to_string(st); }

@@ -571,7 +571,7 @@ TEST_F(HostileInputTest, ServerOnlyMessagesFromAClientCloseTheConnection) {
 // server after its Hello timeout (3 heartbeats, at least 1 s).  The test
 // requires that the server keeps serving with 200 of them open, and reports
 // how many the server closed on its own.  A Hello'd client that then goes
-// silent, by contrast, must be forgotten after 3 heartbeats (spec §5).
+// silent, by contrast, must be forgotten after 3 heartbeats (docs/contract.md §5.7).
 TEST_F(HostileInputTest, ManyIdleConnections) {
   constexpr int kIdle = 200;
   constexpr int kPartial = 20;   // a few bytes of a header, then silence

@@ -1,4 +1,4 @@
-// Spec §5 (links) with a real peer process on loopback.
+// docs/contract.md §5 (links) with a real peer process on loopback.
 #include <netinet/in.h>
 #include <sys/socket.h>
 

@@ -1,4 +1,4 @@
-// Spec §6 (transfers) with a real peer process on loopback.
+// docs/contract.md §6 (transfers) with a real peer process on loopback.
 #include <atomic>
 #include <csignal>
 #include <random>

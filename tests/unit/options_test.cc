@@ -1,4 +1,4 @@
-// Engine options (spec §3, src/options.h): keys, defaults, checks and
+// Engine options (docs/contract.md §3.5, src/options.h): keys, defaults, checks and
 // environment fallbacks.
 #include "options.h"
 
@@ -229,7 +229,7 @@ TEST_F(OptionsTest, TrafficClassNonNumericRejected) {
 }
 
 TEST_F(OptionsTest, TrafficClassEmptyValueRejected) {
-  // An empty value is malformed (spec §3); it must not silently mean "default".
+  // An empty value is malformed (docs/contract.md §3.5); it must not silently mean "default".
   Reject({{"adxl.RdmaTrafficClass", ""}});
 }
 

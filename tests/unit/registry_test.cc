@@ -1,4 +1,4 @@
-// Registry: this engine's registrations and their rules (spec §4).
+// Registry: this engine's registrations and their rules (docs/contract.md §4).
 #include "registry.h"
 
 #include <gtest/gtest.h>

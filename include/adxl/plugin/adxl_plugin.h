@@ -6,7 +6,8 @@
  * table, or NULL (and logs why) when it cannot serve that version.  The engine
  * also refuses a table whose abi_version differs from its own.
  *
- * Contract every plugin keeps (checked by tests/plugin_conformance):
+ * Contract every plugin keeps (checked by tests/plugin_conformance; stated
+ * in full, operation by operation, in docs/plugin_guide.md):
  *  - No C++ exception and no signal crosses this boundary; errors are
  *    adxl_plugin_status_t values.
  *  - All functions are thread-safe; any thread may call any of them.
@@ -51,7 +52,7 @@ typedef enum {
 typedef enum { ADXL_PLUGIN_MEM_DEVICE = 0, ADXL_PLUGIN_MEM_HOST = 1 } adxl_plugin_mem_type_t;
 typedef enum { ADXL_PLUGIN_GET = 0, ADXL_PLUGIN_PUT = 1 } adxl_plugin_op_t;
 
-/* Lanes (spec §9).  HCCS: the intra-node path, truly one-sided (the
+/* Lanes (docs/contract.md §9, docs/plugin_guide.md §4.4).  HCCS: the intra-node path, truly one-sided (the
  * initiator alone moves the bytes).  RDMA: the network path (RDMA verbs where
  * a NIC exists, TCP otherwise). */
 #define ADXL_PLUGIN_LANE_HCCS (1u << 0)
