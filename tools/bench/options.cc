@@ -108,13 +108,16 @@ bool ParseDirections(const std::string &text, std::vector<std::string> *out, std
 bool ParseBaselines(const std::string &text, Options *o, std::string *why) {
   o->memcpy_baseline = false;
   o->ucp_baseline = false;
+  o->tcp_baseline = false;
   for (const std::string &b : Split(text, ',')) {
     if (b == "memcpy") {
       o->memcpy_baseline = true;
     } else if (b == "ucp") {
       o->ucp_baseline = true;
+    } else if (b == "tcp") {
+      o->tcp_baseline = true;
     } else if (b != "none") {
-      *why = "--baselines: '" + b + "' is not memcpy, ucp or none";
+      *why = "--baselines: '" + b + "' is not memcpy, ucp, tcp or none";
       return false;
     }
   }
@@ -363,7 +366,7 @@ bool ParseOptions(int argc, char **argv, Options *out, bool *help, std::string *
 
 std::string HelpText(const char *prog) {
   std::ostringstream h;
-  h << "adxl-bench: bandwidth and latency of the ADXL engine against memcpy and raw UCP\n"
+  h << "adxl-bench: bandwidth and latency of the ADXL engine against memcpy, raw UCP and TCP\n"
     << "\n"
     << "Running (the initiator measures and prints; the target only serves):\n"
     << "  " << prog << " --spawn [options]     initiator here, target forked on loopback\n"
@@ -393,7 +396,9 @@ std::string HelpText(const char *prog) {
     << "  --threads N           initiator threads, each moving 1/N of the batch     [1]\n"
     << "  --async-batch N       descriptors per TransferAsync request (async mode)  [64]\n"
     << "  --baselines LIST      memcpy (one thread, local copy), ucp (raw UCP put/get\n"
-    << "                        + flush, one thread), or none                        [memcpy,ucp]\n"
+    << "                        + flush, one thread), tcp (one plain TCP stream to the\n"
+    << "                        target's engine IP, one send/recv per block), or none\n"
+    << "                                                              [memcpy,ucp,tcp]\n"
     << "  --bench WHAT          bandwidth, latency (one 4 KiB descriptor per\n"
     << "                        TransferSync) or all                                 [all]\n"
     << "  --latency             same as --bench latency\n"
@@ -402,8 +407,9 @@ std::string HelpText(const char *prog) {
     << "                        'consistency' column: pass / fail / unchecked)\n"
     << "  --quick               a correctness run of seconds: --verify, transfer size 4M,\n"
     << "                        2 loops, sync and async, 200 latency iterations\n"
-    << "  --target-progress M   how the target drives its raw-UCP worker: event\n"
-    << "                        (ucp_worker_arm + event fd, like the engine) or poll [event]\n"
+    << "  --target-progress M   how the target drives its raw-UCP worker: event (like\n"
+    << "                        the engine: polls 200 us after the last event, then\n"
+    << "                        ucp_worker_arm + event fd) or poll (always)         [event]\n"
     << "  --timeout-ms MS       limit per transfer call and per side-channel answer  [30000]\n"
     << "  --accept-timeout S    how long a target waits for its initiator            [300]\n"
     << "\n"
