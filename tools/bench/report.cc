@@ -128,10 +128,15 @@ void PrintRatioSummary(FILE *out, const std::vector<Row> &rows) {
     std::string label;
     std::string tcp, ucp;
   };
+  auto measured = [&rows](const char *baseline) {
+    return std::any_of(rows.begin(), rows.end(),
+                       [baseline](const Row &r) { return r.pattern == "seq" && r.benchmark == baseline; });
+  };
+  const bool have_tcp = measured("tcp"), have_ucp = measured("ucp");
+  if (!have_tcp && !have_ucp) return;
   std::vector<Line> lines;
   for (const Row &r : rows) {
     if (r.pattern != "seq" || r.benchmark.rfind("engine", 0) != 0) continue;
-    if (std::isnan(r.vs_tcp) && std::isnan(r.vs_ucp)) continue;
     const std::string label = r.direction + " " + r.benchmark;
     auto it = std::find_if(lines.begin(), lines.end(), [&](const Line &l) { return l.label == label; });
     if (it == lines.end()) it = lines.insert(lines.end(), Line{label, "", ""});
@@ -142,8 +147,8 @@ void PrintRatioSummary(FILE *out, const std::vector<Row> &rows) {
   if (lines.empty()) return;
   fprintf(out, "\nengine GB/s / baseline GB/s by block size ('-': no baseline row or a failed one):\n");
   for (const Line &l : lines) {
-    fprintf(out, "%-18s eng/tcp:%s\n", l.label.c_str(), l.tcp.c_str());
-    fprintf(out, "%-18s eng/ucp:%s\n", "", l.ucp.c_str());
+    if (have_tcp) fprintf(out, "%-18s eng/tcp:%s\n", l.label.c_str(), l.tcp.c_str());
+    if (have_ucp) fprintf(out, "%-18s eng/ucp:%s\n", have_tcp ? "" : l.label.c_str(), l.ucp.c_str());
   }
 }
 
