@@ -87,12 +87,15 @@ bool SendAll(int fd, const uint8_t *p, size_t n, std::string *why) {
 }
 
 // Exactly n bytes into p: recv(MSG_WAITALL), again after a partial return
-// (a signal or SO_RCVTIMEO).  EOF is an error.
-bool RecvAll(int fd, uint8_t *p, size_t n, std::string *why) {
+// (a signal or SO_RCVTIMEO).  EOF is an error; *eof (when given) tells it
+// from the others.
+bool RecvAll(int fd, uint8_t *p, size_t n, std::string *why, bool *eof = nullptr) {
+  if (eof != nullptr) *eof = false;
   while (n > 0) {
     ssize_t k = recv(fd, p, n, MSG_WAITALL);
     if (k < 0 && errno == EINTR) continue;
     if (k == 0) {
+      if (eof != nullptr) *eof = true;
       *why = "tcp baseline: the peer closed the stream";
       return false;
     }
@@ -248,9 +251,10 @@ void TcpTarget::Serve() {
 bool TcpTarget::ServeStep(int fd) {
   uint8_t raw[kHeaderSize];
   std::string why;
-  if (!RecvAll(fd, raw, sizeof(raw), &why)) {
+  bool eof = false;
+  if (!RecvAll(fd, raw, sizeof(raw), &why, &eof)) {
     // A closed stream between steps is the initiator's orderly end.
-    if (why.find("closed") == std::string::npos) fprintf(stderr, "adxl-bench target: %s\n", why.c_str());
+    if (!eof) fprintf(stderr, "adxl-bench target: %s\n", why.c_str());
     return false;
   }
   StepHeader h;
