@@ -49,6 +49,7 @@ bool AllPassed(const std::vector<Row> &rows) {
 int Report(const Options &o, const RunInfo &info, const std::vector<Row> &rows) {
   PrintPreamble(stdout, info);
   PrintTable(stdout, rows);
+  PrintRatioSummary(stdout, rows);
   fflush(stdout);
   std::string why;
   bool written = (o.csv_path.empty() || WriteCsv(o.csv_path, rows, &why)) &&

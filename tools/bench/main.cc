@@ -1,5 +1,6 @@
 // adxl-bench: measures the ADXL engine between two processes against the
-// local memcpy limit and raw UCP, on the same buffers and blocks.
+// local memcpy limit, raw UCP and a plain TCP stream, on the same buffers
+// and blocks.
 //
 // Where things are:
 //   options.cc        command line            side_channel.cc  initiator <-> target TCP line protocol
@@ -7,6 +8,7 @@
 //   initiator.cc      checks, run, report     session.cc       set-up, rows, verify pass
 //   engine_runner.cc  the measured engine loop
 //   ucp_baseline.cc   raw-UCP baseline        memcpy_baseline.cc  memcpy baseline
+//   tcp_baseline.cc   plain TCP stream baseline
 //   report.cc         table, CSV, JSON        lane.cc          --lane -> UCX_TLS
 #include <signal.h>
 

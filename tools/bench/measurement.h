@@ -29,7 +29,7 @@ struct StepResult {
 
 // One line of the table / CSV / JSON.
 struct Row {
-  std::string benchmark;  // engine_sync, engine_async, ucp, memcpy
+  std::string benchmark;  // engine_sync, engine_async, ucp, tcp, memcpy
   std::string pattern;    // "seq" (block i -> block i) or "latency"
   size_t block_size = 0;
   size_t batch_size = 0;  // descriptors per transfer call
@@ -47,6 +47,7 @@ struct Row {
   // Engine rows only: engine GB/s divided by the baseline's (NaN: none).
   double vs_memcpy = NAN;
   double vs_ucp = NAN;
+  double vs_tcp = NAN;
   std::string note;  // first error, for the table
 };
 

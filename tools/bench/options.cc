@@ -108,13 +108,16 @@ bool ParseDirections(const std::string &text, std::vector<std::string> *out, std
 bool ParseBaselines(const std::string &text, Options *o, std::string *why) {
   o->memcpy_baseline = false;
   o->ucp_baseline = false;
+  o->tcp_baseline = false;
   for (const std::string &b : Split(text, ',')) {
     if (b == "memcpy") {
       o->memcpy_baseline = true;
     } else if (b == "ucp") {
       o->ucp_baseline = true;
+    } else if (b == "tcp") {
+      o->tcp_baseline = true;
     } else if (b != "none") {
-      *why = "--baselines: '" + b + "' is not memcpy, ucp or none";
+      *why = "--baselines: '" + b + "' is not memcpy, ucp, tcp or none";
       return false;
     }
   }
@@ -363,7 +366,7 @@ bool ParseOptions(int argc, char **argv, Options *out, bool *help, std::string *
 
 std::string HelpText(const char *prog) {
   std::ostringstream h;
-  h << "adxl-bench: bandwidth and latency of the ADXL engine against memcpy and raw UCP\n"
+  h << "adxl-bench: bandwidth and latency of the ADXL engine against memcpy, raw UCP and TCP\n"
     << "\n"
     << "Running (the initiator measures and prints; the target only serves):\n"
     << "  " << prog << " --spawn [options]     initiator here, target forked on loopback\n"
@@ -375,7 +378,8 @@ std::string HelpText(const char *prog) {
     << "  --directions LIST     H2rH (WRITE host->remote host), rH2H (READ remote host->host),\n"
     << "                        D2rD rD2D D2rH rH2D H2rD rD2H need device memory:\n"
     << "                        a build with the CUDA toolkit, a GPU, and a UCX that\n"
-    << "                        moves device memory; no ucp baseline for them       [H2rH,rH2H]\n"
+    << "                        moves device memory; no ucp or tcp baseline for them\n"
+    << "                                                                      [H2rH,rH2H]\n"
     << "  --lane hccs|rdma|auto hccs: UCX_TLS=sm,self; rdma: UCX_TLS=tcp; auto: UCX default\n"
     << "                        (both processes; stands in for the engine's lanes).\n"
     << "                        A UCX_TLS you set yourself always wins               [auto]\n"
@@ -383,7 +387,8 @@ std::string HelpText(const char *prog) {
     << "                        adxl (AdxlEngine::MallocMem, both engines started with\n"
     << "                        EnableUseFabricMem=1: a same-node peer maps the memory).\n"
     << "                        The baselines keep their own access: ucp registers the\n"
-    << "                        same buffers in its own UCP context, memcpy copies to\n"
+    << "                        same buffers in its own UCP context, tcp sends and\n"
+    << "                        receives them through its socket, memcpy copies to\n"
     << "                        and from its own mmap scratch buffer               [host]\n"
     << "  --block-sizes LO:HI   powers of two from LO to HI, or a list 16K,1M         [16K:2M]\n"
     << "  --transfer-size SIZE  bytes moved per step as one batch of descriptors    [64M]\n"
@@ -393,7 +398,9 @@ std::string HelpText(const char *prog) {
     << "  --threads N           initiator threads, each moving 1/N of the batch     [1]\n"
     << "  --async-batch N       descriptors per TransferAsync request (async mode)  [64]\n"
     << "  --baselines LIST      memcpy (one thread, local copy), ucp (raw UCP put/get\n"
-    << "                        + flush, one thread), or none                        [memcpy,ucp]\n"
+    << "                        + flush, one thread), tcp (one plain TCP stream to the\n"
+    << "                        target's engine IP, one send/recv per block), or none\n"
+    << "                                                              [memcpy,ucp,tcp]\n"
     << "  --bench WHAT          bandwidth, latency (one 4 KiB descriptor per\n"
     << "                        TransferSync) or all                                 [all]\n"
     << "  --latency             same as --bench latency\n"
@@ -402,8 +409,9 @@ std::string HelpText(const char *prog) {
     << "                        'consistency' column: pass / fail / unchecked)\n"
     << "  --quick               a correctness run of seconds: --verify, transfer size 4M,\n"
     << "                        2 loops, sync and async, 200 latency iterations\n"
-    << "  --target-progress M   how the target drives its raw-UCP worker: event\n"
-    << "                        (ucp_worker_arm + event fd, like the engine) or poll [event]\n"
+    << "  --target-progress M   how the target drives its raw-UCP worker: event (like\n"
+    << "                        the engine: polls 200 us after the last event, then\n"
+    << "                        ucp_worker_arm + event fd) or poll (always)         [event]\n"
     << "  --timeout-ms MS       limit per transfer call and per side-channel answer  [30000]\n"
     << "  --accept-timeout S    how long a target waits for its initiator            [300]\n"
     << "\n"

@@ -34,6 +34,7 @@ struct Options {
   int async_batch = 64;           // descriptors per TransferAsync request
   bool memcpy_baseline = true;
   bool ucp_baseline = true;
+  bool tcp_baseline = true;
   bool run_bandwidth = true;
   bool run_latency = true;
   int latency_iters = 2000;

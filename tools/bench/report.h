@@ -16,6 +16,13 @@ using RunInfo = std::vector<std::pair<std::string, std::string>>;
 
 void PrintPreamble(FILE *out, const RunInfo &info);
 void PrintTable(FILE *out, const std::vector<Row> &rows);
+// After the table: for each direction and engine mode, the engine's bandwidth
+// over the tcp and ucp baselines' at every block size, one line per baseline
+// that the run measured: the lane's standing against what the network itself
+// carries, at a glance.  Prints nothing when the run has no tcp or ucp
+// bandwidth row; '-' where a baseline row failed (its row in the table says
+// why).
+void PrintRatioSummary(FILE *out, const std::vector<Row> &rows);
 bool WriteCsv(const std::string &path, const std::vector<Row> &rows, std::string *why);
 bool WriteJson(const std::string &path, const RunInfo &info, const std::vector<Row> &rows, std::string *why);
 

@@ -18,23 +18,27 @@ constexpr int kSideChannelConnectMs = 10000;
 constexpr uint64_t kWriteSeed = 1;
 constexpr uint64_t kReadSeed = 2;
 
-// Engine rows get their ratios to the baselines of the same group.
+// Engine rows get their ratios to the baselines of the same group (none to
+// a baseline that failed: its row has no bandwidth).
 void FillRatios(std::vector<Row> *group) {
-  double memcpy_gbps = 0, ucp_gbps = 0;
+  double memcpy_gbps = 0, ucp_gbps = 0, tcp_gbps = 0;
   for (const Row &r : *group) {
     if (r.benchmark == "memcpy") memcpy_gbps = r.bandwidth_gbps;
     if (r.benchmark == "ucp") ucp_gbps = r.bandwidth_gbps;
+    if (r.benchmark == "tcp") tcp_gbps = r.bandwidth_gbps;
   }
   for (Row &r : *group) {
     if (r.benchmark.rfind("engine", 0) != 0) continue;
     if (memcpy_gbps > 0) r.vs_memcpy = r.bandwidth_gbps / memcpy_gbps;
     if (ucp_gbps > 0) r.vs_ucp = r.bandwidth_gbps / ucp_gbps;
+    if (tcp_gbps > 0) r.vs_tcp = r.bandwidth_gbps / tcp_gbps;
   }
 }
 
 }  // namespace
 
 Session::~Session() {
+  tcp_.reset();
   ucp_.reset();
   if (engine_) {
     if (handle_ != nullptr) engine_->DeregisterMem(handle_);
@@ -86,11 +90,13 @@ void Session::SetUp(const std::function<bool()> &keep_trying) {
   if (DeviceThere() && o_.memcpy_baseline) Check(PageBuffer::AllocateDevice(o_.transfer_size, &device_scratch_, &why), why);
   StartEngine();
   if (o_.ucp_baseline) StartUcp();
+  if (o_.tcp_baseline) StartTcp();
 }
 
 void Session::Hello() {
   Message hello("HELLO");
   hello.Set("version", kSideChannelVersion).Set("size", o_.transfer_size).Set("ucp", o_.ucp_baseline ? 1 : 0);
+  hello.Set("tcp", o_.tcp_baseline ? 1 : 0);
   hello.Set("tls", tls_.value.empty() ? "-" : tls_.value);
   hello.Set("progress", o_.target_progress == TargetProgress::kPoll ? "poll" : "event");
   hello.Set("memory", MemoryOptionName(o_.memory));
@@ -118,6 +124,11 @@ void Session::Hello() {
     Check(FromHex(ready.Get("ucp_addr"), &ucp_worker_address_) && FromHex(ready.Get("ucp_rkey"), &ucp_rkey_) &&
               !ucp_worker_address_.empty() && !ucp_rkey_.empty(),
           "target's READY lacks a valid UCP worker address or remote key");
+  }
+  if (o_.tcp_baseline) {
+    uint64_t port = 0;
+    Check(ready.GetU64("tcp_port", &port) && port > 0 && port <= 65535, "target's READY lacks a valid tcp_port");
+    tcp_port_ = static_cast<uint16_t>(port);
   }
 }
 
@@ -153,9 +164,21 @@ void Session::StartUcp() {
                                   : "emulated or network (no direct mapping; the target must progress)";
 }
 
+// The tcp baseline connects to the IP of the target's engine name: the
+// address the engine itself connects to.
+void Session::StartTcp() {
+  std::string host, why;
+  uint16_t engine_port = 0;
+  Check(SplitHostPort(target_engine_, &host, &engine_port, &why), "tcp baseline: target engine name " + why);
+  tcp_ = TcpInitiator::Create(host, tcp_port_, remote_addr_, o_.timeout_ms, &why);
+  Check(tcp_ != nullptr, why);
+  tcp_stream_ = tcp_->description();
+}
+
 void Session::Finish() {
   if (finished_) return;
   finished_ = true;
+  tcp_.reset();
   ucp_.reset();  // graceful close needs the target still up
   if (connected_) engine_->Disconnect(target_engine_.c_str(), o_.timeout_ms);
   connected_ = false;
@@ -168,7 +191,7 @@ std::string Session::MemoryDescription() const {
                          // The baselines do not go through the engine: no mapping for them (--help).
                          : "adxl (AdxlEngine::MallocMem + EnableUseFabricMem=1, both engines; baselines unchanged)";
   if (DeviceHere() || DeviceThere()) {
-    text += "; device: AdxlEngine::MallocMem(MEM_DEVICE), memcpy baseline by cudaMemcpy, no ucp baseline";
+    text += "; device: AdxlEngine::MallocMem(MEM_DEVICE), memcpy baseline by cudaMemcpy, no ucp or tcp baseline";
   }
   return text;
 }
@@ -180,6 +203,7 @@ RunInfo Session::Info() const {
   std::vector<std::string> baselines;
   if (o_.memcpy_baseline) baselines.push_back("memcpy (1 thread)");
   if (o_.ucp_baseline) baselines.push_back("ucp (1 thread)");
+  if (o_.tcp_baseline) baselines.push_back("tcp (1 stream)");
   char host[256] = "?";
   gethostname(host, sizeof(host) - 1);
   char when[64];
@@ -197,6 +221,7 @@ RunInfo Session::Info() const {
       {"engine link", engine_link_.empty() ? "unknown (engine without adxl/adxl_ext.h)" : engine_link_},
       {"ucp transport", transport_.empty() ? "unknown (ucp baseline off)" : transport_ + " (lanes of the ucp endpoint)"},
       {"ucp rma", rma_note_},
+      {"tcp stream", tcp_stream_.empty() ? "n/a (tcp baseline off)" : tcp_stream_},
       {"directions", Join(o_.directions, ",")},
       {"transfer size", FormatSize(o_.transfer_size) + " per step"},
       {"block sizes", Join(blocks, ",")},
@@ -205,7 +230,10 @@ RunInfo Session::Info() const {
       {"threads", std::to_string(o_.threads) + " (engine rows)"},
       {"async batch", std::to_string(o_.async_batch) + " descriptors per request"},
       {"baselines", baselines.empty() ? "none" : Join(baselines, ", ")},
-      {"target progress", o_.target_progress == TargetProgress::kPoll ? "poll" : "event (ucp_worker_arm + efd)"},
+      {"target progress", o_.target_progress == TargetProgress::kPoll
+                              ? "poll (ucp baseline's target)"
+                              : "event (ucp baseline's target, as the engine: polls 200 us after the last event, "
+                                "then ucp_worker_arm + efd)"},
       {"verify", o_.verify ? "on" : "off"},
   };
   if (o_.run_latency) {
@@ -330,6 +358,16 @@ Row Session::MeasureUcp(const Direction &d, const BlockBatch &b) {
   return row;
 }
 
+Row Session::MeasureTcp(const Direction &d, const BlockBatch &b) {
+  Row row = NewRow("tcp", "seq", d, b.block, b.count, 1);
+  const size_t span = b.block * b.count;
+  RowAccumulator acc;
+  RunSteps(RemoteSideDestination(d), o_.verify ? SourceHash(d, span) : 0, span, span, b.count,
+           [&] { return tcp_->RunStep(b); }, &acc);
+  acc.FillRow(&row);
+  return row;
+}
+
 Row Session::MeasureMemcpy(const Direction &d, const BlockBatch &b) {
   Row row = NewRow("memcpy", "seq", d, b.block, b.count, 1);
   const size_t span = b.block * b.count;
@@ -370,6 +408,10 @@ void Session::RunBandwidth(const Direction &d, Progress &progress, std::vector<R
       progress.Row(label + "ucp");
       group.push_back(MeasureUcp(d, b));
     }
+    if (tcp_ && !UsesDevice(d)) {  // so has the tcp baseline
+      progress.Row(label + "tcp");
+      group.push_back(MeasureTcp(d, b));
+    }
     if (o_.memcpy_baseline) {
       progress.Row(label + "memcpy");
       group.push_back(MeasureMemcpy(d, b));
@@ -407,6 +449,11 @@ void Session::RunLatency(const Direction &d, Progress &progress, std::vector<Row
     group.push_back(measure("ucp", RemoteSideDestination(d), expected,
                             [&](int n) { return ucp_->RunLatency(one, n, o_.timeout_ms); }));
   }
+  if (tcp_ && !UsesDevice(d)) {
+    progress.Row(label + "tcp");
+    group.push_back(measure("tcp", RemoteSideDestination(d), expected,
+                            [&](int n) { return tcp_->RunLatency(one, n); }));
+  }
   if (o_.memcpy_baseline) {
     progress.Row(label + "memcpy");
     const Destination dest = MemcpyDestination(d);
@@ -421,7 +468,8 @@ void Session::RunLatency(const Direction &d, Progress &progress, std::vector<Row
 void Session::RunAll(std::vector<Row> *rows) {
   int total = 0;
   for (const std::string &name : o_.directions) {
-    const int baselines = (ucp_ && !UsesDevice(*FindDirection(name.c_str())) ? 1 : 0) + (o_.memcpy_baseline ? 1 : 0);
+    const bool host_only = !UsesDevice(*FindDirection(name.c_str()));
+    const int baselines = (ucp_ && host_only ? 1 : 0) + (tcp_ && host_only ? 1 : 0) + (o_.memcpy_baseline ? 1 : 0);
     if (o_.run_bandwidth) {
       total += static_cast<int>(o_.block_sizes.size()) * (baselines + static_cast<int>(o_.modes.size()));
     }

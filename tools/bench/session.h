@@ -1,6 +1,7 @@
 // The initiator's session: sets both sides up over the side channel, then
-// measures every row -- the engine, then the ucp and memcpy baselines on the
-// same buffers and blocks -- with the optional verify pass around each step.
+// measures every row -- the engine, then the ucp, tcp and memcpy baselines on
+// the same buffers and blocks -- with the optional verify pass around each
+// step.
 #ifndef ADXL_TOOLS_BENCH_SESSION_H_
 #define ADXL_TOOLS_BENCH_SESSION_H_
 
@@ -21,6 +22,7 @@
 #include "progress.h"
 #include "report.h"
 #include "side_channel.h"
+#include "tcp_baseline.h"
 #include "ucp_baseline.h"
 
 namespace bench {
@@ -62,14 +64,15 @@ class Session {
   RunInfo Info() const;
   // The run header's "memory:" line.
   std::string MemoryDescription() const;
-  // Orderly end: closes the baseline endpoint and the engine link, then
-  // releases the target.
+  // Orderly end: closes the baselines' endpoint and stream and the engine
+  // link, then releases the target.
   void Finish();
 
  private:
   void Hello();
   void StartEngine();
   void StartUcp();
+  void StartTcp();
 
   void RunBandwidth(const Direction &d, Progress &progress, std::vector<Row> *rows);
   void RunLatency(const Direction &d, Progress &progress, std::vector<Row> *rows);
@@ -78,6 +81,7 @@ class Session {
              int threads) const;
   Row MeasureEngine(const Direction &d, const BlockBatch &b, Mode mode);
   Row MeasureUcp(const Direction &d, const BlockBatch &b);
+  Row MeasureTcp(const Direction &d, const BlockBatch &b);
   Row MeasureMemcpy(const Direction &d, const BlockBatch &b);
   void RunSteps(const Destination &dest, uint64_t expected, size_t span, size_t bytes, size_t ops,
                 const std::function<StepResult()> &step, RowAccumulator *acc);
@@ -129,6 +133,8 @@ class Session {
   std::string transport_;     // ucp endpoint lanes
   std::string engine_link_;   // what the engine says its link runs on
   std::string rma_note_ = "n/a (ucp baseline off)";
+  uint16_t tcp_port_ = 0;     // the target's tcp baseline port, on its engine IP
+  std::string tcp_stream_;    // what the tcp baseline's stream is
   // Declared before the engine and UCP so that they are destroyed after.
   PageBuffer buffer_;
   PageBuffer scratch_;         // the memcpy baseline's other side
@@ -140,6 +146,7 @@ class Session {
   bool connected_ = false;
   std::unique_ptr<EngineRunner> runner_;
   std::unique_ptr<UcpInitiator> ucp_;
+  std::unique_ptr<TcpInitiator> tcp_;
   bool finished_ = false;
 };
 

@@ -16,7 +16,8 @@
 
 namespace bench {
 
-constexpr int kSideChannelVersion = 2;  // 2: device directions (device=, daddr=, mem=)
+// 2: device directions (device=, daddr=, mem=); 3: tcp baseline (tcp=, tcp_port=)
+constexpr int kSideChannelVersion = 3;
 
 // Owns a file descriptor.
 class Fd {

@@ -8,6 +8,7 @@
 #include "engine_runner.h"
 #include "lane.h"
 #include "side_channel.h"
+#include "tcp_baseline.h"
 #include "ucp_baseline.h"
 
 namespace bench {
@@ -20,8 +21,8 @@ int Fail(const std::string &why) {
   return 2;
 }
 
-// Everything the target holds, destroyed in reverse order: the raw-UCP side
-// and the engine let go of the buffer before it is unmapped or freed.
+// Everything the target holds, destroyed in reverse order: the baselines and
+// the engine let go of the buffer before it is unmapped or freed.
 struct TargetState {
   PageBuffer buffer;
   PageBuffer device;  // device directions with device memory on this side
@@ -29,8 +30,10 @@ struct TargetState {
   adxl::MemHandle handle = nullptr;
   adxl::MemHandle device_handle = nullptr;
   std::unique_ptr<UcpTarget> ucp;
+  std::unique_ptr<TcpTarget> tcp;
   TlsChoice tls;
   ~TargetState() {
+    tcp.reset();
     ucp.reset();
     if (handle != nullptr) engine.DeregisterMem(handle);
     if (device_handle != nullptr) engine.DeregisterMem(device_handle);
@@ -95,6 +98,17 @@ bool SetUp(const Options &o, const Message &hello, TargetState *s, Message *read
     if (!s->ucp) return false;
     ready->Set("ucp_addr", ToHex(s->ucp->worker_address())).Set("ucp_rkey", ToHex(s->ucp->packed_rkey()));
   }
+  uint64_t want_tcp = 0;
+  if (hello.GetU64("tcp", &want_tcp) && want_tcp != 0) {
+    // The engine's IP, a port of its own: the initiator connects where its
+    // engine connects.
+    std::string host;
+    uint16_t engine_port = 0;
+    if (!SplitHostPort(o.local_engine, &host, &engine_port, why)) return false;
+    s->tcp = TcpTarget::Create(s->buffer.data(), s->buffer.size(), host, why);
+    if (!s->tcp) return false;
+    ready->Set("tcp_port", s->tcp->port());
+  }
   ready->Set("engine", o.local_engine).Set("addr", s->buffer.addr()).Set("size", s->buffer.size());
   ready->Set("memory", MemoryOptionName(memory));
   ready->Set("tls", s->tls.value.empty() ? "-" : s->tls.value).Set("tls_source", s->tls.source);
@@ -154,8 +168,9 @@ int RunTarget(const Options &o) {
     return Fail(why);
   }
   if (!ch.Send(ready, &why)) return Fail(why);
-  // Transfers are one-sided: between commands the engine's and the baseline's
-  // progress threads do the target's work; this thread only waits here.
+  // Transfers are one-sided: between commands the engine's and the ucp
+  // baseline's progress threads and the tcp baseline's server thread do the
+  // target's work; this thread only waits here.
   for (bool bye = false; !bye;) {
     Message m;
     bool eof = false;

@@ -176,12 +176,21 @@ std::unique_ptr<UcpTarget> UcpTarget::Create(void *buf, size_t len, TargetProgre
   return t;
 }
 
-// Sleeps until the worker has something to do, like the engine's plugin:
-// an idle target burns no CPU that the initiator on the same host could use.
+// The engine plugin's policy (its ProgressLoop): poll while events come and
+// for kProgressLinger after the last one -- a transfer is a burst of
+// messages, and a wake-up for each costs tens of microseconds -- then sleep
+// until the worker has something to do, so that an idle target burns no CPU
+// that the initiator on the same host could use.
 void UcpTarget::ProgressByEvents() {
   epoll_event events[2];
   while (!stop_.load(std::memory_order_acquire)) {
-    while (ucp_worker_progress(ucp_->worker()) != 0) {
+    Clock::time_point last_event = Clock::now();
+    while (!stop_.load(std::memory_order_relaxed)) {
+      if (ucp_worker_progress(ucp_->worker()) != 0) {
+        last_event = Clock::now();
+      } else if (Clock::now() - last_event > kProgressLinger) {
+        break;
+      }
     }
     ucs_status_t st = ucp_worker_arm(ucp_->worker());
     if (st == UCS_ERR_BUSY) continue;  // events arrived meanwhile

@@ -5,14 +5,18 @@
 //
 // Fairness: over TCP and over shared memory with registered user memory, UCP
 // emulates RMA with active messages, so the *target* must progress its
-// worker.  The target here runs a progress thread that sleeps on the
-// worker's event fd (ucp_worker_arm), as the engine's plugin does, or busy
-// polls (--target-progress poll).  ucx_perftest's responder polls about once
+// worker.  The target here runs a progress thread with the same policy as
+// the engine plugin's progress thread (ProgressLoop in plugin/ucx): it keeps
+// polling ucp_worker_progress until 200 us have passed without an event,
+// then sleeps on the worker's event fd (ucp_worker_arm + epoll_wait); or it
+// busy polls (--target-progress poll).  Sleeping at once instead would make
+// the baseline pay a wake-up per message that the engine does not pay.  ucx_perftest's responder polls about once
 // per millisecond, which is why its one-sided TCP numbers are not used.
 #ifndef ADXL_TOOLS_BENCH_UCP_BASELINE_H_
 #define ADXL_TOOLS_BENCH_UCP_BASELINE_H_
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -43,6 +47,8 @@ class UcpWorker {
 };
 
 // Target side: exposes its buffer and keeps the worker progressed.
+// kProgressLinger: how long the event-driven thread polls after the last
+// event before it sleeps; the engine plugin's value, keep them equal.
 class UcpTarget {
  public:
   static std::unique_ptr<UcpTarget> Create(void *buf, size_t len, TargetProgress progress, std::string *why);
@@ -52,6 +58,7 @@ class UcpTarget {
 
  private:
   UcpTarget() = default;
+  static constexpr std::chrono::microseconds kProgressLinger{200};
   void ProgressByEvents();
   void ProgressByPolling();
 
