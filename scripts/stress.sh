@@ -42,10 +42,10 @@ run_case() {  # name filter runs [env...]
       ((++pass))
     elif ((rc == 137)); then
       ((++hang))
-      cp "$logdir/run.log" "$logdir/$name.hang.$i.log"
+      cp "$logdir/run.log" "$logdir/${name//\//_}.hang.$i.log"
     else
       ((++fail))
-      cp "$logdir/run.log" "$logdir/$name.fail.$i.log"
+      cp "$logdir/run.log" "$logdir/${name//\//_}.fail.$i.log"
     fi
   done
   printf '%-42s runs %4d  passed %4d  failed %3d  hung %3d  (%d s)\n' "$name" "$runs" "$pass" "$fail" "$hang" \
