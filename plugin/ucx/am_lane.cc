@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
@@ -12,35 +13,23 @@
 
 #include "adxl/plugin/adxl_plugin.h"
 
+// Wire format of the lane's active messages: arrays of little-endian u64
+// words (both ends run this code on the same architecture; UCP's worker
+// address already ties them to it).
+//
+//   kWrite        [token][msg | nops << 32][remote, len] x nops   data: the bytes, in order
+//   kReadRequest  [token][msg | nops << 32][remote, len] x nops   no data
+//   kAck          [token][msg | status << 32]                      no data
+//   kReadData     [token][msg | status << 32][total]               data: the bytes, in order
+//
+// `token` names the initiator's batch, `msg` the message within it.
 namespace {
 
 enum AmId : unsigned { kWrite = 0x41, kAck = 0x42, kReadRequest = 0x43, kReadData = 0x44 };
 
-struct WriteHeader {
-  uint64_t token;
-  uint64_t remote;
-  uint64_t len;
-};
-struct AckHeader {
-  uint64_t token;
-  int64_t status;
-};
-struct ReadRequestHeader {
-  uint64_t token;
-  uint64_t remote;  // on the target
-  uint64_t local;   // on the initiator, where the data goes
-  uint64_t len;
-};
-struct ReadDataHeader {
-  uint64_t token;
-  uint64_t local;
-  uint64_t len;
-  int64_t status;
-};
-constexpr size_t kMaxHeader = sizeof(ReadRequestHeader);
-static_assert(sizeof(WriteHeader) <= kMaxHeader && sizeof(AckHeader) <= kMaxHeader &&
-                  sizeof(ReadDataHeader) <= kMaxHeader,
-              "header slots");
+constexpr size_t kRequestFixedWords = 2;
+constexpr size_t kAckWords = 2;
+constexpr size_t kReadDataWords = 3;
 
 // Bound on waiting for requests of a closed endpoint to end (Abandon,
 // ReleaseTargetOps): UCP fails them when the endpoint is force-closed, so
@@ -51,6 +40,43 @@ int FromUcs(ucs_status_t st) {
   if (st == UCS_OK) return ADXL_PLUGIN_OK;
   if (st == UCS_ERR_CANCELED) return ADXL_PLUGIN_ERR_CANCELED;
   return ADXL_PLUGIN_ERR_IO;
+}
+
+uint64_t Pack32(uint32_t lo, int32_t hi) {
+  return static_cast<uint64_t>(lo) | (static_cast<uint64_t>(static_cast<uint32_t>(hi)) << 32);
+}
+
+// Points a request's buffer at an iov list: contiguous for one entry (so
+// that its memh applies), UCP's iov datatype for several, nothing for none.
+void SetBuffer(const std::vector<ucp_dt_iov_t> &iov, ucp_mem_h memh, ucp_request_param_t *p, void **buffer,
+               size_t *count) {
+  if (iov.size() == 1) {
+    *buffer = iov[0].buffer;
+    *count = iov[0].length;
+    if (memh != nullptr) {
+      p->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+      p->memh = memh;
+    }
+  } else if (iov.empty()) {
+    *buffer = nullptr;
+    *count = 0;
+  } else {
+    p->op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+    p->datatype = ucp_dt_make_iov();
+    *buffer = const_cast<ucp_dt_iov_t *>(iov.data());
+    *count = iov.size();
+  }
+}
+
+// Copies `len` bytes of eager data over an iov list.
+void Scatter(const void *data, size_t len, const std::vector<ucp_dt_iov_t> &iov) {
+  const char *p = static_cast<const char *>(data);
+  for (const ucp_dt_iov_t &v : iov) {
+    const size_t n = std::min(len, v.length);
+    memcpy(v.buffer, p, n);
+    p += n;
+    len -= n;
+  }
 }
 
 // Waits for a UCP request while progressing the worker (bounded).
@@ -80,6 +106,16 @@ bool AmLane::Init(ucp_worker_h worker, LogFn log, void *log_arg, Faults faults, 
   log_ = log;
   log_arg_ = log_arg;
   faults_ = faults;
+  ucp_worker_attr_t attr{};
+  attr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
+  if (ucp_worker_query(worker_, &attr) == UCS_OK) {
+    const size_t words = attr.max_am_header / sizeof(uint64_t);
+    max_message_ops_ = std::max<size_t>(1, std::min(kMaxMessageOps, words > kRequestFixedWords
+                                                                         ? (words - kRequestFixedWords) / 2
+                                                                         : 1));
+  } else {
+    max_message_ops_ = 1;
+  }
   const struct {
     unsigned id;
     ucp_am_recv_callback_t cb;
@@ -132,129 +168,175 @@ bool AmLane::Registered(uint64_t addr, size_t len, ucp_mem_h *memh) {
   return true;
 }
 
+bool AmLane::ResolveTargetOps(const uint64_t *pairs, size_t n, std::vector<ucp_dt_iov_t> *iov, ucp_mem_h *memh,
+                              size_t *total) {
+  iov->clear();
+  *total = 0;
+  try {
+    iov->reserve(n);
+  } catch (...) {
+    return false;
+  }
+  adxl::MutexLock l(&regions_mu_);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t addr = pairs[2 * i], len = pairs[2 * i + 1];
+    if (len == 0 || addr + len < addr || *total + len < *total) return false;
+    auto it = regions_.upper_bound(static_cast<uintptr_t>(addr));
+    if (it == regions_.begin()) return false;
+    --it;
+    if (addr < it->first || addr + len > it->first + it->second.len) return false;
+    if (n == 1) *memh = it->second.memh;
+    iov->push_back({reinterpret_cast<void *>(static_cast<uintptr_t>(addr)), static_cast<size_t>(len)});
+    *total += len;
+  }
+  return n > 0;
+}
+
 // ---------------------------------------------------------- batch life cycle
 
-bool AmLane::TakeIfFinished(std::unordered_map<uint64_t, Batch>::iterator it, DoneFn *done_fn, void **done_arg,
-                            int *status) {
-  const Batch &b = it->second;
-  if (b.posting || b.receiving > 0) return false;
+bool AmLane::TakeIfFinished(BatchIt it, DoneFn *done_fn, void **done_arg, int *status) {
+  Batch &b = it->second;
+  if (b.posting || b.sending > 0 || b.receiving > 0) return false;
   if (!b.ended && b.remaining > 0) return false;
-  *done_fn = b.done;
+  *done_fn = b.done_called ? nullptr : b.done;  // Abandon() reported it already
   *done_arg = b.arg;
   *status = b.status;
   batches_.erase(it);
   return true;
 }
 
-void AmLane::OpsDone(uint64_t token, size_t n, int status) {
-  DoneFn done = nullptr;
-  void *arg = nullptr;
-  int final_status = ADXL_PLUGIN_OK;
-  {
-    adxl::MutexLock l(&mu_);
-    auto it = batches_.find(token);
-    if (it == batches_.end()) return;  // ended and gone already
-    Batch &b = it->second;
+#define ADXL_AM_LANE_FINISH(body)                                  \
+  DoneFn done = nullptr;                                           \
+  void *arg = nullptr;                                             \
+  int final_status = ADXL_PLUGIN_OK;                               \
+  {                                                                \
+    adxl::MutexLock l(&mu_);                                       \
+    auto it = batches_.find(token);                                \
+    if (it == batches_.end()) return;                              \
+    Batch &b = it->second;                                         \
+    body;                                                          \
+    if (!TakeIfFinished(it, &done, &arg, &final_status)) return;   \
+  }                                                                \
+  if (done != nullptr) done(arg, final_status)
+
+void AmLane::MessageDone(uint64_t token, int status) {
+  ADXL_AM_LANE_FINISH({
     if (!b.ended) {
       if (status != ADXL_PLUGIN_OK && b.status == ADXL_PLUGIN_OK) b.status = status;
-      b.remaining -= std::min(n, b.remaining);
+      if (b.remaining > 0) --b.remaining;
     }
-    if (!TakeIfFinished(it, &done, &arg, &final_status)) return;
-  }
-  done(arg, final_status);
+  });
 }
 
 void AmLane::ReceiveDone(uint64_t token, int status) {
-  DoneFn done = nullptr;
-  void *arg = nullptr;
-  int final_status = ADXL_PLUGIN_OK;
-  {
-    adxl::MutexLock l(&mu_);
-    auto it = batches_.find(token);
-    if (it == batches_.end()) return;
-    Batch &b = it->second;
+  ADXL_AM_LANE_FINISH({
     if (b.receiving > 0) --b.receiving;
     if (!b.ended) {
       if (status != ADXL_PLUGIN_OK && b.status == ADXL_PLUGIN_OK) b.status = status;
       if (b.remaining > 0) --b.remaining;
     }
-    if (!TakeIfFinished(it, &done, &arg, &final_status)) return;
-  }
-  done(arg, final_status);
+  });
 }
 
-void AmLane::PostDone(uint64_t token) {
-  DoneFn done = nullptr;
-  void *arg = nullptr;
-  int final_status = ADXL_PLUGIN_OK;
-  {
-    adxl::MutexLock l(&mu_);
-    auto it = batches_.find(token);
-    if (it == batches_.end()) return;  // cannot happen: a posting batch stays
-    it->second.posting = false;
-    if (!TakeIfFinished(it, &done, &arg, &final_status)) return;
-  }
-  done(arg, final_status);
+void AmLane::SendDone(uint64_t token) {
+  ADXL_AM_LANE_FINISH({
+    if (b.sending > 0) --b.sending;
+  });
 }
+
+void AmLane::PostDone(uint64_t token, size_t unsent) {
+  ADXL_AM_LANE_FINISH({
+    b.posting = false;
+    if (unsent > 0) {  // never sent: never answered, and UCP holds none of them
+      b.sending -= std::min(unsent, b.sending);
+      b.remaining -= std::min(unsent, b.remaining);
+      if (b.status == ADXL_PLUGIN_OK) b.status = ADXL_PLUGIN_ERR_IO;
+    }
+  });
+}
+
+#undef ADXL_AM_LANE_FINISH
 
 bool AmLane::Post(uint64_t ep_id, ucp_ep_h ep, bool write, const Op *ops, size_t count, DoneFn done, void *arg) {
-  // Header words for every send, owned by the batch (see Batch::headers).
-  constexpr size_t kWords = kMaxHeader / sizeof(uint64_t);
-  std::vector<uint64_t> words;
+  // Cut the batch into messages (outside the lock: only this thread sees them).
+  std::vector<Message> messages;
   try {
-    words.resize(count * kWords);
+    for (size_t i = 0; i < count; ++i) {
+      const Op &op = ops[i];
+      if (messages.empty() || messages.back().local.size() >= max_message_ops_ ||
+          messages.back().bytes + op.len > kMaxMessageBytes) {
+        messages.emplace_back();
+        Message &m = messages.back();
+        m.lane = this;
+        m.header.assign(kRequestFixedWords, 0);
+      }
+      Message &m = messages.back();
+      m.header.push_back(op.remote);
+      m.header.push_back(op.len);
+      m.local.push_back({op.local, op.len});
+      m.bytes += op.len;
+      m.memh = m.local.size() == 1 ? op.local_memh : nullptr;
+    }
   } catch (...) {
     return false;
   }
   uint64_t token;
-  uint64_t *slots = nullptr;
+  std::vector<Message> *msgs = nullptr;
   {
     adxl::MutexLock l(&mu_);
     token = next_token_++;
-    Batch b{};
+    for (size_t i = 0; i < messages.size(); ++i) {
+      Message &m = messages[i];
+      m.token = token;
+      m.header[0] = token;
+      m.header[1] = static_cast<uint64_t>(i) | (static_cast<uint64_t>(m.local.size()) << 32);
+    }
+    Batch b;
     b.ep_id = ep_id;
-    b.remaining = count;
+    b.remaining = messages.size();
     b.status = ADXL_PLUGIN_OK;
     b.done = done;
     b.arg = arg;
-    b.headers.swap(words);
+    b.sending = messages.size();
+    b.messages.swap(messages);
     try {
-      auto it = batches_.emplace(token, std::move(b)).first;
-      slots = it->second.headers.data();  // stable: never resized, and the batch stays while posting
+      msgs = &batches_.emplace(token, std::move(b)).first->second.messages;  // stable while posting
     } catch (...) {
       return false;
     }
   }
   // No lock is held while sending: UCP may run callbacks inside these calls.
-  for (size_t i = 0; i < count; ++i) {
-    const Op &op = ops[i];
-    void *slot = slots + i * kWords;
+  size_t sent = 0;
+  for (; sent < msgs->size(); ++sent) {
+    Message &m = (*msgs)[sent];
     ucp_request_param_t p{};
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    p.user_data = &m;
+    p.cb.send = [](void *req, ucs_status_t, void *user) {
+      auto *msg = static_cast<Message *>(user);
+      msg->lane->SendDone(msg->token);  // may free msg: read nothing of it after this
+      ucp_request_free(req);
+    };
     ucs_status_ptr_t r;
     if (write) {
       // Always rendezvous: data then moves only while this request lives.
       p.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_RNDV;
-      if (op.local_memh != nullptr) {
-        p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
-        p.memh = op.local_memh;
-      }
-      auto *h = new (slot) WriteHeader{token, op.remote, op.len};
-      r = ucp_am_send_nbx(ep, kWrite, h, sizeof(*h), op.local, op.len, &p);
+      void *buffer = nullptr;
+      size_t n = 0;
+      SetBuffer(m.local, m.memh, &p, &buffer, &n);
+      r = ucp_am_send_nbx(ep, kWrite, m.header.data(), m.header.size() * sizeof(uint64_t), buffer, n, &p);
     } else {
       p.flags = UCP_AM_SEND_FLAG_REPLY;
-      auto *h = new (slot) ReadRequestHeader{token, op.remote, reinterpret_cast<uintptr_t>(op.local), op.len};
-      r = ucp_am_send_nbx(ep, kReadRequest, h, sizeof(*h), nullptr, 0, &p);
+      r = ucp_am_send_nbx(ep, kReadRequest, m.header.data(), m.header.size() * sizeof(uint64_t), nullptr, 0, &p);
     }
     if (UCS_PTR_IS_ERR(r)) {
-      Log(ADXL_PLUGIN_LOG_ERROR, "AM %s of %zu bytes: %s; %zu operations of the batch not sent",
-          write ? "write" : "read request", op.len, ucs_status_string(UCS_PTR_STATUS(r)), count - i);
-      OpsDone(token, count - i, ADXL_PLUGIN_ERR_IO);  // none of the rest will be answered
+      Log(ADXL_PLUGIN_LOG_ERROR, "AM %s: %s; %zu messages of the batch not sent", write ? "write" : "read request",
+          ucs_status_string(UCS_PTR_STATUS(r)), msgs->size() - sent);
       break;
     }
-    if (r != nullptr) ucp_request_free(r);  // completion is the target's answer
+    if (r == nullptr) SendDone(token);  // completed in place: no callback
   }
-  PostDone(token);
+  PostDone(token, msgs->size() - sent);  // msgs may be gone after this
   return true;
 }
 
@@ -276,8 +358,8 @@ void AmLane::Abandon(uint64_t ep_id, int why) {
     adxl::MutexLock l(&mu_);
     tokens = EndBatches(ep_id, why);
   }
-  // The endpoint is force-closed: UCP fails its receives, and Post() on
-  // another thread fails its remaining sends.  Wait for both.
+  // The endpoint is force-closed: UCP fails its sends and receives, and
+  // Post() on another thread fails its remaining sends.  Wait for all.
   const auto until = std::chrono::steady_clock::now() + kAbandonWait;
   while (true) {
     bool busy = false;
@@ -285,7 +367,8 @@ void AmLane::Abandon(uint64_t ep_id, int why) {
       adxl::MutexLock l(&mu_);
       for (uint64_t t : tokens) {
         auto it = batches_.find(t);
-        busy = busy || (it != batches_.end() && (it->second.receiving > 0 || it->second.posting));
+        busy = busy || (it != batches_.end() &&
+                        (it->second.receiving > 0 || it->second.sending > 0 || it->second.posting));
       }
     }
     if (!busy) break;
@@ -302,14 +385,19 @@ void AmLane::Abandon(uint64_t ep_id, int why) {
     {
       adxl::MutexLock l(&mu_);
       auto it = batches_.find(t);
-      if (it == batches_.end()) continue;   // ended meanwhile (done ran)
-      if (it->second.posting) continue;     // Post() ends it when it returns
-      done = it->second.done;
-      arg = it->second.arg;
-      status = it->second.status;
-      batches_.erase(it);  // a receive that ends later finds no batch: nothing is written for it
+      if (it == batches_.end()) continue;  // ended meanwhile (done ran)
+      if (TakeIfFinished(it, &done, &arg, &status)) {
+        // idle: taken out of the table
+      } else if (!it->second.posting && !it->second.done_called) {
+        // UCP still holds a request of it (bounded wait over): report it now,
+        // free it when that request ends.
+        it->second.done_called = true;
+        done = it->second.done;
+        arg = it->second.arg;
+        status = it->second.status;
+      }  // posting: Post() ends it when it returns
     }
-    done(arg, status);
+    if (done != nullptr) done(arg, status);
   }
 }
 
@@ -337,8 +425,11 @@ void AmLane::RunDeferred() {
         DoneFn done = nullptr;
         void *arg = nullptr;
         int status = ADXL_PLUGIN_OK;
-        // Batches still posting or receiving end when that finishes.
-        if (TakeIfFinished(batches_.find(t), &done, &arg, &status)) to_call.push_back({done, {arg, status}});
+        // Batches still posting, sending or receiving end when that finishes
+        // (UCP fails the requests of a failed endpoint).
+        if (TakeIfFinished(batches_.find(t), &done, &arg, &status) && done != nullptr) {
+          to_call.push_back({done, {arg, status}});
+        }
       }
     }
   }
@@ -347,11 +438,17 @@ void AmLane::RunDeferred() {
 
 // ------------------------------------------------------------- target side
 
-uint64_t AmLane::TargetOpStart(ucp_ep_h reply_ep, uintptr_t addr, size_t len) {
+uint64_t AmLane::TargetOpStart(ucp_ep_h reply_ep, const std::vector<ucp_dt_iov_t> &iov) {
+  uintptr_t lo = 0, hi = 0;
+  for (const ucp_dt_iov_t &v : iov) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(v.buffer);
+    lo = lo == hi ? a : std::min(lo, a);
+    hi = std::max(hi, a + v.length);
+  }
   adxl::MutexLock l(&mu_);
   const uint64_t id = next_target_op_++;
   try {
-    target_ops_.emplace(id, TargetOp{reply_ep, addr, len});
+    target_ops_.emplace(id, TargetOp{reply_ep, lo, hi});
   } catch (...) {
     return 0;
   }
@@ -367,17 +464,19 @@ bool AmLane::TargetOpDone(uint64_t id) {
   return answer;
 }
 
-bool AmLane::TargetSend(ucp_ep_h reply_ep, unsigned id, const void *header, size_t header_len, void *data,
-                        size_t len, ucp_mem_h memh) {
+bool AmLane::TargetSend(ucp_ep_h reply_ep, unsigned id, const void *header, size_t header_len,
+                        std::vector<ucp_dt_iov_t> iov, ucp_mem_h memh) {
   struct Pending {
     AmLane *self;
     uint64_t op;
-    uint64_t header[kMaxHeader / sizeof(uint64_t)];
+    uint64_t header[kReadDataWords];
+    std::vector<ucp_dt_iov_t> iov;
   };
-  auto pending = std::unique_ptr<Pending>(new (std::nothrow) Pending{this, 0, {}});
+  std::unique_ptr<Pending> pending(new (std::nothrow) Pending{this, 0, {}, {}});
   if (pending == nullptr || header_len > sizeof(pending->header)) return false;
   memcpy(pending->header, header, header_len);
-  pending->op = TargetOpStart(reply_ep, reinterpret_cast<uintptr_t>(data), len);
+  pending->iov.swap(iov);
+  pending->op = TargetOpStart(reply_ep, pending->iov);
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
   p.flags = 0;
@@ -387,11 +486,10 @@ bool AmLane::TargetSend(ucp_ep_h reply_ep, unsigned id, const void *header, size
     ucp_request_free(req);
   };
   p.user_data = pending.get();
-  if (memh != nullptr) {
-    p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
-    p.memh = memh;
-  }
-  ucs_status_ptr_t r = ucp_am_send_nbx(reply_ep, id, pending->header, header_len, data, len, &p);
+  void *buffer = nullptr;
+  size_t count = 0;
+  SetBuffer(pending->iov, memh, &p, &buffer, &count);
+  ucs_status_ptr_t r = ucp_am_send_nbx(reply_ep, id, pending->header, header_len, buffer, count, &p);
   if (r != nullptr && !UCS_PTR_IS_ERR(r)) {
     pending.release();  // the callback owns it
     return true;
@@ -400,9 +498,9 @@ bool AmLane::TargetSend(ucp_ep_h reply_ep, unsigned id, const void *header, size
   return r == nullptr;
 }
 
-void AmLane::SendAck(ucp_ep_h reply_ep, uint64_t token, int status) {
-  const AckHeader h{token, status};
-  TargetSend(reply_ep, kAck, &h, sizeof(h), nullptr, 0, nullptr);
+void AmLane::SendAck(ucp_ep_h reply_ep, uint64_t token, uint32_t msg, int status) {
+  const uint64_t h[kAckWords] = {token, Pack32(msg, status)};
+  TargetSend(reply_ep, kAck, h, sizeof(h), {}, nullptr);
 }
 
 void AmLane::ReleaseTargetOps(uintptr_t addr, size_t len) {
@@ -412,7 +510,7 @@ void AmLane::ReleaseTargetOps(uintptr_t addr, size_t len) {
     adxl::MutexLock l(&mu_);
     for (const auto &kv : target_ops_) {
       const TargetOp &op = kv.second;
-      const bool touches = len == 0 || (op.len > 0 && op.addr < addr + len && addr < op.addr + op.len);
+      const bool touches = len == 0 || (op.lo < op.hi && op.lo < addr + len && addr < op.hi);
       if (touches && !op.released) eps.insert(op.reply_ep);
     }
     // Every request on a closed endpoint ends with it: none is answered.
@@ -447,29 +545,57 @@ void AmLane::ReleaseTargetOps(uintptr_t addr, size_t len) {
   }
 }
 
+// Parses a WRITE / READ request header: token, message index, and the
+// (address, length) pairs that follow (copied: UCP does not promise the
+// header any alignment).
+static bool ParseRequest(const void *header, size_t header_len, uint64_t words[2], std::vector<uint64_t> *pairs) {
+  if (header_len < kRequestFixedWords * sizeof(uint64_t) || header_len % sizeof(uint64_t) != 0) return false;
+  memcpy(words, header, kRequestFixedWords * sizeof(uint64_t));
+  const size_t n = static_cast<size_t>(words[1] >> 32);
+  if (n == 0 || n > AmLane::kMaxMessageOps || header_len != (kRequestFixedWords + 2 * n) * sizeof(uint64_t)) {
+    return false;
+  }
+  pairs->resize(2 * n);
+  memcpy(pairs->data(), static_cast<const char *>(header) + kRequestFixedWords * sizeof(uint64_t),
+         2 * n * sizeof(uint64_t));
+  return true;
+}
+
 ucs_status_t AmLane::OnWrite(void *arg, const void *header, size_t header_len, void *data, size_t len,
                              const ucp_am_recv_param_t *param) {
   auto *self = static_cast<AmLane *>(arg);
   const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
-  if (header_len != sizeof(WriteHeader) || !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
-    self->Log(ADXL_PLUGIN_LOG_ERROR, "malformed AM write dropped");
-    if (rndv) ucp_am_data_release(self->worker_, data);
-    return UCS_OK;
+  uint64_t words[2];
+  std::vector<uint64_t> pairs;
+  bool parsed = false;
+  try {
+    parsed = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) && ParseRequest(header, header_len, words, &pairs);
+  } catch (...) {
   }
-  WriteHeader h;
-  memcpy(&h, header, sizeof(h));
+  const size_t n = pairs.size() / 2;
+  if (!parsed) {
+    self->Log(ADXL_PLUGIN_LOG_ERROR, "malformed AM write (%zu header bytes) dropped", header_len);
+    return UCS_OK;  // a rendezvous descriptor not received is dropped by UCP
+  }
+  const uint64_t token = words[0];
+  const uint32_t msg = static_cast<uint32_t>(words[1]);
+  std::vector<ucp_dt_iov_t> iov;
   ucp_mem_h memh = nullptr;
-  if (h.len != len || !self->Registered(h.remote, len, &memh)) {
-    self->Log(ADXL_PLUGIN_LOG_ERROR, "AM write of %zu bytes to 0x%llx refused: not inside registered memory", len,
-              static_cast<unsigned long long>(h.remote));
-    if (rndv) ucp_am_data_release(self->worker_, data);
-    self->SendAck(param->reply_ep, h.token, ADXL_PLUGIN_ERR_INVALID);
+  size_t total = 0;
+  bool ok = false;
+  try {
+    ok = self->ResolveTargetOps(pairs.data(), n, &iov, &memh, &total) && total == len;
+  } catch (...) {
+  }
+  if (!ok) {
+    self->Log(ADXL_PLUGIN_LOG_ERROR,
+              "AM write of %zu bytes in %zu operations refused: not all inside registered memory", len, n);
+    self->SendAck(param->reply_ep, token, msg, ADXL_PLUGIN_ERR_INVALID);
     return UCS_OK;
   }
-  void *dst = reinterpret_cast<void *>(static_cast<uintptr_t>(h.remote));
   if (!rndv) {
-    memcpy(dst, data, len);
-    self->SendAck(param->reply_ep, h.token, ADXL_PLUGIN_OK);
+    Scatter(data, len, iov);
+    self->SendAck(param->reply_ep, token, msg, ADXL_PLUGIN_OK);
     return UCS_OK;
   }
   // Rendezvous: pull the data into place, acknowledge when it is there.
@@ -477,31 +603,35 @@ ucs_status_t AmLane::OnWrite(void *arg, const void *header, size_t header_len, v
     AmLane *self;
     ucp_ep_h reply_ep;
     uint64_t token;
+    uint32_t msg;
     uint64_t op;
+    std::vector<ucp_dt_iov_t> iov;
   };
-  auto pending = std::unique_ptr<Pending>(new (std::nothrow) Pending{self, param->reply_ep, h.token, 0});
+  std::unique_ptr<Pending> pending(new (std::nothrow) Pending{self, param->reply_ep, token, msg, 0, {}});
   if (pending == nullptr) {
-    ucp_am_data_release(self->worker_, data);
-    self->SendAck(param->reply_ep, h.token, ADXL_PLUGIN_ERR_NO_RESOURCE);
+    self->SendAck(param->reply_ep, token, msg, ADXL_PLUGIN_ERR_NO_RESOURCE);
     return UCS_OK;
   }
-  pending->op = self->TargetOpStart(param->reply_ep, h.remote, len);
+  pending->iov.swap(iov);
+  pending->op = self->TargetOpStart(param->reply_ep, pending->iov);
   ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMH;
-  p.memh = memh;
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   p.user_data = pending.get();
   p.cb.recv_am = [](void *req, ucs_status_t st, size_t, void *user) {
     std::unique_ptr<Pending> pd(static_cast<Pending *>(user));
-    if (pd->self->TargetOpDone(pd->op)) pd->self->SendAck(pd->reply_ep, pd->token, FromUcs(st));
+    if (pd->self->TargetOpDone(pd->op)) pd->self->SendAck(pd->reply_ep, pd->token, pd->msg, FromUcs(st));
     ucp_request_free(req);
   };
-  ucs_status_ptr_t r = ucp_am_recv_data_nbx(self->worker_, data, dst, len, &p);
+  void *buffer = nullptr;
+  size_t count = 0;
+  SetBuffer(pending->iov, memh, &p, &buffer, &count);
+  ucs_status_ptr_t r = ucp_am_recv_data_nbx(self->worker_, data, buffer, count, &p);
   if (r != nullptr && !UCS_PTR_IS_ERR(r)) {
     pending.release();  // the callback owns it
     return UCS_OK;
   }
   if (self->TargetOpDone(pending->op)) {
-    self->SendAck(param->reply_ep, h.token, r == nullptr ? ADXL_PLUGIN_OK : FromUcs(UCS_PTR_STATUS(r)));
+    self->SendAck(param->reply_ep, token, msg, r == nullptr ? ADXL_PLUGIN_OK : FromUcs(UCS_PTR_STATUS(r)));
   }
   return UCS_OK;
 }
@@ -509,23 +639,38 @@ ucs_status_t AmLane::OnWrite(void *arg, const void *header, size_t header_len, v
 ucs_status_t AmLane::OnReadRequest(void *arg, const void *header, size_t header_len, void *, size_t,
                                    const ucp_am_recv_param_t *param) {
   auto *self = static_cast<AmLane *>(arg);
-  if (header_len != sizeof(ReadRequestHeader) || !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
-    self->Log(ADXL_PLUGIN_LOG_ERROR, "malformed AM read request dropped");
+  uint64_t words[2];
+  std::vector<uint64_t> pairs;
+  bool parsed = false;
+  try {
+    parsed = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) && ParseRequest(header, header_len, words, &pairs);
+  } catch (...) {
+  }
+  const size_t n = pairs.size() / 2;
+  if (!parsed) {
+    self->Log(ADXL_PLUGIN_LOG_ERROR, "malformed AM read request (%zu header bytes) dropped", header_len);
     return UCS_OK;
   }
-  ReadRequestHeader h;
-  memcpy(&h, header, sizeof(h));
+  const uint64_t token = words[0];
+  const uint32_t msg = static_cast<uint32_t>(words[1]);
+  std::vector<ucp_dt_iov_t> iov;
   ucp_mem_h memh = nullptr;
-  if (!self->Registered(h.remote, h.len, &memh)) {
-    self->Log(ADXL_PLUGIN_LOG_ERROR, "AM read of %llu bytes at 0x%llx refused: not inside registered memory",
-              static_cast<unsigned long long>(h.len), static_cast<unsigned long long>(h.remote));
-    const ReadDataHeader answer{h.token, h.local, 0, ADXL_PLUGIN_ERR_INVALID};
-    self->TargetSend(param->reply_ep, kReadData, &answer, sizeof(answer), nullptr, 0, nullptr);
+  size_t total = 0;
+  bool ok = false;
+  try {
+    ok = self->ResolveTargetOps(pairs.data(), n, &iov, &memh, &total);
+  } catch (...) {
+  }
+  if (!ok) {
+    self->Log(ADXL_PLUGIN_LOG_ERROR, "AM read of %zu operations refused: not all inside registered memory", n);
+    const uint64_t answer[kReadDataWords] = {token, Pack32(msg, ADXL_PLUGIN_ERR_INVALID), 0};
+    self->TargetSend(param->reply_ep, kReadData, answer, sizeof(answer), {}, nullptr);
     return UCS_OK;
   }
-  const ReadDataHeader answer{h.token, h.local, h.len, ADXL_PLUGIN_OK};
-  self->TargetSend(param->reply_ep, kReadData, &answer, sizeof(answer),
-                   reinterpret_cast<void *>(static_cast<uintptr_t>(h.remote)), h.len, memh);
+  const uint64_t answer[kReadDataWords] = {token, Pack32(msg, ADXL_PLUGIN_OK), total};
+  if (!self->TargetSend(param->reply_ep, kReadData, answer, sizeof(answer), std::move(iov), memh)) {
+    self->Log(ADXL_PLUGIN_LOG_WARN, "AM read answer of %zu bytes could not be sent", total);
+  }
   return UCS_OK;
 }
 
@@ -534,10 +679,10 @@ ucs_status_t AmLane::OnReadRequest(void *arg, const void *header, size_t header_
 ucs_status_t AmLane::OnAck(void *arg, const void *header, size_t header_len, void *, size_t,
                            const ucp_am_recv_param_t *) {
   auto *self = static_cast<AmLane *>(arg);
-  if (header_len != sizeof(AckHeader)) return UCS_OK;
-  AckHeader h;
-  memcpy(&h, header, sizeof(h));
-  self->OpsDone(h.token, 1, static_cast<int>(h.status));
+  if (header_len != kAckWords * sizeof(uint64_t)) return UCS_OK;
+  uint64_t h[kAckWords];
+  memcpy(h, header, sizeof(h));
+  self->MessageDone(h[0], static_cast<int32_t>(h[1] >> 32));
   return UCS_OK;
 }
 
@@ -545,73 +690,66 @@ ucs_status_t AmLane::OnReadData(void *arg, const void *header, size_t header_len
                                 const ucp_am_recv_param_t *param) {
   auto *self = static_cast<AmLane *>(arg);
   const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
-  if (header_len != sizeof(ReadDataHeader)) {
-    if (rndv) ucp_am_data_release(self->worker_, data);
+  if (header_len != kReadDataWords * sizeof(uint64_t)) return UCS_OK;
+  uint64_t h[kReadDataWords];
+  memcpy(h, header, sizeof(h));
+  const uint64_t token = h[0];
+  const uint32_t msg = static_cast<uint32_t>(h[1]);
+  const int status = static_cast<int32_t>(h[1] >> 32);
+  if (status != ADXL_PLUGIN_OK) {
+    self->MessageDone(token, status);
     return UCS_OK;
   }
-  ReadDataHeader h;
-  memcpy(&h, header, sizeof(h));
-  if (h.status != ADXL_PLUGIN_OK) {
-    if (rndv) ucp_am_data_release(self->worker_, data);
-    self->OpsDone(h.token, 1, static_cast<int>(h.status));
-    return UCS_OK;
-  }
-  ucp_mem_h memh = nullptr;
-  if (h.len != len || !self->Registered(h.local, len, &memh)) {
-    self->Log(ADXL_PLUGIN_LOG_ERROR, "AM read data for 0x%llx dropped: not inside registered memory",
-              static_cast<unsigned long long>(h.local));
-    if (rndv) ucp_am_data_release(self->worker_, data);
-    self->OpsDone(h.token, 1, ADXL_PLUGIN_ERR_INVALID);
-    return UCS_OK;
-  }
-  void *dst = reinterpret_cast<void *>(static_cast<uintptr_t>(h.local));
+  // Under the batch lock: once a batch has ended, nothing of it is written
+  // here any more.  Eager data is copied right here (memcpy, no UCP call); a
+  // rendezvous receive is counted before it is posted, so that the batch
+  // cannot end while it may still write.  Its local buffers are the ones the
+  // batch recorded for the message: the answer chooses no address.
+  Message *m = nullptr;
+  bool malformed = false;
   {
-    // Under the batch lock: once a batch has ended, nothing of it is
-    // written here any more.  An eager copy is done right here (memcpy, no
-    // UCP call); a rendezvous receive is counted before it is posted, so
-    // that the batch cannot end while it may still write.
     adxl::MutexLock l(&self->mu_);
-    auto it = self->batches_.find(h.token);
-    const bool live = it != self->batches_.end() && !it->second.ended;
-    if (live && !rndv) memcpy(dst, data, len);
-    if (live && rndv) ++it->second.receiving;
-    if (!live) dst = nullptr;
+    auto it = self->batches_.find(token);
+    if (it != self->batches_.end() && !it->second.ended) {
+      Batch &b = it->second;
+      if (msg >= b.messages.size() || b.messages[msg].bytes != h[2] || h[2] != len) {
+        malformed = true;
+      } else {
+        m = &b.messages[msg];
+        if (rndv) {
+          ++b.receiving;
+        } else {
+          Scatter(data, len, m->local);
+        }
+      }
+    }
   }
-  if (dst == nullptr) {  // late: dropped
-    if (rndv) ucp_am_data_release(self->worker_, data);
+  if (malformed) {
+    self->Log(ADXL_PLUGIN_LOG_ERROR, "AM read data of %zu bytes does not match the request; dropped", len);
+    self->MessageDone(token, ADXL_PLUGIN_ERR_INVALID);
     return UCS_OK;
   }
+  if (m == nullptr) return UCS_OK;  // late data of an ended batch: dropped
   if (!rndv) {
-    self->OpsDone(h.token, 1, ADXL_PLUGIN_OK);
+    self->MessageDone(token, ADXL_PLUGIN_OK);
     return UCS_OK;
   }
   if (self->faults_.read_data_delay_us > 0) usleep(self->faults_.read_data_delay_us);
-  struct Pending {
-    AmLane *self;
-    uint64_t token;
-  };
-  auto pending = std::unique_ptr<Pending>(new (std::nothrow) Pending{self, h.token});
-  if (pending == nullptr) {
-    ucp_am_data_release(self->worker_, data);
-    self->ReceiveDone(h.token, ADXL_PLUGIN_ERR_NO_RESOURCE);
-    return UCS_OK;
-  }
   ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMH;
-  p.memh = memh;
-  p.user_data = pending.get();
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.user_data = m;  // alive while the receive is counted
   p.cb.recv_am = [](void *req, ucs_status_t st, size_t, void *user) {
-    std::unique_ptr<Pending> pd(static_cast<Pending *>(user));
-    pd->self->ReceiveDone(pd->token, FromUcs(st));
+    auto *msg = static_cast<Message *>(user);
+    msg->lane->ReceiveDone(msg->token, FromUcs(st));  // may free msg
     ucp_request_free(req);
   };
+  void *buffer = nullptr;
+  size_t count = 0;
+  SetBuffer(m->local, m->memh, &p, &buffer, &count);
   // No lock held: UCP may fail this receive synchronously (an endpoint
   // already purged) and run the callback inside the call.
-  ucs_status_ptr_t r = ucp_am_recv_data_nbx(self->worker_, data, dst, len, &p);
-  if (r != nullptr && !UCS_PTR_IS_ERR(r)) {
-    pending.release();  // the callback owns it
-    return UCS_OK;
-  }
-  self->ReceiveDone(h.token, r == nullptr ? ADXL_PLUGIN_OK : FromUcs(UCS_PTR_STATUS(r)));
+  ucs_status_ptr_t r = ucp_am_recv_data_nbx(self->worker_, data, buffer, count, &p);
+  if (r != nullptr && !UCS_PTR_IS_ERR(r)) return UCS_OK;  // the callback ends it
+  self->ReceiveDone(token, r == nullptr ? ADXL_PLUGIN_OK : FromUcs(UCS_PTR_STATUS(r)));
   return UCS_OK;
 }

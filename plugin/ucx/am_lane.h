@@ -3,39 +3,51 @@
 //
 // Why: UCP 1.13 emulates RMA over TCP with small active messages (~1 GB/s
 // on loopback) and uses TCP's zero-copy path only for active-message and tag
-// rendezvous.  Here a WRITE is one AM per operation carrying the target
-// address (always rendezvous, so that data moves only while the initiator's
-// request is alive: a force-closed endpoint moves nothing more), acknowledged
-// by the target once the bytes are in place; a READ is a request AM answered
-// by the target with the data, received by the initiator into the address it
-// asked for.  Both sides accept an address only inside memory registered with
-// this plugin (the registration table here), so a peer can reach nothing
-// else.
+// rendezvous.  Both sides accept an address only inside memory registered
+// with this plugin (the registration table here), so a peer can reach
+// nothing else.
 //
-// Life of a batch (initiator side).  Post() creates it `posting`, sends every
-// operation, then clears `posting`.  A batch ends — its DoneFn runs, exactly
-// once, outside every lock — when it is not posting, has no READ-data
-// receive in flight, and either every operation was answered or the batch was
+// Protocol (am_lane.cc has the header layouts).  Post() cuts a batch into
+// messages of up to kMaxMessageOps operations and kMaxMessageBytes bytes (an
+// operation larger than that travels alone), all sent at once:
+//  - WRITE: one AM per message whose header lists the (target address,
+//    length) of each operation and whose data is the operations' source
+//    buffers gathered with UCP's iov datatype.  Always rendezvous, so data
+//    moves only after the target asked for it and only while the initiator's
+//    request lives: a force-closed endpoint moves nothing more.  The target
+//    validates every address, receives the data scattered into them (iov
+//    receive) and answers with one acknowledgement per message.
+//  - READ: one request AM per message listing (target address, length); the
+//    target validates and answers with one AM carrying the data gathered
+//    from those addresses (eager when small, rendezvous when large: UCP
+//    decides); the initiator scatters it into the local buffers it recorded
+//    for that message.  Late data of an ended batch is dropped.
+//
+// Life of a batch (initiator side).  A batch ends — its DoneFn runs, exactly
+// once, outside every lock — when Post() has finished sending it (`posting`),
+// UCP holds none of its sends (`sending`: UCP reads the batch's headers and
+// iov arrays until then) and no READ-data receive of it is in flight
+// (`receiving`), and either every message was answered or the batch was
 // ended early: by Abandon() (the endpoint was force-closed) or by
 // EndpointFailed() (UCP reported the endpoint's failure).  So a batch is never
-// freed while Post() still sends from its headers, and no READ data of an
+// freed while Post() or UCP still reads from it, and no READ data of an
 // ended batch is written here afterwards.
 //
-// Target side.  A rendezvous WRITE is received by ucp_am_recv_data_nbx, and a
-// READ answered by a send, on the reply endpoint UCP made for the initiator.
-// When the initiator force-closes its endpoint (a TIMEOUT fence) such a
-// request may never complete, and UCP refuses to destroy a worker with
-// requests pending.  The lane therefore tracks every request it starts as a
-// target, and ReleaseTargetOps() force-closes the reply endpoints of those
-// still pending, which fails them: the plugin calls it before a registration
-// such a request reads or writes goes away, and before the worker is
-// destroyed.  A request failed that way is not answered.
+// Target side.  WRITE data is received by ucp_am_recv_data_nbx, and a READ
+// answered by a send, on the reply endpoint UCP made for the initiator.  When
+// the initiator force-closes its endpoint (a TIMEOUT fence) such a request
+// may never complete, and UCP refuses to destroy a worker with requests
+// pending.  The lane therefore tracks every request it starts as a target,
+// and ReleaseTargetOps() force-closes the reply endpoints of those still
+// pending, which fails them: the plugin calls it before a registration such
+// a request reads or writes goes away, and before the worker is destroyed.
+// A request failed that way is not answered.
 //
 // Locks and callbacks.  The AM handlers and request callbacks run inside
 // ucp_worker_progress, under UCP's worker lock, on whichever thread
 // progresses (the plugin's progress thread, or an API thread in
-// WaitRequest/Progress).  UCP may also complete a request synchronously
-// inside the call that posted it and run its callback there.  Hence the order
+// Abandon/Progress).  UCP may also complete a request synchronously inside
+// the call that posted it and run its callback there.  Hence the order
 //     UCP worker lock  ->  mu_       (mu_ is taken inside callbacks)
 //     regions_mu_                    (a leaf, never held with mu_)
 // and the rule, checked by clang's thread-safety analysis: no method calls
@@ -82,6 +94,13 @@ class AmLane {
     unsigned read_data_delay_us = 0;
   };
 
+  // Message limits: operations and bytes per message.  More operations per
+  // message amortize the rendezvous handshake and the acknowledgement; a
+  // bounded size keeps several messages in flight, so that the target
+  // receives one while the next is on the wire.
+  static constexpr size_t kMaxMessageOps = 256;
+  static constexpr size_t kMaxMessageBytes = size_t{1} << 20;
+
   // Installs the AM handlers on the worker.
   bool Init(ucp_worker_h worker, LogFn log, void *log_arg, Faults faults, std::string *why);
 
@@ -99,9 +118,10 @@ class AmLane {
       ADXL_EXCLUDES(mu_);
 
   // Ends every batch on ep_id with status `why` and waits (bounded by
-  // kAbandonWait) until none of them posts or receives any more; after this
-  // no byte of those batches is written here.  Call after force-closing the
-  // endpoint, from a thread that is not inside ucp_worker_progress.
+  // kAbandonWait) until none of them posts, sends or receives any more;
+  // after this no byte of those batches is written here.  Call after
+  // force-closing the endpoint, from a thread that is not inside
+  // ucp_worker_progress.
   void Abandon(uint64_t ep_id, int why) ADXL_EXCLUDES(mu_);
 
   // UCP reported the failure of endpoint ep_id (its error callback, inside
@@ -111,7 +131,7 @@ class AmLane {
   // Whether RunDeferred() has work: a cheap check for the progress loop.
   bool HasDeferred() const { return deferred_pending_.load(std::memory_order_acquire); }
   // Does the queued work: ends the batches of failed endpoints (those still
-  // posting or receiving end when that finishes).  Call outside
+  // posting, sending or receiving end when that finishes).  Call outside
   // ucp_worker_progress.
   void RunDeferred() ADXL_EXCLUDES(mu_);
 
@@ -121,17 +141,27 @@ class AmLane {
   void ReleaseTargetOps(uintptr_t addr, size_t len) ADXL_EXCLUDES(mu_);
 
  private:
+  // One message of a batch, as the initiator keeps it.
+  struct Message {
+    AmLane *lane = nullptr;            // user data of its send and receive callbacks
+    uint64_t token = 0;                // its batch
+    std::vector<uint64_t> header;      // the AM header (UCP reads it until the send completes)
+    std::vector<ucp_dt_iov_t> local;   // the local side of its operations
+    size_t bytes = 0;
+    ucp_mem_h memh = nullptr;          // single-operation messages: its memh
+  };
   struct Batch {
-    uint64_t ep_id;
-    size_t remaining;  // operations not yet answered
-    int status;        // first error, or ADXL_PLUGIN_OK
-    DoneFn done;
-    void *arg;
-    bool posting = true;  // Post() still sends from `headers`
-    bool ended = false;   // abandoned / endpoint failed: nothing more is accepted
-    size_t receiving = 0;  // READ-data receives posted or being posted
-    // Headers of the batch's sends: UCP reads them until each send is out.
-    std::vector<uint64_t> headers;
+    uint64_t ep_id = 0;
+    size_t remaining = 0;  // messages not yet answered
+    int status = 0;        // first error, or ADXL_PLUGIN_OK
+    DoneFn done = nullptr;
+    void *arg = nullptr;
+    bool posting = true;    // Post() still sends it
+    bool ended = false;     // abandoned / endpoint failed: nothing more is accepted
+    bool done_called = false;  // Abandon() gave up waiting and reported it already
+    size_t sending = 0;     // sends UCP still holds
+    size_t receiving = 0;   // READ-data receives posted or being posted
+    std::vector<Message> messages;
   };
   struct Region {
     size_t len;
@@ -141,10 +171,10 @@ class AmLane {
   // send, acknowledgement), pending in UCP.
   struct TargetOp {
     ucp_ep_h reply_ep;
-    uintptr_t addr;  // the registered memory it reads or writes (0: none)
-    size_t len;
+    uintptr_t lo, hi;  // the registered memory it reads or writes ([0,0): none)
     bool released = false;  // its endpoint is being force-closed: no answer
   };
+  using BatchIt = std::unordered_map<uint64_t, Batch>::iterator;
 
   static ucs_status_t OnWrite(void *arg, const void *header, size_t header_len, void *data, size_t len,
                               const ucp_am_recv_param_t *param);
@@ -157,25 +187,31 @@ class AmLane {
 
   // Is [addr, addr+len) inside one registered region?  Sets *memh.
   bool Registered(uint64_t addr, size_t len, ucp_mem_h *memh) ADXL_EXCLUDES(regions_mu_);
-  void SendAck(ucp_ep_h reply_ep, uint64_t token, int status) ADXL_EXCLUDES(mu_);
-  // `n` operations of batch `token` were answered with `status`.
-  void OpsDone(uint64_t token, size_t n, int status) ADXL_EXCLUDES(mu_);
-  // A READ-data receive of batch `token` ended with `status`.
+  // Validates the (address, length) list of a request against the
+  // registrations; fills *iov (and *memh for a single operation) and returns
+  // the total, or false with *why.
+  bool ResolveTargetOps(const uint64_t *pairs, size_t n, std::vector<ucp_dt_iov_t> *iov, ucp_mem_h *memh,
+                        size_t *total) ADXL_EXCLUDES(regions_mu_);
+  void SendAck(ucp_ep_h reply_ep, uint64_t token, uint32_t msg, int status) ADXL_EXCLUDES(mu_);
+
+  // Batch bookkeeping; each ends the batch when it may end (TakeIfFinished)
+  // and runs its DoneFn after releasing mu_.
+  void MessageDone(uint64_t token, int status) ADXL_EXCLUDES(mu_);
   void ReceiveDone(uint64_t token, int status) ADXL_EXCLUDES(mu_);
-  // Post() has sent everything it will send of batch `token`.
-  void PostDone(uint64_t token) ADXL_EXCLUDES(mu_);
+  void SendDone(uint64_t token) ADXL_EXCLUDES(mu_);
+  void PostDone(uint64_t token, size_t unsent_messages) ADXL_EXCLUDES(mu_);
   // Marks the batches of ep_id ended; returns their tokens.
   std::vector<uint64_t> EndBatches(uint64_t ep_id, int why) ADXL_REQUIRES(mu_);
   // If batch `it` may end now, takes it out of the table into *done_fn /
   // *done_arg / *status (to be called once mu_ is released).
-  bool TakeIfFinished(std::unordered_map<uint64_t, Batch>::iterator it, DoneFn *done_fn, void **done_arg,
-                      int *status) ADXL_REQUIRES(mu_);
-  // Sends an AM as a target, tracked until UCP is done with it; `header` is
-  // copied.  Returns false when it could not be sent.
-  bool TargetSend(ucp_ep_h reply_ep, unsigned id, const void *header, size_t header_len, void *data, size_t len,
-                  ucp_mem_h memh) ADXL_EXCLUDES(mu_);
+  bool TakeIfFinished(BatchIt it, DoneFn *done_fn, void **done_arg, int *status) ADXL_REQUIRES(mu_);
+
+  // Sends an AM as a target, tracked until UCP is done with it; `header`
+  // and `iov` are copied.  Returns false when it could not be sent.
+  bool TargetSend(ucp_ep_h reply_ep, unsigned id, const void *header, size_t header_len,
+                  std::vector<ucp_dt_iov_t> iov, ucp_mem_h memh) ADXL_EXCLUDES(mu_);
   // Registers a target request about to start; its id for TargetOpDone.
-  uint64_t TargetOpStart(ucp_ep_h reply_ep, uintptr_t addr, size_t len) ADXL_EXCLUDES(mu_);
+  uint64_t TargetOpStart(ucp_ep_h reply_ep, const std::vector<ucp_dt_iov_t> &iov) ADXL_EXCLUDES(mu_);
   // The request ended; returns whether it may be answered (not released).
   bool TargetOpDone(uint64_t id) ADXL_EXCLUDES(mu_);
   void Log(int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -184,6 +220,7 @@ class AmLane {
   LogFn log_ = nullptr;
   void *log_arg_ = nullptr;
   Faults faults_;
+  size_t max_message_ops_ = kMaxMessageOps;  // also bounded by UCP's AM header limit
 
   adxl::Mutex regions_mu_;
   std::map<uintptr_t, Region> regions_ ADXL_GUARDED_BY(regions_mu_);
