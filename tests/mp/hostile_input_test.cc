@@ -15,7 +15,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <dirent.h>
+#include <linux/sockios.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -685,6 +688,145 @@ TEST_F(HostileInputTest, PingFloodFromAClientThatNeverReads) {
   std::printf("[ INFO     ] %zu bytes of Pings sent in %.0f ms by %zu clients that never read\n", sent, MsSince(t0),
               flooders.size());
   ExpectPeerServes("Ping floods from clients that never read");
+}
+
+// A client that completes its Hello with a tiny receive buffer and then
+// never reads must stall nobody.  The engine under attack runs in this
+// process, listens, and has so many regions that its HelloAck cannot fit the
+// socket buffers.  While the hostile client sits on its half-sent HelloAck,
+// that engine's TransferSync and RegisterMem, and a real peer process's
+// transfers into it and registrations (pushed to it and acknowledged by its
+// control thread), must each take < 50 ms.  (Before the fix the server held
+// reg_mu_ and its control thread across a 1 s blocking send of the HelloAck:
+// every TransferSync and RegisterMem of the engine, and every acknowledgement
+// it owed, waited up to a second per such client.)
+class HandshakeStallTest : public PeerTest {};
+
+// The server end, in this process, of raw connection `c` (an engine of this
+// process accepted it): the socket whose peer is c's local address; -1 if
+// none appeared within timeout_ms.
+int ServerEndOf(const RawConn &c, int timeout_ms) {
+  sockaddr_in mine{};
+  socklen_t len = sizeof(mine);
+  if (getsockname(c.fd(), reinterpret_cast<sockaddr *>(&mine), &len) != 0) return -1;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (MsSince(t0) < timeout_ms) {
+    DIR *d = opendir("/proc/self/fd");
+    if (d == nullptr) return -1;
+    int found = -1;
+    while (dirent *e = readdir(d)) {
+      const int fd = atoi(e->d_name);
+      if (e->d_name[0] == '.' || fd == c.fd() || fd == dirfd(d)) continue;
+      sockaddr_in peer{};
+      socklen_t plen = sizeof(peer);
+      if (getpeername(fd, reinterpret_cast<sockaddr *>(&peer), &plen) == 0 && peer.sin_family == AF_INET &&
+          peer.sin_port == mine.sin_port && peer.sin_addr.s_addr == mine.sin_addr.s_addr) {
+        found = fd;
+      }
+    }
+    closedir(d);
+    if (found >= 0) return found;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return -1;
+}
+
+TEST_F(HandshakeStallTest, ClientThatNeverReadsItsHelloAckStallsNobody) {
+  signal(SIGPIPE, SIG_IGN);
+  constexpr int kRegions = 2800;
+  constexpr double kMaxDelayMs = 50;
+  const uint16_t port = FreePort();
+  const std::string name = LoopbackName(port);
+  AdxlEngine server;
+  // Heartbeat 200 ms, as the peer's: a client silent for 3 heartbeats is
+  // forgotten, so the hostile client below lasts about 600-800 ms.
+  ASSERT_EQ(server.Initialize(name.c_str(), {{"adxl.HeartbeatMs", kHeartbeatMs}, {"adxl.MaxRegistrations", "4000"}}),
+            SUCCESS);
+  AlignedBuffer pages(static_cast<size_t>(kRegions) * 4096);
+  for (int i = 0; i < kRegions; ++i) {
+    MemHandle h = nullptr;
+    ASSERT_EQ(server.RegisterMem({pages.addr() + static_cast<size_t>(i) * 4096, 4096}, MEM_HOST, h), SUCCESS) << i;
+  }
+  AlignedBuffer target(1u << 20);  // the peer writes here
+  MemHandle target_handle = nullptr;
+  ASSERT_EQ(server.RegisterMem({target.addr(), target.size()}, MEM_HOST, target_handle), SUCCESS);
+  AlignedBuffer fresh(1000u << 12);  // registered page by page during the stall
+  // Links both ways with the real peer: the server transfers to it, and the
+  // peer is a subscriber of the server's registrations (and transfers to it).
+  ASSERT_EQ(server.Connect(peer_name_.c_str(), 5000), SUCCESS);
+  ASSERT_EQ(peer_->Command("connect " + name + " 5000"), "ok");
+  auto a = peer_->Ok("alloc " + std::to_string(64u << 12));
+  ASSERT_EQ(a.size(), 2u);
+  const std::string peer_pages = a[0];
+
+  // The hostile client: Hello, then never a read.  Loopback autotunes the
+  // server's send buffer past the largest HelloAck (4096 regions), so the
+  // server end (in this process) gets a small one, as with a small tcp_wmem
+  // or a real network: the HelloAck cannot leave until the client reads.
+  RawConn hostile(port, 1024);
+  ASSERT_TRUE(hostile.ok());
+  const int server_end = ServerEndOf(hostile, 3000);
+  ASSERT_GE(server_end, 0) << "the server end of the raw connection was not found";
+  const int sndbuf = 4096;
+  ASSERT_EQ(setsockopt(server_end, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
+  ASSERT_TRUE(hostile.Send(HelloFrame("127.0.0.1:1", name)));
+  const auto t0 = std::chrono::steady_clock::now();
+
+  double worst_sync = 0, worst_reg = 0, worst_peer_write = 0, worst_peer_reg = 0;
+  int rounds = 0;
+  std::vector<MemHandle> registered;
+  // The server closes the client once its HelloAck is 1 s overdue; measure
+  // well inside that.
+  size_t frame = 0;
+  int avail = 0, unsent = 0;
+  while (MsSince(t0) < 800) {
+    if (frame == 0 && MsSince(t0) > 300) {
+      // The test means something only if the HelloAck really is stuck in
+      // the middle of the window: the client holds its header, and what it
+      // holds plus what the server's socket holds is less than the frame.
+      char header[24];
+      ASSERT_EQ(recv(hostile.fd(), header, sizeof(header), MSG_PEEK | MSG_DONTWAIT), 24);
+      frame = sizeof(header) + GetLe(std::string(header, sizeof(header)), 8, 4);
+      ASSERT_EQ(ioctl(hostile.fd(), FIONREAD, &avail), 0);
+      ASSERT_EQ(ioctl(server_end, SIOCOUTQ, &unsent), 0);
+    }
+    auto t = std::chrono::steady_clock::now();
+    ASSERT_EQ(server.TransferSync(peer_name_.c_str(), WRITE, {{target.addr(), remote_, 65536}}, 5000), SUCCESS);
+    worst_sync = std::max(worst_sync, MsSince(t));
+    t = std::chrono::steady_clock::now();
+    MemHandle h = nullptr;
+    ASSERT_EQ(server.RegisterMem({fresh.addr() + static_cast<size_t>(rounds) * 4096, 4096}, MEM_HOST, h), SUCCESS);
+    worst_reg = std::max(worst_reg, MsSince(t));
+    registered.push_back(h);
+    t = std::chrono::steady_clock::now();
+    ASSERT_EQ(peer_->Command("write " + name + " 5000 0 0 " + std::to_string(target.addr()) + " 65536"), "ok");
+    worst_peer_write = std::max(worst_peer_write, MsSince(t));
+    t = std::chrono::steady_clock::now();
+    auto r = peer_->Ok("reg " + peer_pages + " " + std::to_string((rounds % 64) * 4096) + " 4096");
+    ASSERT_EQ(r.size(), 1u);
+    ASSERT_EQ(peer_->Command("dereg " + r[0]), "ok");
+    worst_peer_reg = std::max(worst_peer_reg, MsSince(t));
+    ++rounds;
+    ASSERT_LT(rounds, 1000) << "more rounds than pages to register";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::printf("[ INFO     ] %d rounds while a client sat on a %zu-byte HelloAck (%d bytes received, %d in the "
+              "server's socket): worst TransferSync %.1f ms, RegisterMem %.1f ms, peer's write %.1f ms, peer's "
+              "reg+dereg %.1f ms\n",
+              rounds, frame, avail, unsent, worst_sync, worst_reg, worst_peer_write, worst_peer_reg);
+  ASSERT_LT(static_cast<size_t>(avail + unsent), frame)
+      << "the HelloAck fit the socket buffers: the server never had to wait for the client";
+  EXPECT_GE(rounds, 5);
+  EXPECT_LT(worst_sync, kMaxDelayMs) << "the server's TransferSync was stalled by the handshake";
+  EXPECT_LT(worst_reg, kMaxDelayMs) << "the server's RegisterMem was stalled by the handshake";
+  EXPECT_LT(worst_peer_write, kMaxDelayMs) << "the peer's transfers were stalled";
+  EXPECT_LT(worst_peer_reg, kMaxDelayMs) << "the peer's registrations (acknowledged by the server) were stalled";
+  // The client that does not read is cut off (silent for 3 heartbeats, or its answer 1 s overdue).
+  EXPECT_TRUE(hostile.ClosedByServer(3000)) << "the server kept a client that never reads its HelloAck";
+  for (MemHandle h : registered) EXPECT_EQ(server.DeregisterMem(h), SUCCESS);
+  EXPECT_EQ(server.TransferSync(peer_name_.c_str(), READ, {{target.addr(), remote_, 65536}}, 5000), SUCCESS);
+  EXPECT_EQ(peer_->Command("disconnect " + name + " 5000"), "ok");
+  server.Finalize();
 }
 
 // Before its Hello a connection may not make the server buffer a large frame:
