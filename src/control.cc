@@ -112,9 +112,13 @@ bool ControlConn::queued() const {
 }
 
 ControlConn::FlushResult ControlConn::Flush() {
+  if (closed_.load()) return FlushResult::kBroken;
+  return FlushQueue();
+}
+
+ControlConn::FlushResult ControlConn::FlushQueue() {
   std::lock_guard<std::mutex> q(out_mu_);
   while (!out_.empty()) {
-    if (closed_.load()) return FlushResult::kBroken;
     const std::string &f = out_.front();
     ssize_t n = send(fd_.get(), f.data() + out_off_, f.size() - out_off_, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
@@ -148,6 +152,9 @@ void ControlConn::CompleteAck(uint64_t seq, uint32_t status) {
 
 void ControlConn::Close() {
   if (closed_.exchange(true)) return;
+  // What is queued and fits the socket now still leaves (a HelloAck queued
+  // just before a protocol violation closed the connection), without waiting.
+  FlushQueue();
   shutdown(fd_.get(), SHUT_RDWR);  // the loop sees EOF and drops it; the fd closes with the object
   std::lock_guard<std::mutex> l(mu_);
   cv_.notify_all();

@@ -16,10 +16,11 @@
 // another frame, and frames sent after it keep their order.  A queue not
 // drained by its deadline closes the connection (checked every tick).
 //
-// Locks of a ControlConn, all leaves: send_mu_ (held across a direct send
-// with its deadline), out_mu_ (the queue; held across a non-blocking write
-// only), mu_ (peer name, pending requests).  None is held while taking
-// another, and none while calling out.
+// Locks of a ControlConn: send_mu_ (held across a direct send with its
+// deadline), out_mu_ (the queue; held across non-blocking writes only), mu_
+// (peer name, pending requests).  The one nesting is send_mu_ -> out_mu_ (a
+// failed send closes the connection, and Close() writes what is queued);
+// none is held while calling out.
 //
 // ControlLoop owns an epoll set with the listening socket and every
 // registered connection.  It accepts, reads, decodes, completes Acks itself
@@ -90,6 +91,7 @@ class ControlConn {
   void CompleteAck(uint64_t seq, uint32_t status);
 
   // Shuts the connection down; pending and future Requests end kClosed.
+  // Queued frames that the socket takes at once still leave first.
   void Close();
   bool closed() const { return closed_.load(); }
 
@@ -117,6 +119,7 @@ class ControlConn {
   std::deque<std::string> out_;  // whole frames; the front one written up to out_off_
   size_t out_off_ = 0;
   Clock::time_point out_deadline_{};
+  FlushResult FlushQueue();  // Flush without the closed check (Close uses it)
   std::mutex send_mu_;
   mutable std::mutex mu_;  // peer_name_, pending_
   std::condition_variable cv_;
