@@ -43,6 +43,14 @@ bool ControlConn::Send(const wire::Body &body, uint64_t seq, Clock::time_point d
                wire::TypeName(wire::TypeOf(body)));
     return false;
   }
+  {
+    std::lock_guard<std::mutex> q(out_mu_);
+    if (closed_.load()) return false;
+    if (queued_) {
+      out_.push_back(std::move(frame));
+      return true;
+    }
+  }
   std::lock_guard<std::mutex> l(send_mu_);
   if (closed_.load()) return false;
   NetResult r = SendAll(fd_.get(), frame.data(), frame.size(), deadline);
@@ -80,6 +88,60 @@ ControlConn::Outcome ControlConn::Request(const wire::Body &body, Clock::time_po
   return out;
 }
 
+bool ControlConn::Post(const wire::Body &body, Clock::time_point deadline) {
+  return Send(body, next_seq_.fetch_add(1), deadline);
+}
+
+bool ControlConn::StartQueued(const wire::Body &body, uint64_t seq, Clock::time_point deadline) {
+  std::string frame;
+  if (!wire::Encode(wire::Message{seq, body}, &frame)) {
+    ADXL_ERROR("control %s: %s message over the wire limits, not sent", desc_.c_str(),
+               wire::TypeName(wire::TypeOf(body)));
+    return false;
+  }
+  std::lock_guard<std::mutex> q(out_mu_);
+  queued_ = true;
+  out_.push_back(std::move(frame));
+  out_deadline_ = deadline;
+  return true;
+}
+
+bool ControlConn::queued() const {
+  std::lock_guard<std::mutex> q(out_mu_);
+  return queued_;
+}
+
+ControlConn::FlushResult ControlConn::Flush() {
+  if (closed_.load()) return FlushResult::kBroken;
+  return FlushQueue();
+}
+
+ControlConn::FlushResult ControlConn::FlushQueue() {
+  std::lock_guard<std::mutex> q(out_mu_);
+  while (!out_.empty()) {
+    const std::string &f = out_.front();
+    ssize_t n = send(fd_.get(), f.data() + out_off_, f.size() - out_off_, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return FlushResult::kPending;
+      return FlushResult::kBroken;
+    }
+    out_off_ += static_cast<size_t>(n);
+    if (out_off_ == f.size()) {
+      out_.pop_front();
+      out_off_ = 0;
+      answer_sent_.store(true);
+    }
+  }
+  queued_ = false;
+  return FlushResult::kDrained;
+}
+
+bool ControlConn::QueueOverdue(Clock::time_point now) const {
+  std::lock_guard<std::mutex> q(out_mu_);
+  return queued_ && now >= out_deadline_;
+}
+
 void ControlConn::CompleteAck(uint64_t seq, uint32_t status) {
   std::lock_guard<std::mutex> l(mu_);
   auto it = pending_.find(seq);
@@ -90,6 +152,9 @@ void ControlConn::CompleteAck(uint64_t seq, uint32_t status) {
 
 void ControlConn::Close() {
   if (closed_.exchange(true)) return;
+  // What is queued and fits the socket now still leaves (a HelloAck queued
+  // just before a protocol violation closed the connection), without waiting.
+  FlushQueue();
   shutdown(fd_.get(), SHUT_RDWR);  // the loop sees EOF and drops it; the fd closes with the object
   std::lock_guard<std::mutex> l(mu_);
   cv_.notify_all();
@@ -176,7 +241,10 @@ void ControlLoop::Run() {
           auto it = conns_.find(fd);
           if (it != conns_.end()) conn = it->second;
         }
-        if (conn) ReadFrom(conn);
+        if (!conn) continue;
+        if ((events[i].events & EPOLLOUT) != 0) FlushTo(conn);
+        // ReadFrom also drops a connection that was closed meanwhile.
+        if ((events[i].events & ~static_cast<uint32_t>(EPOLLOUT)) != 0) ReadFrom(conn);
       }
     }
     if (NowMs() >= next_tick && !stop_.load()) {
@@ -250,6 +318,44 @@ void ControlLoop::CloseStaleHandshakes() {
               hello_timeout_ms_);
     Drop(c);
   }
+  // Peers that do not read what is queued for them (their handshake answer).
+  const Clock::time_point t = Clock::now();
+  std::vector<std::shared_ptr<ControlConn>> overdue;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto &kv : conns_) {
+      if (kv.second->QueueOverdue(t)) overdue.push_back(kv.second);
+    }
+  }
+  for (const auto &c : overdue) {
+    ADXL_WARN("control connection from %s ('%s') does not read what is sent to it; closing it", c->desc().c_str(),
+              c->peer_name().c_str());
+    Drop(c);
+  }
+}
+
+void ControlLoop::WatchWrites(const std::shared_ptr<ControlConn> &conn, bool on) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = conns_.find(conn->fd());
+  if (it == conns_.end() || it->second != conn) return;
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP | (on ? EPOLLOUT : 0u);
+  ev.data.fd = conn->fd();
+  epoll_ctl(epoll_fd_.get(), EPOLL_CTL_MOD, conn->fd(), &ev);
+}
+
+void ControlLoop::FlushTo(const std::shared_ptr<ControlConn> &conn) {
+  switch (conn->Flush()) {
+    case ControlConn::FlushResult::kDrained:
+      WatchWrites(conn, false);
+      break;
+    case ControlConn::FlushResult::kPending:
+      WatchWrites(conn, true);
+      break;
+    case ControlConn::FlushResult::kBroken:
+      Drop(conn);
+      break;
+  }
 }
 
 void ControlLoop::ReadFrom(const std::shared_ptr<ControlConn> &conn) {
@@ -286,7 +392,11 @@ void ControlLoop::ReadFrom(const std::shared_ptr<ControlConn> &conn) {
       handler_->OnMessage(conn, msg);
     }
   }
-  if (eof || conn->closed()) Drop(conn);
+  if (eof || conn->closed()) {
+    Drop(conn);
+  } else if (conn->queued()) {
+    FlushTo(conn);  // what the socket takes now; the rest when it is writable
+  }
 }
 
 void ControlLoop::Drop(const std::shared_ptr<ControlConn> &conn) {

@@ -6,6 +6,22 @@
 // may Send() on it (one sender at a time, whole frames) or issue a Request()
 // and wait for its Ack; only the loop thread reads.
 //
+// Queued sending.  A server end answers a Hello with StartQueued(): the
+// answer becomes the first frame of an outbound queue, and until the queue
+// is empty every Send() from any thread appends its frame to the queue, in
+// call order, instead of writing the socket.  The loop thread writes the
+// queue as the socket accepts it (EPOLLOUT, non-blocking), then the
+// connection is back to direct sends.  So no thread waits on a client that
+// does not read its handshake answer, the answer is never preceded by
+// another frame, and frames sent after it keep their order.  A queue not
+// drained by its deadline closes the connection (checked every tick).
+//
+// Locks of a ControlConn: send_mu_ (held across a direct send with its
+// deadline), out_mu_ (the queue; held across non-blocking writes only), mu_
+// (peer name, pending requests).  The one nesting is send_mu_ -> out_mu_ (a
+// failed send closes the connection, and Close() writes what is queued);
+// none is held while calling out.
+//
 // ControlLoop owns an epoll set with the listening socket and every
 // registered connection.  It accepts, reads, decodes, completes Acks itself
 // and hands every other message to a ControlHandler, on its own thread, in
@@ -16,6 +32,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -46,14 +63,35 @@ class ControlConn {
   void set_hello_done() { hello_done_.store(true); }
 
   // Sends one frame (seq as given); false when the connection is closed or
-  // broke (then it is closed).
+  // broke (then it is closed).  In queued mode the frame is appended to the
+  // queue and true returned at once.
   bool Send(const wire::Body &body, uint64_t seq, Clock::time_point deadline);
   // Sends a request and waits for its Ack.
   Outcome Request(const wire::Body &body, Clock::time_point deadline, uint32_t *ack_status);
+  // Sends a request under a fresh seq without waiting for (or tracking) its Ack.
+  bool Post(const wire::Body &body, Clock::time_point deadline);
+
+  // Queued sending (see the top of this file).  Encodes `body` as the first
+  // frame of the queue and enters queued mode; the queue must be drained by
+  // `deadline`.  No socket I/O, so callers may hold their own locks.  Only
+  // for a server end no other thread knows of yet (no send can be under
+  // way), and only once.  False: the frame is over the wire limits, nothing
+  // is queued.  The loop (ControlLoop) arms writing when the handler returns.
+  bool StartQueued(const wire::Body &body, uint64_t seq, Clock::time_point deadline);
+  // Frames wait in the queue.
+  bool queued() const;
+  // The first queued frame (the handshake answer) was written completely.
+  bool answer_sent() const { return answer_sent_.load(); }
+  // Loop thread: writes what the socket takes now.
+  enum class FlushResult { kDrained, kPending, kBroken };
+  FlushResult Flush();
+  // Frames are still queued past the queue's deadline.
+  bool QueueOverdue(Clock::time_point now) const;
   // Called by the loop for an incoming Ack.
   void CompleteAck(uint64_t seq, uint32_t status);
 
   // Shuts the connection down; pending and future Requests end kClosed.
+  // Queued frames that the socket takes at once still leave first.
   void Close();
   bool closed() const { return closed_.load(); }
 
@@ -75,6 +113,13 @@ class ControlConn {
   std::string desc_;
   std::atomic<bool> closed_{false};
   std::atomic<bool> hello_done_{false};
+  std::atomic<bool> answer_sent_{false};
+  mutable std::mutex out_mu_;  // queued_, out_, out_off_, out_deadline_
+  bool queued_ = false;
+  std::deque<std::string> out_;  // whole frames; the front one written up to out_off_
+  size_t out_off_ = 0;
+  Clock::time_point out_deadline_{};
+  FlushResult FlushQueue();  // Flush without the closed check (Close uses it)
   std::mutex send_mu_;
   mutable std::mutex mu_;  // peer_name_, pending_
   std::condition_variable cv_;
@@ -99,7 +144,9 @@ class ControlLoop {
   // listen_fd may be invalid (client-only engine).  A peer that has not
   // completed its Hello within hello_timeout_ms is disconnected (slow loris).
   bool Start(Fd listen_fd, ControlHandler *handler, int tick_ms, int hello_timeout_ms, std::string *why);
-  // Starts reading a connection (any thread).
+  // Starts reading a connection (any thread).  A connection whose handler
+  // left frames queued (ControlConn::StartQueued) is written as the socket
+  // takes them; one whose queue is overdue is closed at the next tick.
   bool Add(const std::shared_ptr<ControlConn> &conn);
   // Closes every connection and joins the thread.  Idempotent.
   void Stop();
@@ -110,6 +157,9 @@ class ControlLoop {
   void Accept();
   void ReadFrom(const std::shared_ptr<ControlConn> &conn);
   void Drop(const std::shared_ptr<ControlConn> &conn);
+  // Watches a connection for writability (its queue) or stops.
+  void WatchWrites(const std::shared_ptr<ControlConn> &conn, bool on);
+  void FlushTo(const std::shared_ptr<ControlConn> &conn);
   void CloseStaleHandshakes();
   void SetListening(bool on);
 

@@ -35,6 +35,9 @@ constexpr auto kFinalizeByeWait = std::chrono::milliseconds(1000);
 // this long is misbehaving, and is closed rather than allowed to stall the
 // thread that serves every other peer.
 constexpr auto kControlSendDeadline = std::chrono::milliseconds(50);
+// A client reads its handshake answer (HelloAck) synchronously; one that has
+// not read all of it by then is closed.
+constexpr auto kHandshakeAnswerDeadline = std::chrono::seconds(1);
 // TransferSync posts its plan in slices of at most this many operations and
 // bytes (a larger operation is split), and checks its deadline between them:
 // a slice copied inside Post takes about a millisecond or less on the
@@ -333,7 +336,15 @@ void AdxlEngine::AdxlEngineImpl::PushToPeers(const wire::Body &body,
                                              const std::vector<std::shared_ptr<ControlConn>> &peers) {
   const auto wait = std::chrono::milliseconds(std::max<uint32_t>(3 * options_.heartbeat_ms, 2000));
   const Clock::time_point deadline = Clock::now() + wait;
+  const bool add = std::holds_alternative<wire::RegionAdd>(body);
   for (const auto &peer : peers) {
+    if (add && !peer->answer_sent()) {
+      // Its handshake answer is still queued, so its Connect has not
+      // returned: the addition is queued behind the answer and not waited
+      // for (engine_impl.h, "Handshake and region pushes").
+      peer->Post(body, deadline);
+      continue;
+    }
     uint32_t status = 0;
     ControlConn::Outcome out = peer->Request(body, deadline, &status);
     if (out == ControlConn::Outcome::kTimeout) {
@@ -770,19 +781,24 @@ Status AdxlEngine::AdxlEngineImpl::TransferAsync(const AscendString &remote_engi
   auto r = std::make_unique<AsyncRequest>();
   Status st = Prepare("TransferAsync", remote, op, descs, After(kAsyncAutoConnectMs), &r->link, &r->plan);
   if (st != SUCCESS) return st;
+  // The slot is reserved before the post and released if the post fails:
+  // checking first and inserting after the post would let concurrent callers
+  // all pass the check and exceed the limit together.
   {
     std::lock_guard<std::mutex> l(req_mu_);
-    if (requests_.size() >= kMaxAsyncRequests) {
+    if (requests_.size() + reserved_requests_ >= kMaxAsyncRequests) {
       ADXL_ERROR("TransferAsync to '%s': %zu requests not yet reported; query their status first", remote.c_str(),
-                 requests_.size());
+                 requests_.size() + reserved_requests_);
       return RESOURCE_EXHAUSTED;
     }
+    ++reserved_requests_;
   }
   st = Post(r->link, op, r->plan.iov.data(), r->plan.iov.size(), &r->batch);
+  std::lock_guard<std::mutex> l(req_mu_);
+  --reserved_requests_;
   if (st != SUCCESS) return st;
   r->op = op;
   r->user_data = user_data;
-  std::lock_guard<std::mutex> l(req_mu_);
   const uint64_t id = next_req_++;
   requests_[id] = std::move(r);
   req = reinterpret_cast<TransferReq>(static_cast<uintptr_t>(id));
@@ -928,21 +944,31 @@ void AdxlEngine::AdxlEngineImpl::OnMessage(const std::shared_ptr<ControlConn> &c
 void AdxlEngine::AdxlEngineImpl::HandleServer(const std::shared_ptr<ControlConn> &conn, wire::Message &msg) {
   const Clock::time_point deadline = Clock::now() + kControlSendDeadline;
   if (!conn->hello_done()) {
-    // The answer to an accepted client: snapshot, subscription and answer
-    // under one lock, so that no region change can reach this peer before
-    // the answer nor fall between them.
+    // The answer to an accepted client.  Snapshot, subscription and the
+    // queueing of the answer happen under one hold of reg_mu_, so that no
+    // region change falls between the snapshot and the subscription, and
+    // every push after it is queued behind the answer (engine_impl.h,
+    // "Handshake and region pushes").  The answer is written by the loop as
+    // the client reads it: no socket I/O under reg_mu_, and a client that
+    // does not read stalls nobody; it is closed once its answer is overdue.
     auto accept = [&](uint64_t seq, const std::string &from, std::string proof) {
       wire::HelloAck ack;
       ack.node_id = node_id_;
       ack.transport_address = transport_->address();
       ack.proof = std::move(proof);
-      std::unique_lock<std::shared_mutex> l(reg_mu_);
-      for (const auto &r : registry_->All()) ack.regions.push_back(ToWire(*r));
       conn->set_peer_name(from);
       conn->set_hello_done();
+      std::unique_lock<std::shared_mutex> l(reg_mu_);
+      for (const auto &r : registry_->All()) ack.regions.push_back(ToWire(*r));
       // The client reads this answer synchronously; a large region table may
       // need longer than a control-thread answer usually gets.
-      if (conn->Send(ack, seq, Clock::now() + std::chrono::seconds(1))) subscribers_.insert(conn);
+      if (!conn->StartQueued(ack, seq, Clock::now() + kHandshakeAnswerDeadline)) {
+        l.unlock();
+        conn->Close();
+        return;
+      }
+      subscribers_.insert(conn);
+      l.unlock();
       ADXL_INFO("'%s' connected (%zu regions advertised%s)", from.c_str(), ack.regions.size(),
                 ack.proof.empty() ? "" : ", authenticated");
     };

@@ -5,8 +5,41 @@
 // notifies.  Locks, in the order they may nest:
 //   life_mu_ (shared by every API call, exclusive in Initialize/Finalize)
 //   reg_op_mu_ (serialises RegisterMem/DeregisterMem, held while peers ack)
-//   links_mu_, reg_mu_, link->regions_mu, req_mu_, notify_mu_, pool_mu_ (leaves)
-// The control thread takes only leaf locks, so it never waits on an API call.
+//   reg_mu_ (registry_, subscribers_)
+//     -> link->regions_mu (Prepare plans under both, shared)
+//     -> a ControlConn's out_mu_ (the handshake queues its answer, control.h)
+//   links_mu_, req_mu_, notify_mu_, pool_mu_ (leaves)
+// The control thread never takes life_mu_ or reg_op_mu_, so it never waits
+// on an API call.  No socket I/O and no wait on a peer happens under reg_mu_
+// or a link's regions_mu.
+//
+// Handshake and region pushes.  A peer must see every region change exactly
+// in order, and must not miss one that happens while it is handshaking:
+//  - The server side of the handshake takes reg_mu_ exclusively, snapshots
+//    the registry into the HelloAck, queues the HelloAck on the connection
+//    (ControlConn::StartQueued: no I/O) and adds the connection to
+//    subscribers_, then releases reg_mu_.  The control loop writes the queue
+//    as the client reads it.
+//  - RegisterMem / DeregisterMem change the registry and copy subscribers_
+//    under reg_mu_ exclusively, then push outside it, one call at a time
+//    (reg_op_mu_).  So a change is either in the snapshot (made before it,
+//    and the connection not among that change's receivers) or pushed to the
+//    connection (made after it); the push goes through the connection's
+//    queue while the HelloAck is still there, so it lands behind it, and
+//    pushes keep the order of reg_op_mu_.
+//  - A deregistration waits for the peer's acknowledgement (or closes it),
+//    also for a peer whose HelloAck is still queued: that peer learned the
+//    region from the snapshot.  A registration waits for the acknowledgement
+//    of peers whose HelloAck was written, but not of those whose HelloAck is
+//    still queued: their Connect has not returned, so no caller of theirs
+//    has used our table yet; the addition reaches them right behind the
+//    HelloAck.  The one thing this gives up: such a peer's caller may, right
+//    after its Connect returns, name the new region before the peer's
+//    control thread applied the addition (the transfer is refused).  A
+//    refresh-on-miss (issue 12) would close that; it is not implemented.
+//  - A client that never reads its HelloAck is closed when the answer is
+//    overdue (kHandshakeAnswerDeadline, checked each heartbeat tick), which
+//    ends any deregistration waiting on it.
 #ifndef ADXL_SRC_ENGINE_IMPL_H_
 #define ADXL_SRC_ENGINE_IMPL_H_
 
@@ -105,7 +138,9 @@ class AdxlEngine::AdxlEngineImpl : public ControlHandler {
                  Clock::time_point connect_deadline, std::shared_ptr<Link> *link, TransferPlan *plan);
   Status Post(const std::shared_ptr<Link> &link, TransferOp op, const adxl_plugin_iov_t *iov, size_t count,
               std::unique_ptr<Batch> *batch);
-  // Pushes a region change to every subscribed peer and waits for acks.
+  // Pushes a region change to every subscribed peer and waits for acks
+  // (not for a registration's, from peers still handshaking); a peer that
+  // does not confirm in time is closed.  Under reg_op_mu_, no other lock.
   void PushToPeers(const wire::Body &body, const std::vector<std::shared_ptr<ControlConn>> &peers);
   void FenceAfterTimeout(const std::shared_ptr<Link> &link);
   wire::Region ToWire(const LocalRegion &r) const;
@@ -126,15 +161,19 @@ class AdxlEngine::AdxlEngineImpl : public ControlHandler {
   std::mutex reg_op_mu_;
   std::shared_mutex reg_mu_;
   std::unique_ptr<Registry> registry_;
-  std::set<std::shared_ptr<ControlConn>> subscribers_;  // server ends past Hello; under reg_mu_
+  // Server ends past Hello, their HelloAck queued or written; under reg_mu_.
+  std::set<std::shared_ptr<ControlConn>> subscribers_;
 
   std::mutex links_mu_;
   std::map<std::string, std::shared_ptr<Link>> links_;
   std::map<ControlConn *, std::weak_ptr<Link>> link_by_conn_;
 
   std::mutex req_mu_;
-  std::unordered_map<uint64_t, std::unique_ptr<AsyncRequest>> requests_;
-  uint64_t next_req_ = 1;
+  std::unordered_map<uint64_t, std::unique_ptr<AsyncRequest>> requests_;  // under req_mu_
+  // Slots of TransferAsync calls between their limit check and their insert
+  // (posting); counted against the request limit.  Under req_mu_.
+  size_t reserved_requests_ = 0;
+  uint64_t next_req_ = 1;  // under req_mu_
 
   std::mutex notify_mu_;
   std::vector<NotifyDesc> notifies_;

@@ -153,15 +153,27 @@ TEST_F(HixlTest, DifferentRemotesConnectInParallel) {
 
 TEST_F(HixlTest, FinalizeDropsQueuedTasks) {
   Init({{"GlobalResourceConfig", R"({"connect_pool.thread_num": 1})"}});
-  std::unique_ptr<PeerProcess> stopped;
+  // Two stopped peers: their TCP connects succeed (the kernel accepts) but
+  // no handshake answer comes, so a connect to either runs to its timeout.
+  std::unique_ptr<PeerProcess> stopped, queued_peer;
   const std::string blocker = ExtraPeer(&stopped);
+  const std::string queued = ExtraPeer(&queued_peer);
   ASSERT_TRUE(StopProcess(stopped->pid()));
+  ASSERT_TRUE(StopProcess(queued_peer->pid()));
   ASSERT_EQ(engine_.ConnectAsync(blocker.c_str(), 500), hixl::SUCCESS);
-  ASSERT_EQ(engine_.ConnectAsync(peer_name_.c_str(), 5000), hixl::SUCCESS);
+  // The one worker is busy with the blocker, so the second connect waits in the queue.
+  ASSERT_EQ(WaitState(blocker, AsyncConnectStatus::CONNECTING), AsyncConnectStatus::CONNECTING);
+  ASSERT_EQ(engine_.ConnectAsync(queued.c_str(), 5000), hixl::SUCCESS);
+  AsyncConnectStatus st;
+  ASSERT_EQ(engine_.GetAsyncConnectStatus(queued.c_str(), st), hixl::SUCCESS);
+  ASSERT_EQ(st, AsyncConnectStatus::CONNECT_PENDING);
+  // Finalize waits for the running connect (<= 500 ms) only: had the queued
+  // one been run instead of dropped, Finalize would wait its 5 s out.
   const auto t0 = std::chrono::steady_clock::now();
   engine_.Finalize();
-  EXPECT_LT(MsSince(t0), 2000);
+  EXPECT_LT(MsSince(t0), 2000) << "Finalize ran the queued connect instead of dropping it";
   stopped->Signal(SIGCONT);
+  queued_peer->Signal(SIGCONT);
 }
 
 TEST_F(HixlTest, BatchStatusInSubmissionOrderWithUserData) {

@@ -49,6 +49,68 @@ TEST_F(TransferTest, ManyThreadsOnOneEngine) {
   EXPECT_EQ(failures.load(), 0);
 }
 
+// The engine holds at most 65536 async requests whose final status was not
+// yet reported (kMaxAsyncRequests, src/engine_impl.cc); one more is
+// RESOURCE_EXHAUSTED.  Eight threads submit until each is refused: the limit
+// must hold under concurrent callers (it once was checked before the post and
+// the request inserted after it, so callers racing at the limit all passed),
+// the table must be exactly full, and reporting the requests frees the slots.
+TEST_F(TransferTest, AsyncRequestLimitHoldsUnderConcurrentCallers) {
+  constexpr size_t kLimit = 65536;
+  constexpr int kThreads = 8;
+  constexpr size_t kLen = 4096;  // a copy long enough that callers overlap inside the post
+  std::vector<std::vector<TransferReq>> reqs(kThreads);
+  std::atomic<int> other_errors{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      while (!go.load()) std::this_thread::yield();
+      const size_t slot = t * kLen;
+      for (size_t i = 0;; ++i) {
+        TransferReq req = nullptr;
+        const Status st = engine_.TransferAsync(peer_name_.c_str(), WRITE,
+                                                {{local_.addr() + slot, remote_ + slot, kLen}}, TransferArgs{}, req);
+        if (st == RESOURCE_EXHAUSTED) break;
+        if (st != SUCCESS || req == nullptr) {
+          other_errors++;
+          break;
+        }
+        reqs[t].push_back(req);
+      }
+    });
+  }
+  go.store(true);
+  for (auto &th : threads) th.join();
+  ASSERT_EQ(other_errors.load(), 0);
+  size_t accepted = 0;
+  for (const auto &v : reqs) accepted += v.size();
+  // Every thread stopped only when refused, so the table is exactly full.
+  EXPECT_LE(accepted, kLimit) << "the async request limit was exceeded by concurrent callers";
+  EXPECT_EQ(accepted, kLimit);
+  // A single caller is refused too while the table is full.
+  TransferReq extra = nullptr;
+  EXPECT_EQ(engine_.TransferAsync(peer_name_.c_str(), WRITE, {{local_.addr(), remote_, 8}}, TransferArgs{}, extra), RESOURCE_EXHAUSTED);
+  // Report every request: each completes, and the slots are free again.
+  size_t completed = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const auto &v : reqs) {
+    for (TransferReq req : v) {
+      TransferStatus status = TransferStatus::WAITING;
+      while (status == TransferStatus::WAITING && MsSince(t0) < 60000) {
+        ASSERT_EQ(engine_.GetTransferStatus(req, status), SUCCESS);
+      }
+      completed += status == TransferStatus::COMPLETED ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(completed, accepted);
+  TransferReq again = nullptr;
+  ASSERT_EQ(engine_.TransferAsync(peer_name_.c_str(), WRITE, {{local_.addr(), remote_, 8}}, TransferArgs{}, again), SUCCESS);
+  TransferStatus status = TransferStatus::WAITING;
+  while (status == TransferStatus::WAITING) ASSERT_EQ(engine_.GetTransferStatus(again, status), SUCCESS);
+  EXPECT_EQ(status, TransferStatus::COMPLETED);
+}
+
 // A peer on "another host" over TCP: UCP RMA there needs the target to progress.
 const std::vector<std::string> kRemoteTcpPeer = {"ADXL_NODE_ID=another-host", "UCX_TLS=tcp"};
 
