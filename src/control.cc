@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -46,10 +47,20 @@ bool ControlConn::Send(const wire::Body &body, uint64_t seq, Clock::time_point d
   {
     std::lock_guard<std::mutex> q(out_mu_);
     if (closed_.load()) return false;
-    if (queued_) {
+    if (queued_ && queued_after_answer_ + frame.size() <= kMaxQueuedAfterAnswer) {
+      queued_after_answer_ += frame.size();
       out_.push_back(std::move(frame));
       return true;
     }
+  }
+  if (queued()) {
+    // A peer that keeps talking but does not read its handshake answer: the
+    // queue would grow without bound.  Closing it is what a direct send to a
+    // peer that does not read does too.
+    ADXL_WARN("control %s: peer does not read its handshake answer and more than %zu bytes wait behind it; closing",
+              desc_.c_str(), kMaxQueuedAfterAnswer);
+    Close();
+    return false;
   }
   std::lock_guard<std::mutex> l(send_mu_);
   if (closed_.load()) return false;
@@ -128,6 +139,7 @@ ControlConn::FlushResult ControlConn::FlushQueue() {
     }
     out_off_ += static_cast<size_t>(n);
     if (out_off_ == f.size()) {
+      if (answer_sent_.load()) queued_after_answer_ -= std::min(queued_after_answer_, f.size());
       out_.pop_front();
       out_off_ = 0;
       answer_sent_.store(true);

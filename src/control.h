@@ -118,6 +118,10 @@ class ControlConn {
   bool queued_ = false;
   std::deque<std::string> out_;  // whole frames; the front one written up to out_off_
   size_t out_off_ = 0;
+  size_t queued_after_answer_ = 0;  // bytes queued behind the handshake answer
+  // Bound on queued_after_answer_: region updates and answers of a peer that
+  // has not read its handshake answer yet.
+  static constexpr size_t kMaxQueuedAfterAnswer = 64 << 10;
   Clock::time_point out_deadline_{};
   FlushResult FlushQueue();  // Flush without the closed check (Close uses it)
   std::mutex send_mu_;
