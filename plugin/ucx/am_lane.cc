@@ -68,7 +68,15 @@ void SetBuffer(const std::vector<ucp_dt_iov_t> &iov, ucp_mem_h memh, ucp_request
   }
 }
 
-// Copies `len` bytes of eager data over an iov list.
+// Copies an iov list into one contiguous buffer.
+void Gather(const std::vector<ucp_dt_iov_t> &iov, char *out) {
+  for (const ucp_dt_iov_t &v : iov) {
+    memcpy(out, v.buffer, v.length);
+    out += v.length;
+  }
+}
+
+// Copies `len` contiguous bytes over an iov list.
 void Scatter(const void *data, size_t len, const std::vector<ucp_dt_iov_t> &iov) {
   const char *p = static_cast<const char *>(data);
   for (const ucp_dt_iov_t &v : iov) {
@@ -90,6 +98,14 @@ void WaitAndFree(ucp_worker_h worker, ucs_status_ptr_t req) {
 }
 
 }  // namespace
+
+AmLane::Staging AmLane::NewStaging(size_t n) {
+  Staging s;
+  if (n <= StagingPool::kBufferBytes) s.pooled = staging_pool_.Get();
+  // Uninitialized: it is overwritten whole.
+  if (s.pooled.data() == nullptr) s.heap.reset(new (std::nothrow) char[n]);
+  return s;
+}
 
 void AmLane::Log(int level, const char *fmt, ...) {
   if (log_ == nullptr) return;
@@ -228,9 +244,15 @@ void AmLane::MessageDone(uint64_t token, int status) {
   });
 }
 
-void AmLane::ReceiveDone(uint64_t token, int status) {
+void AmLane::ReceiveDone(Message *m, int status) {
+  const uint64_t token = m->token;
   ADXL_AM_LANE_FINISH({
     if (b.receiving > 0) --b.receiving;
+    // Received into staging: placed now, unless the batch ended (then
+    // nothing of it is written here any more).
+    if (!b.ended && status == ADXL_PLUGIN_OK && m->staging.data() != nullptr) {
+      Scatter(m->staging.data(), m->bytes, m->local);
+    }
     if (!b.ended) {
       if (status != ADXL_PLUGIN_OK && b.status == ADXL_PLUGIN_OK) b.status = status;
       if (b.remaining > 0) --b.remaining;
@@ -277,6 +299,12 @@ bool AmLane::Post(uint64_t ep_id, ucp_ep_h ep, bool write, const Op *ops, size_t
       m.bytes += op.len;
       m.memh = m.local.size() == 1 ? op.local_memh : nullptr;
     }
+    for (Message &m : messages) {
+      if (m.local.size() < 2) continue;
+      m.staging = NewStaging(m.bytes);
+      if (m.staging.data() == nullptr) return false;
+      if (write) Gather(m.local, m.staging.data());
+    }
   } catch (...) {
     return false;
   }
@@ -321,9 +349,14 @@ bool AmLane::Post(uint64_t ep_id, ucp_ep_h ep, bool write, const Op *ops, size_t
     if (write) {
       // Always rendezvous: data then moves only while this request lives.
       p.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_RNDV;
-      void *buffer = nullptr;
-      size_t n = 0;
-      SetBuffer(m.local, m.memh, &p, &buffer, &n);
+      void *buffer = m.staging.data();
+      size_t n = m.bytes;
+      if (buffer == nullptr) {
+        SetBuffer(m.local, m.memh, &p, &buffer, &n);
+      } else if (m.staging.memh() != nullptr) {
+        p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+        p.memh = m.staging.memh();
+      }
       r = ucp_am_send_nbx(ep, kWrite, m.header.data(), m.header.size() * sizeof(uint64_t), buffer, n, &p);
     } else {
       p.flags = UCP_AM_SEND_FLAG_REPLY;
@@ -455,6 +488,12 @@ uint64_t AmLane::TargetOpStart(ucp_ep_h reply_ep, const std::vector<ucp_dt_iov_t
   return id;
 }
 
+bool AmLane::TargetOpLive(uint64_t id) {
+  adxl::MutexLock l(&mu_);
+  auto it = target_ops_.find(id);
+  return it != target_ops_.end() && !it->second.released;
+}
+
 bool AmLane::TargetOpDone(uint64_t id) {
   adxl::MutexLock l(&mu_);
   auto it = target_ops_.find(id);
@@ -471,12 +510,27 @@ bool AmLane::TargetSend(ucp_ep_h reply_ep, unsigned id, const void *header, size
     uint64_t op;
     uint64_t header[kReadDataWords];
     std::vector<ucp_dt_iov_t> iov;
+    Staging staging;
   };
-  std::unique_ptr<Pending> pending(new (std::nothrow) Pending{this, 0, {}, {}});
+  std::unique_ptr<Pending> pending(new (std::nothrow) Pending{this, 0, {}, {}, {}});
   if (pending == nullptr || header_len > sizeof(pending->header)) return false;
   memcpy(pending->header, header, header_len);
   pending->iov.swap(iov);
   pending->op = TargetOpStart(reply_ep, pending->iov);
+  if (pending->iov.size() > 1) {
+    // Gathered now: the sources are registered memory, and the request is
+    // tracked (ReleaseTargetOps waits for it) before they are read.
+    size_t total = 0;
+    for (const ucp_dt_iov_t &v : pending->iov) total += v.length;
+    pending->staging = NewStaging(total);
+    if (pending->staging.data() == nullptr) {
+      TargetOpDone(pending->op);
+      return false;
+    }
+    Gather(pending->iov, pending->staging.data());
+    pending->iov.assign(1, ucp_dt_iov_t{pending->staging.data(), total});
+    memh = pending->staging.memh();
+  }
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
   p.flags = 0;
@@ -606,33 +660,51 @@ ucs_status_t AmLane::OnWrite(void *arg, const void *header, size_t header_len, v
     uint32_t msg;
     uint64_t op;
     std::vector<ucp_dt_iov_t> iov;
+    Staging staging;  // several operations: received here, then scattered
+    size_t len;
+    // Places staged data (unless the request was released: its memory may be
+    // going away), ends the request, and acknowledges it.
+    void Finish(ucs_status_t st) {
+      if (staging.data() != nullptr && st == UCS_OK && self->TargetOpLive(op)) Scatter(staging.data(), len, iov);
+      if (self->TargetOpDone(op)) self->SendAck(reply_ep, token, msg, FromUcs(st));
+    }
   };
-  std::unique_ptr<Pending> pending(new (std::nothrow) Pending{self, param->reply_ep, token, msg, 0, {}});
+  std::unique_ptr<Pending> pending(new (std::nothrow) Pending{self, param->reply_ep, token, msg, 0, {}, {}, len});
   if (pending == nullptr) {
     self->SendAck(param->reply_ep, token, msg, ADXL_PLUGIN_ERR_NO_RESOURCE);
     return UCS_OK;
   }
   pending->iov.swap(iov);
+  if (pending->iov.size() > 1) {
+    pending->staging = self->NewStaging(len);
+    if (pending->staging.data() == nullptr) {
+      self->SendAck(param->reply_ep, token, msg, ADXL_PLUGIN_ERR_NO_RESOURCE);
+      return UCS_OK;
+    }
+  }
   pending->op = self->TargetOpStart(param->reply_ep, pending->iov);
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   p.user_data = pending.get();
   p.cb.recv_am = [](void *req, ucs_status_t st, size_t, void *user) {
     std::unique_ptr<Pending> pd(static_cast<Pending *>(user));
-    if (pd->self->TargetOpDone(pd->op)) pd->self->SendAck(pd->reply_ep, pd->token, pd->msg, FromUcs(st));
+    pd->Finish(st);
     ucp_request_free(req);
   };
-  void *buffer = nullptr;
-  size_t count = 0;
-  SetBuffer(pending->iov, memh, &p, &buffer, &count);
+  void *buffer = pending->staging.data();
+  size_t count = len;
+  if (buffer == nullptr) {
+    SetBuffer(pending->iov, memh, &p, &buffer, &count);
+  } else if (pending->staging.memh() != nullptr) {
+    p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+    p.memh = pending->staging.memh();
+  }
   ucs_status_ptr_t r = ucp_am_recv_data_nbx(self->worker_, data, buffer, count, &p);
   if (r != nullptr && !UCS_PTR_IS_ERR(r)) {
     pending.release();  // the callback owns it
     return UCS_OK;
   }
-  if (self->TargetOpDone(pending->op)) {
-    self->SendAck(param->reply_ep, token, msg, r == nullptr ? ADXL_PLUGIN_OK : FromUcs(UCS_PTR_STATUS(r)));
-  }
+  pending->Finish(r == nullptr ? UCS_OK : UCS_PTR_STATUS(r));
   return UCS_OK;
 }
 
@@ -740,16 +812,21 @@ ucs_status_t AmLane::OnReadData(void *arg, const void *header, size_t header_len
   p.user_data = m;  // alive while the receive is counted
   p.cb.recv_am = [](void *req, ucs_status_t st, size_t, void *user) {
     auto *msg = static_cast<Message *>(user);
-    msg->lane->ReceiveDone(msg->token, FromUcs(st));  // may free msg
+    msg->lane->ReceiveDone(msg, FromUcs(st));  // may free msg
     ucp_request_free(req);
   };
-  void *buffer = nullptr;
-  size_t count = 0;
-  SetBuffer(m->local, m->memh, &p, &buffer, &count);
+  void *buffer = m->staging.data();
+  size_t count = m->bytes;
+  if (buffer == nullptr) {
+    SetBuffer(m->local, m->memh, &p, &buffer, &count);
+  } else if (m->staging.memh() != nullptr) {
+    p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+    p.memh = m->staging.memh();
+  }
   // No lock held: UCP may fail this receive synchronously (an endpoint
   // already purged) and run the callback inside the call.
   ucs_status_ptr_t r = ucp_am_recv_data_nbx(self->worker_, data, buffer, count, &p);
   if (r != nullptr && !UCS_PTR_IS_ERR(r)) return UCS_OK;  // the callback ends it
-  self->ReceiveDone(token, r == nullptr ? ADXL_PLUGIN_OK : FromUcs(UCS_PTR_STATUS(r)));
+  self->ReceiveDone(m, r == nullptr ? ADXL_PLUGIN_OK : FromUcs(UCS_PTR_STATUS(r)));
   return UCS_OK;
 }

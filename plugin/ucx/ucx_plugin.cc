@@ -488,6 +488,7 @@ int Open(const adxl_plugin_config_t *cfg, adxl_plugin_context_t **out) noexcept 
         }
       }
       ok = ctx->am.Init(ctx->worker, ctx->log_fn, ctx->log_arg, faults, &why);
+      if (ok) ctx->am.UseStagingFrom(ctx->ucp);
     } catch (...) {
     }
     if (!ok) {
@@ -533,6 +534,7 @@ void Close(adxl_plugin_context_t *ctx) noexcept {
   // would stay pending forever; UCP refuses to destroy a worker with any.
   ctx->am.ReleaseTargetOps(0, 0);
   if (ctx->am.HasDeferred()) ctx->am.RunDeferred();
+  ctx->am.Close();
   ucp_worker_destroy(ctx->worker);
   ucp_cleanup(ctx->ucp);
   close(ctx->epoll_fd);
