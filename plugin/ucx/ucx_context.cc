@@ -1,0 +1,502 @@
+// The UCX plugin's context: UCP set-up and settings, the progress thread,
+// logging, UCP endpoint helpers (ucx_context.h).
+#include "ucx_context.h"
+
+#include <dirent.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <new>
+
+extern char **environ;
+
+namespace {
+
+constexpr int kCloseTimeoutMs = 2000;  // bound on a graceful endpoint close
+// UCP's transports when the user did not choose (UCX_TLS): everything but
+// the same-node ones.
+constexpr const char kRdmaLaneTls[] = "^sm";  // "sm": posix, sysv, cma, knem, xpmem
+// How long the progress thread keeps polling after the last event before it
+// sleeps again (header comment).
+constexpr auto kProgressLinger = std::chrono::microseconds(200);
+
+bool HaveInfiniBand() {
+  DIR *d = opendir("/sys/class/infiniband");
+  if (d == nullptr) return false;
+  bool any = false;
+  while (dirent *e = readdir(d)) {
+    if (e->d_name[0] != '.') any = true;
+  }
+  closedir(d);
+  return any;
+}
+
+// Whether the user set a UCX_* variable for setting `field` of any transport
+// ("UCX_TCP_RX_SEG_SIZE", "UCX_RC_VERBS_SL"...: UCX_ ... _<field>, or
+// UCX_<field>).  Reads the environment, never writes it.
+bool UserSetUcx(const char *field) {
+  const size_t flen = strlen(field);
+  for (char **e = environ; e != nullptr && *e != nullptr; ++e) {
+    if (strncmp(*e, "UCX_", 4) != 0) continue;
+    const char *eq = strchr(*e, '=');
+    if (eq == nullptr) continue;
+    const size_t nlen = static_cast<size_t>(eq - *e);
+    if (nlen < 4 + flen || strncmp(eq - flen, field, flen) != 0) continue;
+    if (nlen == 4 + flen || eq[-static_cast<ptrdiff_t>(flen) - 1] == '_') return true;
+  }
+  return false;
+}
+
+// Whether a UCX_TLS list may select transport `tl` (any of the names).
+bool TlsMayUse(const char *tls, std::initializer_list<const char *> names) {
+  if (tls == nullptr) return true;
+  bool named = false;
+  for (const char *n : names) named = named || strstr(tls, n) != nullptr;
+  if (tls[0] == '^') return !named;  // an exclusion list
+  return named || strstr(tls, "all") != nullptr;
+}
+
+// Our defaults for UCX settings, on the configuration ucp_init gets: UCP
+// hands keys it does not know itself to every transport it opens
+// (uct_config_modify; UCX >= 1.11), and a transport takes a key named as in
+// its own table without its prefix ("RX_SEG_SIZE" for UCX_TCP_RX_SEG_SIZE,
+// "IB_SL" for UCX_IB_SL / UCX_RC_VERBS_SL...).  A key no opened transport
+// takes makes ucp_worker_create warn "invalid configuration", hence the
+// checks of UCX_TLS and of the hardware.  Applied only where the user set
+// nothing for that setting: a UCX_* variable of the user always wins.
+void ApplyUcxSettings(adxl_plugin_context *ctx, ucp_config_t *config, const UcxParams &params) {
+  auto set = [ctx, config](const char *key, const char *value) {
+    ucs_status_t st = ucp_config_modify(config, key, value);
+    ctx->Log(st == UCS_OK ? ADXL_PLUGIN_LOG_DEBUG : ADXL_PLUGIN_LOG_WARN, "UCX setting %s=%s: %s", key, value,
+             ucs_status_string(st));
+  };
+  const char *tls = getenv("UCX_TLS");
+  // UCP serves the RDMA lane, which is for peers on other nodes: the
+  // same-node paths (shared memory, cma) belong to the HCCS lane.  Left in,
+  // UCP picks shared memory for peers in another network namespace of the
+  // same machine, whose wire-up then never completes.
+  // "^sm" keeps UCX's cuda / rocm transports (cuda_copy, cuda_ipc, gdr_copy...):
+  // device memory moves through UCP on both lanes.
+  if (tls == nullptr) set("TLS", kRdmaLaneTls);
+  // Shared-memory transports refuse endpoints with peer error handling
+  // unless told to watch the peer process; we need both (DESIGN.md).  Only a
+  // UCX_TLS of the user brings them in (see kRdmaLaneTls).  One key for
+  // posix and sysv (their common MM_ table).
+  if (tls != nullptr && TlsMayUse(tls, {"sm", "mm", "posix", "sysv"}) && !UserSetUcx("ERROR_HANDLING")) {
+    set("MM_ERROR_HANDLING", "y");
+  }
+  // The RDMA lane over TCP: UCX receives into segments of this size (64 KiB
+  // by default), one receive call and one progress pass per segment.  The
+  // lane's rendezvous data arrives in MiB-sized runs; 2 MiB segments about
+  // double its bandwidth on loopback (adxl-bench --lane rdma, README), for
+  // 16 MiB of receive buffers per worker (UCX grows the pool 8 at a time).
+  if (TlsMayUse(tls, {"tcp"}) && !UserSetUcx("RX_SEG_SIZE")) set("RX_SEG_SIZE", "2m");
+  // Without an RDMA device UCX has no IB transports to take these.
+  if (HaveInfiniBand() && TlsMayUse(tls, {"ib", "rc", "ud", "dc", "mlx5", "verbs"})) {
+    if (!params.rdma_traffic_class.empty() && !UserSetUcx("TRAFFIC_CLASS")) {
+      set("IB_TRAFFIC_CLASS", params.rdma_traffic_class.c_str());
+    }
+    if (!params.rdma_service_level.empty() && !UserSetUcx("SL")) set("IB_SL", params.rdma_service_level.c_str());
+  }
+}
+
+// The value UCP's configuration gives `name` (e.g. "UCX_PROTO_ENABLE"), from
+// the environment, a config file or the default; empty when not listed.
+std::string ConfigValue(const ucp_config_t *config, const char *name) {
+  char *text = nullptr;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (f == nullptr) return std::string();
+  ucp_config_print(config, f, nullptr, UCS_CONFIG_PRINT_CONFIG);
+  fclose(f);
+  std::unique_ptr<char, decltype(&free)> hold(text, free);
+  const std::string key = std::string(name) + "=";
+  for (const char *line = text; line != nullptr && *line != '\0';) {
+    const char *end = strchr(line, '\n');
+    if (strncmp(line, key.c_str(), key.size()) == 0) {
+      return std::string(line + key.size(), end != nullptr ? end : line + strlen(line));
+    }
+    line = end != nullptr ? end + 1 : nullptr;
+  }
+  return std::string();
+}
+
+// Whether UCP RMA of this context can move device memory; *type gets the
+// memory type registrations are mapped with, *why what is missing otherwise.
+//  - The memory type: only a CUDA or ROCm build of UCX lists it, and only
+//    where the GPU driver and a device are present.
+//  - The protocols: UCP's original RMA path (UCX_PROTO_ENABLE=n, the default
+//    before UCX 1.16) picks the RMA lane of a remote key for a local *host*
+//    buffer and copies short and bcopy puts with the CPU (ucp_rkey_resolve_inner
+//    passes UCS_MEMORY_TYPE_HOST); the newer protocol layer selects protocols
+//    per memory type.  UCX's FAQ calls RMA on GPU memory "partial support"
+//    even there: cuda_ipc / GPUDirect RDMA zero-copy put/get.
+bool DeviceMemorySupport(ucp_context_h ucp, bool proto_v2, ucs_memory_type_t *type, std::string *why) {
+  ucp_context_attr_t cattr{};
+  cattr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+  if (ucp_context_query(ucp, &cattr) != UCS_OK) {
+    *why = "ucp_context_query failed";
+    return false;
+  }
+  if (cattr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) {
+    *type = UCS_MEMORY_TYPE_CUDA;
+  } else if (cattr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_ROCM)) {
+    *type = UCS_MEMORY_TYPE_ROCM;
+  } else {
+    *why = "this UCX has no CUDA or ROCm memory type (a CPU-only build, its cuda/rocm module not loaded, or no "
+           "GPU; `ucx_info -d | grep -i -e cuda -e rocm` shows what it has)";
+    return false;
+  }
+  if (!proto_v2) {
+    unsigned major = 0, minor = 0, release = 0;
+    ucp_get_version(&major, &minor, &release);
+    *why = "UCX " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release) +
+           " has device memory but runs its original RMA protocols (UCX_PROTO_ENABLE=n), which copy RMA "
+           "buffers as host memory; set UCX_PROTO_ENABLE=y (the default from UCX 1.16)";
+    return false;
+  }
+  return true;
+}
+
+// Binds a thread to the "progress_cpus" list, if any.
+void PinToCpus(adxl_plugin_context *ctx, pthread_t thread, const std::string &list) {
+  if (list.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  // "a-b,c,...": ranges and single CPUs.
+  for (const char *p = list.c_str(); *p != '\0';) {
+    char *end = nullptr;
+    long lo = strtol(p, &end, 10);
+    if (end == p) return;  // malformed: leave the thread where it is
+    long hi = lo;
+    if (*end == '-') {
+      p = end + 1;
+      hi = strtol(p, &end, 10);
+      if (end == p) return;
+    }
+    for (long c = lo; c <= hi && c >= 0 && c < CPU_SETSIZE; ++c) CPU_SET(static_cast<int>(c), &set);
+    p = *end == ',' ? end + 1 : end;
+    if (*end != ',' && *end != '\0') return;
+  }
+  int rc = pthread_setaffinity_np(thread, sizeof(set), &set);
+  ctx->Log(rc == 0 ? ADXL_PLUGIN_LOG_DEBUG : ADXL_PLUGIN_LOG_WARN, "progress thread on CPUs %s: %s", list.c_str(),
+           rc == 0 ? "bound" : strerror(rc));
+}
+
+void ProgressLoop(adxl_plugin_context *ctx) {
+  epoll_event events[4];
+  while (!ctx->stop.load(std::memory_order_acquire)) {
+    auto last_event = std::chrono::steady_clock::now();
+    while (!ctx->stop.load(std::memory_order_relaxed)) {
+      if (ucp_worker_progress(ctx->worker) != 0) {
+        last_event = std::chrono::steady_clock::now();
+      }
+      // Outside ucp_worker_progress: work UCP callbacks queued (am_lane.h).
+      if (ctx->am.HasDeferred()) {
+        ctx->am.RunDeferred();
+        last_event = std::chrono::steady_clock::now();
+      } else if (std::chrono::steady_clock::now() - last_event > kProgressLinger) {
+        break;
+      }
+    }
+    ucs_status_t st = ucp_worker_arm(ctx->worker);
+    if (st == UCS_ERR_BUSY) continue;  // events arrived meanwhile
+    if (st != UCS_OK) {
+      ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_worker_arm failed: %s; progress thread polls", ucs_status_string(st));
+    }
+    int n = epoll_wait(ctx->epoll_fd, events, 4, st == UCS_OK ? -1 : 1);
+    for (int i = 0; i < n; ++i) {
+      if (events[i].data.fd == ctx->wake_fd) {
+        uint64_t v;
+        ssize_t rc = read(ctx->wake_fd, &v, sizeof(v));
+        (void)rc;
+      }
+    }
+  }
+}
+
+// The AM lane: unless ADXL_UCX_RDMA_PROTOCOL says otherwise, where there is
+// no RDMA hardware.  False (UCP RMA) when the lane cannot start.
+bool StartAmLane(adxl_plugin_context *ctx, const UcxParams &params) {
+  const char *proto = getenv("ADXL_UCX_RDMA_PROTOCOL");
+  const bool want = proto != nullptr ? strcmp(proto, "rma") != 0 : !HaveInfiniBand();
+  std::string why;
+  AmLane::Faults faults;
+  faults.read_data_delay_us = params.test_read_data_delay_us;
+  try {
+    if (ctx->am.Init(ctx->worker, ctx->log_fn, ctx->log_arg, faults, &why)) {
+      ctx->am.UseStagingFrom(ctx->ucp);
+      return want;
+    }
+  } catch (...) {
+  }
+  ctx->Log(ADXL_PLUGIN_LOG_WARN, "active-message protocol unavailable (%s): the RDMA lane uses UCP RMA", why.c_str());
+  return false;
+}
+
+// The progress thread and its wake-up fds; false (logged) on failure.
+bool StartProgressThread(adxl_plugin_context *ctx, const UcxParams &params) {
+  int efd = -1;
+  ucs_status_t st = ucp_worker_get_efd(ctx->worker, &efd);
+  if (st != UCS_OK) {
+    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_worker_get_efd: %s", ucs_status_string(st));
+    return false;
+  }
+  ctx->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  ctx->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = efd;
+  bool ok = ctx->epoll_fd >= 0 && ctx->wake_fd >= 0 && epoll_ctl(ctx->epoll_fd, EPOLL_CTL_ADD, efd, &ev) == 0;
+  ev.data.fd = ctx->wake_fd;
+  ok = ok && epoll_ctl(ctx->epoll_fd, EPOLL_CTL_ADD, ctx->wake_fd, &ev) == 0;
+  if (ok) {
+    try {
+      ctx->progress_thread = std::thread(ProgressLoop, ctx);
+      PinToCpus(ctx, ctx->progress_thread.native_handle(), params.progress_cpus);
+    } catch (...) {
+      ok = false;
+    }
+  }
+  if (!ok) ctx->Log(ADXL_PLUGIN_LOG_ERROR, "progress thread set-up failed: %s", strerror(errno));
+  return ok;
+}
+
+}  // namespace
+
+UcxParams UcxParams::Parse(const adxl_plugin_config_t *cfg) {
+  UcxParams p;
+  for (size_t i = 0; cfg != nullptr && i < cfg->num_params; ++i) {
+    const char *key = cfg->params[i].key;
+    const char *value = cfg->params[i].value;
+    if (key == nullptr || value == nullptr) continue;
+    if (strcmp(key, "hccs_copy_threads") == 0) p.hccs_copy_threads = static_cast<unsigned>(std::max(1, atoi(value)));
+    if (strcmp(key, "progress_cpus") == 0) p.progress_cpus = value;
+    if (strcmp(key, "rdma_traffic_class") == 0) p.rdma_traffic_class = value;
+    if (strcmp(key, "rdma_service_level") == 0) p.rdma_service_level = value;
+    if (strcmp(key, "test_read_data_delay_us") == 0) {
+      p.test_read_data_delay_us = static_cast<unsigned>(strtoul(value, nullptr, 10));
+    }
+  }
+  return p;
+}
+
+void adxl_plugin_context::Log(int level, const char *fmt, ...) const {
+  if (log_fn == nullptr) return;
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  log_fn(log_arg, level, buf);
+}
+
+void adxl_plugin_context::Wake() const {
+  uint64_t one = 1;
+  ssize_t rc = write(wake_fd, &one, sizeof(one));
+  (void)rc;  // a full eventfd counter still wakes the thread
+}
+
+int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_context **out) {
+  std::unique_ptr<adxl_plugin_context> ctx(new adxl_plugin_context());
+  if (cfg != nullptr) {
+    ctx->log_fn = cfg->log;
+    ctx->log_arg = cfg->log_arg;
+  }
+  const UcxParams params = UcxParams::Parse(cfg);
+  ucp_config_t *config = nullptr;
+  ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
+  if (st != UCS_OK) {
+    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_config_read: %s", ucs_status_string(st));
+    return FromUcs(st);
+  }
+  ucp_params_t uparams{};
+  uparams.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+  uparams.features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  uparams.mt_workers_shared = 0;
+  bool proto_v2 = false;
+  try {
+    ApplyUcxSettings(ctx.get(), config, params);
+    proto_v2 = ConfigValue(config, "UCX_PROTO_ENABLE") == "y";
+  } catch (...) {
+    ucp_config_release(config);
+    throw;
+  }
+  st = ucp_init(&uparams, config, &ctx->ucp);
+  ucp_config_release(config);
+  if (st != UCS_OK) {
+    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_init: %s", ucs_status_string(st));
+    return FromUcs(st);
+  }
+  // From here on a failure must undo ucp_init: what could throw is caught.
+  try {
+    std::string cma_why;
+    if (ctx->cma.Open(params.hccs_copy_threads, &cma_why)) {
+      for (pthread_t t : ctx->cma.copy_threads()) PinToCpus(ctx.get(), t, params.progress_cpus);
+    } else {
+      ctx->Log(ADXL_PLUGIN_LOG_INFO, "HCCS lane unavailable: %s; same-node peers use the RDMA lane", cma_why.c_str());
+    }
+  } catch (...) {
+  }
+  try {
+    ctx->device_memory = DeviceMemorySupport(ctx->ucp, proto_v2, &ctx->device_mem_type, &ctx->device_why);
+  } catch (...) {
+    ctx->device_memory = false;
+  }
+  ctx->Log(ADXL_PLUGIN_LOG_INFO, "device memory: %s",
+           ctx->device_memory ? (ctx->device_mem_type == UCS_MEMORY_TYPE_CUDA ? "CUDA" : "ROCm")
+                              : ("unsupported: " + ctx->device_why).c_str());
+  ucp_worker_params_t wparams{};
+  wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wparams.thread_mode = UCS_THREAD_MODE_MULTI;
+  st = ucp_worker_create(ctx->ucp, &wparams, &ctx->worker);
+  if (st != UCS_OK) {
+    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp worker set-up: %s", ucs_status_string(st));
+    ucp_cleanup(ctx->ucp);
+    return FromUcs(st);
+  }
+  bool ok = false;
+  try {
+    ctx->rdma_over_am = StartAmLane(ctx.get(), params);
+    ok = StartProgressThread(ctx.get(), params);
+  } catch (...) {
+  }
+  if (!ok) {
+    if (ctx->epoll_fd >= 0) close(ctx->epoll_fd);
+    if (ctx->wake_fd >= 0) close(ctx->wake_fd);
+    ucp_worker_destroy(ctx->worker);
+    ucp_cleanup(ctx->ucp);
+    return ADXL_PLUGIN_ERR_NO_RESOURCE;
+  }
+  *out = ctx.release();
+  return ADXL_PLUGIN_OK;
+}
+
+void adxl_plugin_context::Close(adxl_plugin_context *ctx) {
+  ctx->stop.store(true, std::memory_order_release);
+  ctx->Wake();
+  if (ctx->progress_thread.joinable()) ctx->progress_thread.join();
+  // Requests this side serves for peers that went away (a fenced initiator)
+  // would stay pending forever; UCP refuses to destroy a worker with any.
+  ctx->am.ReleaseTargetOps(0, 0);
+  if (ctx->am.HasDeferred()) ctx->am.RunDeferred();
+  ctx->am.Close();
+  ucp_worker_destroy(ctx->worker);
+  ucp_cleanup(ctx->ucp);
+  close(ctx->epoll_fd);
+  close(ctx->wake_fd);
+  delete ctx;
+}
+
+int FromUcs(ucs_status_t st) {
+  switch (st) {
+    case UCS_OK:
+      return ADXL_PLUGIN_OK;
+    case UCS_INPROGRESS:
+      return ADXL_PLUGIN_IN_PROGRESS;
+    case UCS_ERR_CANCELED:
+      return ADXL_PLUGIN_ERR_CANCELED;
+    case UCS_ERR_INVALID_PARAM:
+      return ADXL_PLUGIN_ERR_INVALID;
+    case UCS_ERR_UNSUPPORTED:
+      return ADXL_PLUGIN_ERR_UNSUPPORTED;
+    case UCS_ERR_NO_MEMORY:
+    case UCS_ERR_NO_RESOURCE:
+    case UCS_ERR_EXCEEDS_LIMIT:
+      return ADXL_PLUGIN_ERR_NO_RESOURCE;
+    default:
+      return ADXL_PLUGIN_ERR_IO;
+  }
+}
+
+ucs_status_t WaitRequest(adxl_plugin_context *ctx, ucs_status_ptr_t req, int timeout_ms) {
+  if (req == nullptr) return UCS_OK;
+  if (UCS_PTR_IS_ERR(req)) return UCS_PTR_STATUS(req);
+  const auto start = std::chrono::steady_clock::now();
+  ucs_status_t st;
+  while ((st = ucp_request_check_status(req)) == UCS_INPROGRESS) {
+    ucp_worker_progress(ctx->worker);
+    if (timeout_ms >= 0 && std::chrono::steady_clock::now() - start > std::chrono::milliseconds(timeout_ms)) {
+      ucp_request_cancel(ctx->worker, req);
+      timeout_ms = -1;  // keep progressing until the cancellation lands
+    }
+  }
+  ucp_request_free(req);
+  return st;
+}
+
+ucp_ep_h CreateUcpEp(adxl_plugin_context *ctx, const std::string &address, ucp_err_handler_cb_t on_error,
+                     void *arg, ucs_status_t *st) {
+  ucp_ep_params_t p{};
+  p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                 UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  p.address = reinterpret_cast<const ucp_address_t *>(address.data());
+  p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  p.err_handler.cb = on_error;
+  p.err_handler.arg = arg;
+  ucp_ep_h ep = nullptr;
+  *st = ucp_ep_create(ctx->worker, &p, &ep);
+  if (*st != UCS_OK) {
+    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_ep_create: %s", ucs_status_string(*st));
+    return nullptr;
+  }
+  ctx->Wake();  // wire-up messages need progress
+  return ep;
+}
+
+void CloseUcpEp(adxl_plugin_context *ctx, ucp_ep_h ep, bool force) {
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  p.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+  ucs_status_t st = WaitRequest(ctx, ucp_ep_close_nbx(ep, &p), force ? -1 : kCloseTimeoutMs);
+  if (st != UCS_OK && !force) {
+    // A graceful close that did not finish (peer gone): drop what is left.
+    p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    WaitRequest(ctx, ucp_ep_close_nbx(ep, &p), -1);
+  }
+}
+
+std::string DescribeUcpEp(ucp_ep_h ep) {
+  char *text = nullptr;
+  size_t text_len = 0;
+  FILE *f = open_memstream(&text, &text_len);
+  if (f == nullptr) throw std::bad_alloc();
+  ucp_ep_print_info(ep, f);
+  fclose(f);
+  std::unique_ptr<char, decltype(&free)> hold(text, free);
+  // Lines look like "#   lane[0]:  1:posix/memory.0 md[1]  ... rma ...": keep
+  // the distinct transport/device names in order.
+  std::string out;
+  const char *p = text;
+  while ((p = strstr(p, "lane[")) != nullptr) {
+    const char *colon = strchr(p, ':');
+    if (colon == nullptr) break;
+    const char *s = colon + 1;
+    while (*s == ' ') ++s;
+    while (*s >= '0' && *s <= '9') ++s;
+    if (*s == ':') ++s;
+    const char *e = s;
+    while (*e != '\0' && *e != ' ' && *e != '\n') ++e;
+    std::string name(s, e);
+    size_t dot = name.rfind('.');
+    if (dot != std::string::npos) name.resize(dot);
+    if (!name.empty() && ("," + out + ",").find("," + name + ",") == std::string::npos) {
+      if (!out.empty()) out += ",";
+      out += name;
+    }
+    p = e;
+  }
+  return out.empty() ? "unknown" : out;
+}

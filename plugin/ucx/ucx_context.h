@@ -1,0 +1,99 @@
+// The UCX plugin's context (adxl_plugin_context_t): one UCP context and one
+// multi-threaded UCP worker, the lanes that share them, and the progress
+// thread that drives the worker so that remote operations complete while the
+// target application calls nothing.
+//
+// Progress thread (ProgressLoop): progresses the worker; after the last
+// event it keeps polling for kProgressLinger (200 µs: a transfer is a burst
+// of messages, and waking up for each costs tens of microseconds), then arms
+// the worker (ucp_worker_arm) and sleeps in epoll on the worker's event fd
+// and on wake_fd (Wake(): posted work, endpoint failures, Close).  An idle
+// engine sleeps.  It calls AmLane::RunDeferred() *outside*
+// ucp_worker_progress: that is where work queued by UCP callbacks runs.
+//
+// Settings reach UCX through its config API only (ucp_config_modify on the
+// ucp_config_t given to ucp_init), never through the environment, so that two
+// engines may open at once (ApplyUcxSettings in ucx_context.cc).  A UCX_*
+// variable of the user for the same setting always wins.
+//
+// Locks.  The context has none of its own: its mutable fields are atomics or
+// are written only in Open/Close.  The UCP worker is UCS_THREAD_MODE_MULTI:
+// every ucp_* call on it takes UCP's worker lock, and UCP callbacks (EpError,
+// RmaLane's flush completion, AmLane's handlers) run under it, on whichever
+// thread progresses.  Nesting: UCP worker lock -> AmLane's locks (am_lane.h);
+// CmaLane's stripe locks are never held with either (cma_lane.h).
+//
+// Thread-safety: Log, Wake and the UCP helpers may be called from any
+// thread, including from UCP callbacks (Log and Wake only).
+#ifndef ADXL_PLUGIN_UCX_UCX_CONTEXT_H_
+#define ADXL_PLUGIN_UCX_UCX_CONTEXT_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <thread>
+
+#include <ucp/api/ucp.h>
+
+#include "adxl/plugin/adxl_plugin.h"
+#include "am_lane.h"
+#include "cma_lane.h"
+
+// The plugin parameters of open() (adxl_plugin_config_t::params) this
+// plugin knows; unknown keys are ignored.
+struct UcxParams {
+  unsigned hccs_copy_threads = 1;      // "hccs_copy_threads": cma stripes (>= 1)
+  std::string progress_cpus;           // "progress_cpus": "a-b,c,..." for the plugin's threads
+  std::string rdma_traffic_class;      // "rdma_traffic_class" -> UCX IB_TRAFFIC_CLASS
+  std::string rdma_service_level;      // "rdma_service_level" -> UCX IB_SL
+  unsigned test_read_data_delay_us = 0;  // "test_read_data_delay_us": AmLane::Faults
+  static UcxParams Parse(const adxl_plugin_config_t *cfg);
+};
+
+struct adxl_plugin_context {
+  CmaLane cma;  // HCCS lane, host memory (with mapped_lane.h)
+  AmLane am;    // RDMA lane over TCP
+  // RDMA lane protocol: active messages (am_lane.h) unless RDMA hardware
+  // makes UCP RMA truly one-sided; ADXL_UCX_RDMA_PROTOCOL=am|rma overrides.
+  bool rdma_over_am = false;
+  ucp_context_h ucp = nullptr;
+  ucp_worker_h worker = nullptr;
+  bool device_memory = false;
+  ucs_memory_type_t device_mem_type = UCS_MEMORY_TYPE_UNKNOWN;  // CUDA, else ROCM
+  std::string device_why;  // why device_memory is false
+  int epoll_fd = -1;
+  int wake_fd = -1;
+  std::atomic<bool> stop{false};
+  std::thread progress_thread;
+  std::atomic<uint64_t> next_ep_id{1};  // adxl_plugin_ep::id
+  void (*log_fn)(void *, int, const char *) = nullptr;
+  void *log_arg = nullptr;
+
+  // open() and close() of the ABI.  Open returns an ADXL_PLUGIN_* status.
+  static int Open(const adxl_plugin_config_t *cfg, adxl_plugin_context **out);
+  static void Close(adxl_plugin_context *ctx);
+
+  void Log(int level, const char *fmt, ...) const __attribute__((format(printf, 3, 4)));
+  // Wakes the progress thread (posted work it must drive, deferred work).
+  void Wake() const;
+};
+
+// UCS status -> ADXL_PLUGIN_* status.
+int FromUcs(ucs_status_t st);
+
+// Waits for a UCP request from ucp_*_nbx, progressing the worker; cancels it
+// after timeout_ms (< 0: never) and returns the final status.  Control paths
+// only (endpoint close).
+ucs_status_t WaitRequest(adxl_plugin_context *ctx, ucs_status_ptr_t req, int timeout_ms);
+
+// A UCP endpoint to the peer worker `address` with peer error handling;
+// on_error(arg, status) runs under UCP's worker lock when UCP reports its
+// failure.  Null (logged) on failure, *st says why.
+ucp_ep_h CreateUcpEp(adxl_plugin_context *ctx, const std::string &address, ucp_err_handler_cb_t on_error,
+                     void *arg, ucs_status_t *st);
+// Closes `ep`: gracefully within a bound (then forcibly), or forcibly.
+void CloseUcpEp(adxl_plugin_context *ctx, ucp_ep_h ep, bool force);
+// The transports UCP chose for `ep`, "tcp/lo,tcp/eth0" style ("unknown": none).
+std::string DescribeUcpEp(ucp_ep_h ep);
+
+#endif  // ADXL_PLUGIN_UCX_UCX_CONTEXT_H_

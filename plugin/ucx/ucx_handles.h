@@ -1,0 +1,64 @@
+// The UCX plugin's ABI handles other than the context (ucx_context.h):
+// registrations, endpoints, remote keys and batches, as the lanes share them.
+//
+// Thread-safety: a handle's plain fields are written only by the call that
+// creates it and read afterwards; the atomics are what changes while it is
+// in use (an endpoint's failure, a batch's status and references).  No locks.
+#ifndef ADXL_PLUGIN_UCX_UCX_HANDLES_H_
+#define ADXL_PLUGIN_UCX_UCX_HANDLES_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include <ucp/api/ucp.h>
+#include <uct/api/uct.h>
+
+#include "adxl/plugin/adxl_plugin.h"
+#include "cma_lane.h"
+#include "mapped_lane.h"
+
+struct adxl_plugin_mem {
+  ucp_mem_h memh = nullptr;
+  bool device = false;  // moves only as UCP RMA (rma_lane.h)
+  uct_mem_h cma_memh = UCT_MEM_HANDLE_NULL;
+  bool cma_ok = false;
+  std::string cma_key;   // packed at registration
+  void *addr = nullptr;  // host registrations: key of the AM lane's table
+  size_t len = 0;
+  std::string share_path;  // MallocMem memory: same-node peers may map this
+  uint64_t share_offset = 0;
+};
+
+struct adxl_plugin_ep {
+  adxl_plugin_context *ctx = nullptr;
+  uint64_t id = 0;  // never reused: names the endpoint to the AM lane
+  uint32_t lane = ADXL_PLUGIN_LANE_RDMA;
+  ucp_ep_h ep = nullptr;            // RDMA lane; HCCS lane: device memory only
+  bool am = false;                  // RDMA lane moves data with am_lane.h
+  CmaLane::Peer *cma_ep = nullptr;  // HCCS lane
+  std::atomic<int> mapped_regions{0};  // HCCS lane: peer regions reached by direct mapping
+  std::atomic<int> failed{ADXL_PLUGIN_OK};
+};
+
+struct adxl_plugin_rkey {
+  adxl_plugin_context *ctx = nullptr;  // not the endpoint: keys may outlive it
+  bool device = false;        // the peer's region is device memory: UCP RMA only
+  ucp_rkey_h rkey = nullptr;  // RDMA lane, and device regions on either lane (null: unreachable)
+  uct_rkey_bundle_t cma{};    // HCCS lane
+  bool cma_ok = false;
+  MappedLane::Region mapped;  // HCCS lane, memory the peer shared (mapped_lane.h)
+};
+
+// Shared by the engine (until release) and a lane that completes it later
+// (until its callback): whoever drops the last reference frees it.
+struct adxl_plugin_batch {
+  std::atomic<int> status{ADXL_PLUGIN_IN_PROGRESS};
+  std::atomic<int> refs{1};
+  int post_error = ADXL_PLUGIN_OK;  // RMA lane: set before the flush is issued
+  void Unref() {
+    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+};
+
+#endif  // ADXL_PLUGIN_UCX_UCX_HANDLES_H_
