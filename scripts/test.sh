@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds in build/, runs the whole test suite with
-# ctest, the wire fuzzer, the soak, then the sanitizer runs.  Exits non-zero
-# on any failure, and when no test ran.
+# ctest, the fuzzers, clang's thread-safety analysis, the fault tests
+# repeated under load (stress.sh), the soak, then the sanitizer runs.  Exits
+# non-zero on any failure, and when no test ran.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 adxl_build
@@ -10,6 +11,13 @@ cd "$BUILD_DIR"
 # on a small machine (CI has 2 cores) would upset.
 ctest --output-on-failure --no-tests=error "$@"
 "$ADXL_ROOT/scripts/fuzz.sh"
+# Clang's thread-safety analysis over the annotated sources (clang comes
+# with fuzz.sh).
+"$ADXL_ROOT/scripts/thread_safety.sh"
+# Fault tests repeated beside a CPU hog: kill -9 during traffic on both
+# lanes, TIMEOUT against stopped and live targets (50 iterations here;
+# scripts/stress.sh 500 for the full run).
+"$ADXL_ROOT/scripts/stress.sh" "${ADXL_STRESS_ITERATIONS:-50}"
 # Soak: 4 engines in full mesh, random sizes, every byte checked, flat RSS
 # (ADXL_SOAK_SECONDS, default 60).
 "$BUILD_DIR/bin/adxl_soak"

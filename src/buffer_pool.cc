@@ -171,6 +171,7 @@ Status BufferPool::Run(const std::shared_ptr<Link> &link, TransferOp op, const s
       *why = what;
     }
   };
+  int idle = 0;  // transport_->WaitStep's counter
   while (result == SUCCESS && (next < chunks.size() || !inflight.empty())) {
     // Post what free buffers allow.
     while (result == SUCCESS && next < chunks.size()) {
@@ -216,7 +217,7 @@ Status BufferPool::Run(const std::shared_ptr<Link> &link, TransferOp op, const s
         fail(TIMEOUT, "the deadline passed with staged chunks in flight");
         break;
       }
-      transport_->Progress();
+      transport_->WaitStep(&idle);
       continue;
     }
     if (rc != ADXL_PLUGIN_OK) {
@@ -245,7 +246,7 @@ Status BufferPool::Run(const std::shared_ptr<Link> &link, TransferOp op, const s
         abort(TIMEOUT);
         return TIMEOUT;
       }
-      transport_->Progress();
+      transport_->WaitStep(&idle);
       continue;
     }
     inflight.pop_front();

@@ -561,12 +561,13 @@ Status AdxlEngine::AdxlEngineImpl::ConnectOnce(const std::shared_ptr<Link> &link
   // Complete the transport's wire-up inside the caller's deadline.
   std::unique_ptr<Batch> flush;
   rc = ep->Post(ADXL_PLUGIN_PUT, nullptr, 0, &flush);
+  int idle = 0;
   while (rc == ADXL_PLUGIN_OK && flush->Test() == ADXL_PLUGIN_IN_PROGRESS) {
     if (Clock::now() >= deadline) {
       ADXL_ERROR("Connect to '%s': transport wire-up timed out", remote.c_str());
       return TIMEOUT;
     }
-    transport_->Progress();
+    transport_->WaitStep(&idle);
   }
   if (rc == ADXL_PLUGIN_OK) rc = flush->Test();
   if (rc != ADXL_PLUGIN_OK) {
@@ -747,10 +748,11 @@ Status AdxlEngine::AdxlEngineImpl::TransferSync(const AscendString &remote_engin
     if (refused != SUCCESS) break;
     batches.push_back(std::move(batch));
   }
+  int idle = 0;
   for (const auto &batch : batches) {
     while ((rc = batch->Test()) == ADXL_PLUGIN_IN_PROGRESS) {
       if (Clock::now() >= deadline) return timed_out();
-      transport_->Progress();
+      transport_->WaitStep(&idle);
     }
     if (rc != ADXL_PLUGIN_OK) break;
   }

@@ -8,10 +8,12 @@
 #ifndef ADXL_SRC_TRANSPORT_H_
 #define ADXL_SRC_TRANSPORT_H_
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <shared_mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "adxl/plugin/adxl_plugin.h"
@@ -34,6 +36,21 @@ class Transport {
   const std::string &name() const { return name_; }
   bool device_memory() const { return (caps_.flags & ADXL_PLUGIN_CAP_MEM_DEVICE) != 0; }
   int Progress() const { return ops().progress(ctx_); }
+
+  // One step of a caller waiting for a batch: drives the transport, and once
+  // it has been idle for a while sleeps briefly instead.  The plugin's own
+  // progress thread completes the batch anyway; callers that spin flat out
+  // (several TransferSync threads) would take the CPU that thread and the
+  // peer need, which on a small machine turns a millisecond transfer into a
+  // second.  `idle` is the caller's counter, zero at the start of its wait.
+  void WaitStep(int *idle) const {
+    constexpr int kSpinSteps = 64;  // ~tens of us of polling: the latency path
+    if (Progress() != 0) {
+      *idle = 0;
+    } else if (++*idle > kSpinSteps) {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
 
  private:
   Transport() = default;

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Clang's thread-safety analysis over every source that declares what its
+# locks guard (src/common/thread_annotations.h): each must compile with
+# -Werror=thread-safety.  First proves the flags bite: a file that breaks the
+# rules (tests/thread_safety/must_not_compile.cc) must be rejected.
+set -euo pipefail
+ADXL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ADXL_ROOT"
+CLANG="${CLANG:-$(command -v clang++ || command -v clang++-14 || true)}"
+[[ -n "$CLANG" ]] || { echo "thread_safety: clang++ not found (apt-get install clang)" >&2; exit 1; }
+FLAGS=(-std=c++17 -fsyntax-only -Wthread-safety -Wthread-safety-beta -Werror=thread-safety
+       -Iinclude -Isrc -Iplugin/ucx $(pkg-config --cflags ucx))
+if "$CLANG" "${FLAGS[@]}" tests/thread_safety/must_not_compile.cc 2>/dev/null; then
+  echo "thread_safety: clang accepted tests/thread_safety/must_not_compile.cc: the analysis is not running" >&2
+  exit 1
+fi
+mapfile -t files < <(grep -l 'thread_annotations.h\|ADXL_GUARDED_BY' -r src plugin --include='*.cc' --include='*.h' |
+                     sed 's/\.h$/.cc/' | sort -u | while read -r f; do [[ -f $f ]] && echo "$f"; done)
+# Sources including an annotated header are checked too.
+mapfile -t users < <(grep -l -E '"(am_lane|staging_pool|ucx_context)\.h"' -r plugin --include='*.cc')
+status=0
+for f in $(printf '%s\n' "${files[@]}" "${users[@]}" | sort -u); do
+  "$CLANG" "${FLAGS[@]}" "$f" || status=1
+done
+((status == 0)) && echo "thread_safety: $(printf '%s\n' "${files[@]}" "${users[@]}" | sort -u | wc -l) sources pass -Werror=thread-safety"
+exit $status
