@@ -217,11 +217,15 @@ bool AmLane::TakeIfFinished(BatchIt it, DoneFn *done_fn, void **done_arg, int *s
   *done_fn = b.done_called ? nullptr : b.done;  // Abandon() reported it already
   *done_arg = b.arg;
   *status = b.status;
-  batches_.erase(it);
+  in_flight_ -= std::min(in_flight_, b.in_window);  // ended with messages unanswered
+  batches_.erase(it);  // a stale entry in unsent_ is skipped by Pump
   return true;
 }
 
-#define ADXL_AM_LANE_FINISH(body)                                  \
+// The body of the bookkeeping calls below: runs `body` on batch `token`
+// under mu_, ends the batch if it may end, then sends what the window allows
+// (Pump), both after releasing mu_.
+#define ADXL_AM_LANE_UPDATE(body)                                  \
   DoneFn done = nullptr;                                           \
   void *arg = nullptr;                                             \
   int final_status = ADXL_PLUGIN_OK;                               \
@@ -231,53 +235,147 @@ bool AmLane::TakeIfFinished(BatchIt it, DoneFn *done_fn, void **done_arg, int *s
     if (it == batches_.end()) return;                              \
     Batch &b = it->second;                                         \
     body;                                                          \
-    if (!TakeIfFinished(it, &done, &arg, &final_status)) return;   \
+    if (!TakeIfFinished(it, &done, &arg, &final_status)) {         \
+      done = nullptr;                                              \
+    }                                                              \
   }                                                                \
-  if (done != nullptr) done(arg, final_status)
+  if (done != nullptr) done(arg, final_status);                    \
+  Pump()
 
-void AmLane::MessageDone(uint64_t token, int status) {
-  ADXL_AM_LANE_FINISH({
-    if (!b.ended) {
-      if (status != ADXL_PLUGIN_OK && b.status == ADXL_PLUGIN_OK) b.status = status;
-      if (b.remaining > 0) --b.remaining;
+// Message `m` of batch `b` was answered (or failed): it leaves the window,
+// and its staging buffer goes back once UCP no longer holds its send.
+void AmLane::Answered(Batch &b, Message &m, int status) {
+  if (m.answered) return;
+  m.answered = true;
+  if (m.send_done) m.staging = Staging();
+  if (b.in_window > 0) {
+    --b.in_window;
+    if (in_flight_ > 0) --in_flight_;
+  }
+  if (b.ended) return;
+  if (status != ADXL_PLUGIN_OK && b.status == ADXL_PLUGIN_OK) b.status = status;
+  if (b.remaining > 0) --b.remaining;
+}
+
+void AmLane::MessageDone(uint64_t token, uint32_t msg, int status) {
+  ADXL_AM_LANE_UPDATE({
+    if (msg < b.messages.size()) {
+      Answered(b, b.messages[msg], status);
+    } else if (!b.ended && b.status == ADXL_PLUGIN_OK) {
+      b.status = ADXL_PLUGIN_ERR_INVALID;  // an answer naming no message of ours
     }
   });
 }
 
 void AmLane::ReceiveDone(Message *m, int status) {
-  const uint64_t token = m->token;
-  ADXL_AM_LANE_FINISH({
+  uint64_t token = m->token;
+  ADXL_AM_LANE_UPDATE({
     if (b.receiving > 0) --b.receiving;
     // Received into staging: placed now, unless the batch ended (then
     // nothing of it is written here any more).
     if (!b.ended && status == ADXL_PLUGIN_OK && m->staging.data() != nullptr) {
       Scatter(m->staging.data(), m->bytes, m->local);
     }
-    if (!b.ended) {
-      if (status != ADXL_PLUGIN_OK && b.status == ADXL_PLUGIN_OK) b.status = status;
-      if (b.remaining > 0) --b.remaining;
-    }
+    Answered(b, *m, status);
   });
 }
 
-void AmLane::SendDone(uint64_t token) {
-  ADXL_AM_LANE_FINISH({
+void AmLane::SendDone(Message *m) {
+  uint64_t token = m->token;
+  ADXL_AM_LANE_UPDATE({
     if (b.sending > 0) --b.sending;
+    m->send_done = true;
+    if (m->answered) m->staging = Staging();
   });
 }
 
-void AmLane::PostDone(uint64_t token, size_t unsent) {
-  ADXL_AM_LANE_FINISH({
-    b.posting = false;
-    if (unsent > 0) {  // never sent: never answered, and UCP holds none of them
-      b.sending -= std::min(unsent, b.sending);
-      b.remaining -= std::min(unsent, b.remaining);
-      if (b.status == ADXL_PLUGIN_OK) b.status = ADXL_PLUGIN_ERR_IO;
+void AmLane::SendFailed(Message *m, int status) {
+  uint64_t token = m->token;
+  ADXL_AM_LANE_UPDATE({
+    if (b.sending > 0) --b.sending;
+    m->send_done = true;
+    Answered(b, *m, status);
+    // The rest will not go either: none of it is sent, none answered.
+    const size_t unsent = b.messages.size() - b.next_send;
+    b.next_send = b.messages.size();
+    if (!b.ended) b.remaining -= std::min(unsent, b.remaining);
+  });
+}
+
+void AmLane::PostDone(uint64_t token) {
+  ADXL_AM_LANE_UPDATE({ b.posting = false; });
+}
+
+#undef ADXL_AM_LANE_UPDATE
+
+void AmLane::Pump() {
+  while (true) {
+    Message *m = nullptr;
+    ucp_ep_h ep = nullptr;
+    bool write = false;
+    {
+      adxl::MutexLock l(&mu_);
+      while (m == nullptr && !unsent_.empty() && in_flight_ < kWindowMessages) {
+        auto it = batches_.find(unsent_.front());
+        if (it == batches_.end() || it->second.ended || it->second.next_send >= it->second.messages.size()) {
+          unsent_.pop_front();  // gone, stopped, or all sent
+          continue;
+        }
+        Batch &b = it->second;
+        m = &b.messages[b.next_send++];
+        if (b.next_send == b.messages.size()) unsent_.pop_front();
+        ++b.in_window;
+        ++in_flight_;
+        ++b.sending;  // the batch, and so *m, stays until the send is over
+        ep = b.ep;
+        write = b.write;
+      }
+      if (m == nullptr) return;
     }
-  });
+    // Only this thread touches *m until it is sent.
+    if (m->local.size() > 1) {
+      m->staging = NewStaging(m->bytes);
+      if (m->staging.data() == nullptr) {
+        Log(ADXL_PLUGIN_LOG_ERROR, "no memory for a %zu-byte staging buffer", m->bytes);
+        SendFailed(m, ADXL_PLUGIN_ERR_NO_RESOURCE);
+        return;
+      }
+      if (write) Gather(m->local, m->staging.data());
+    }
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    p.user_data = m;
+    p.cb.send = [](void *req, ucs_status_t, void *user) {
+      auto *msg = static_cast<Message *>(user);
+      msg->lane->SendDone(msg);  // may free msg
+      ucp_request_free(req);
+    };
+    ucs_status_ptr_t r;
+    if (write) {
+      // Always rendezvous: data then moves only while this request lives.
+      p.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_RNDV;
+      void *buffer = m->staging.data();
+      size_t n = m->bytes;
+      if (buffer == nullptr) {
+        SetBuffer(m->local, m->memh, &p, &buffer, &n);
+      } else if (m->staging.memh() != nullptr) {
+        p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+        p.memh = m->staging.memh();
+      }
+      r = ucp_am_send_nbx(ep, kWrite, m->header.data(), m->header.size() * sizeof(uint64_t), buffer, n, &p);
+    } else {
+      p.flags = UCP_AM_SEND_FLAG_REPLY;
+      r = ucp_am_send_nbx(ep, kReadRequest, m->header.data(), m->header.size() * sizeof(uint64_t), nullptr, 0, &p);
+    }
+    if (UCS_PTR_IS_ERR(r)) {
+      Log(ADXL_PLUGIN_LOG_ERROR, "AM %s: %s; the rest of the batch is not sent", write ? "write" : "read request",
+          ucs_status_string(UCS_PTR_STATUS(r)));
+      SendFailed(m, ADXL_PLUGIN_ERR_IO);
+      return;
+    }
+    if (r == nullptr) SendDone(m);  // completed in place: no callback
+  }
 }
-
-#undef ADXL_AM_LANE_FINISH
 
 bool AmLane::Post(uint64_t ep_id, ucp_ep_h ep, bool write, const Op *ops, size_t count, DoneFn done, void *arg) {
   // Cut the batch into messages (outside the lock: only this thread sees them).
@@ -299,17 +397,10 @@ bool AmLane::Post(uint64_t ep_id, ucp_ep_h ep, bool write, const Op *ops, size_t
       m.bytes += op.len;
       m.memh = m.local.size() == 1 ? op.local_memh : nullptr;
     }
-    for (Message &m : messages) {
-      if (m.local.size() < 2) continue;
-      m.staging = NewStaging(m.bytes);
-      if (m.staging.data() == nullptr) return false;
-      if (write) Gather(m.local, m.staging.data());
-    }
   } catch (...) {
     return false;
   }
   uint64_t token;
-  std::vector<Message> *msgs = nullptr;
   {
     adxl::MutexLock l(&mu_);
     token = next_token_++;
@@ -321,55 +412,30 @@ bool AmLane::Post(uint64_t ep_id, ucp_ep_h ep, bool write, const Op *ops, size_t
     }
     Batch b;
     b.ep_id = ep_id;
+    b.ep = ep;
+    b.write = write;
     b.remaining = messages.size();
     b.status = ADXL_PLUGIN_OK;
     b.done = done;
     b.arg = arg;
-    b.sending = messages.size();
     b.messages.swap(messages);
     try {
-      msgs = &batches_.emplace(token, std::move(b)).first->second.messages;  // stable while posting
+      auto it = batches_.emplace(token, std::move(b)).first;
+      try {
+        unsent_.push_back(token);
+      } catch (...) {
+        batches_.erase(it);
+        return false;
+      }
     } catch (...) {
       return false;
     }
   }
-  // No lock is held while sending: UCP may run callbacks inside these calls.
-  size_t sent = 0;
-  for (; sent < msgs->size(); ++sent) {
-    Message &m = (*msgs)[sent];
-    ucp_request_param_t p{};
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    p.user_data = &m;
-    p.cb.send = [](void *req, ucs_status_t, void *user) {
-      auto *msg = static_cast<Message *>(user);
-      msg->lane->SendDone(msg->token);  // may free msg: read nothing of it after this
-      ucp_request_free(req);
-    };
-    ucs_status_ptr_t r;
-    if (write) {
-      // Always rendezvous: data then moves only while this request lives.
-      p.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_RNDV;
-      void *buffer = m.staging.data();
-      size_t n = m.bytes;
-      if (buffer == nullptr) {
-        SetBuffer(m.local, m.memh, &p, &buffer, &n);
-      } else if (m.staging.memh() != nullptr) {
-        p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
-        p.memh = m.staging.memh();
-      }
-      r = ucp_am_send_nbx(ep, kWrite, m.header.data(), m.header.size() * sizeof(uint64_t), buffer, n, &p);
-    } else {
-      p.flags = UCP_AM_SEND_FLAG_REPLY;
-      r = ucp_am_send_nbx(ep, kReadRequest, m.header.data(), m.header.size() * sizeof(uint64_t), nullptr, 0, &p);
-    }
-    if (UCS_PTR_IS_ERR(r)) {
-      Log(ADXL_PLUGIN_LOG_ERROR, "AM %s: %s; %zu messages of the batch not sent", write ? "write" : "read request",
-          ucs_status_string(UCS_PTR_STATUS(r)), msgs->size() - sent);
-      break;
-    }
-    if (r == nullptr) SendDone(token);  // completed in place: no callback
-  }
-  PostDone(token, msgs->size() - sent);  // msgs may be gone after this
+  // What the window allows now; answers send the rest (Pump, from the
+  // callbacks).  No lock is held while sending: UCP may run callbacks inside
+  // these calls.
+  Pump();
+  PostDone(token);
   return true;
 }
 
@@ -385,11 +451,19 @@ std::vector<uint64_t> AmLane::EndBatches(uint64_t ep_id, int why) {
   return tokens;
 }
 
+void AmLane::Fence(uint64_t ep_id, int why) {
+  adxl::MutexLock l(&mu_);
+  EndBatches(ep_id, why);
+}
+
 void AmLane::Abandon(uint64_t ep_id, int why) {
   std::vector<uint64_t> tokens;
   {
     adxl::MutexLock l(&mu_);
-    tokens = EndBatches(ep_id, why);
+    EndBatches(ep_id, why);  // those Fence() did not stop already
+    for (const auto &kv : batches_) {
+      if (kv.second.ep_id == ep_id) tokens.push_back(kv.first);
+    }
   }
   // The endpoint is force-closed: UCP fails its sends and receives, and
   // Post() on another thread fails its remaining sends.  Wait for all.
@@ -432,6 +506,7 @@ void AmLane::Abandon(uint64_t ep_id, int why) {
     }
     if (done != nullptr) done(arg, status);
   }
+  Pump();  // ended batches left room in the window
 }
 
 void AmLane::EndpointFailed(uint64_t ep_id, int why) {
@@ -467,6 +542,7 @@ void AmLane::RunDeferred() {
     }
   }
   for (auto &c : to_call) c.first(c.second.first, c.second.second);
+  Pump();  // ended batches left room in the window
 }
 
 // ------------------------------------------------------------- target side
@@ -754,7 +830,7 @@ ucs_status_t AmLane::OnAck(void *arg, const void *header, size_t header_len, voi
   if (header_len != kAckWords * sizeof(uint64_t)) return UCS_OK;
   uint64_t h[kAckWords];
   memcpy(h, header, sizeof(h));
-  self->MessageDone(h[0], static_cast<int32_t>(h[1] >> 32));
+  self->MessageDone(h[0], static_cast<uint32_t>(h[1]), static_cast<int32_t>(h[1] >> 32));
   return UCS_OK;
 }
 
@@ -769,7 +845,7 @@ ucs_status_t AmLane::OnReadData(void *arg, const void *header, size_t header_len
   const uint32_t msg = static_cast<uint32_t>(h[1]);
   const int status = static_cast<int32_t>(h[1] >> 32);
   if (status != ADXL_PLUGIN_OK) {
-    self->MessageDone(token, status);
+    self->MessageDone(token, msg, status);
     return UCS_OK;
   }
   // Under the batch lock: once a batch has ended, nothing of it is written
@@ -798,12 +874,12 @@ ucs_status_t AmLane::OnReadData(void *arg, const void *header, size_t header_len
   }
   if (malformed) {
     self->Log(ADXL_PLUGIN_LOG_ERROR, "AM read data of %zu bytes does not match the request; dropped", len);
-    self->MessageDone(token, ADXL_PLUGIN_ERR_INVALID);
+    self->MessageDone(token, msg, ADXL_PLUGIN_ERR_INVALID);
     return UCS_OK;
   }
   if (m == nullptr) return UCS_OK;  // late data of an ended batch: dropped
   if (!rndv) {
-    self->MessageDone(token, ADXL_PLUGIN_OK);
+    self->MessageDone(token, msg, ADXL_PLUGIN_OK);
     return UCS_OK;
   }
   if (self->faults_.read_data_delay_us > 0) usleep(self->faults_.read_data_delay_us);

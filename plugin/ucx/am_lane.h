@@ -28,8 +28,10 @@
 // zero-copy path but its iov datatype far slower (adxl-bench measured 2-3x),
 // and a memcpy of at most kMaxMessageBytes costs much less than the wire.
 //
-// Life of a batch (initiator side).  A batch ends — its DoneFn runs, exactly
-// once, outside every lock — when Post() has finished sending it (`posting`),
+// Life of a batch (initiator side).  Post() sends the first kWindowMessages
+// messages; each answer lets the next one go (from the callback, outside
+// mu_).  A batch ends — its DoneFn runs, exactly once, outside every lock —
+// when Post() has returned (`posting`),
 // UCP holds none of its sends (`sending`: UCP reads the batch's headers and
 // iov arrays until then) and no READ-data receive of it is in flight
 // (`receiving`), and either every message was answered or the batch was
@@ -71,6 +73,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -109,9 +112,14 @@ class AmLane {
   // receives one while the next is on the wire.
   static constexpr size_t kMaxMessageOps = 256;
   static constexpr size_t kMaxMessageBytes = StagingPool::kBufferBytes;
-  // Registered staging buffers per context (kMaxMessageBytes each): enough
-  // for the messages of both directions in flight at once.
-  static constexpr size_t kStagingBuffers = 32;
+  // Messages this side has in flight at once, over all batches and
+  // endpoints; answers release the next, in the order batches were posted.
+  // Bounds the staging held (kWindowMessages x kMaxMessageBytes) while
+  // keeping the wire busy.
+  static constexpr size_t kWindowMessages = 16;
+  // Registered staging buffers per context (kMaxMessageBytes each): the
+  // window of this side as initiator, and as many for what peers send it.
+  static constexpr size_t kStagingBuffers = 2 * kWindowMessages;
 
   // Installs the AM handlers on the worker.
   bool Init(ucp_worker_h worker, LogFn log, void *log_arg, Faults faults, std::string *why);
@@ -134,6 +142,11 @@ class AmLane {
   // called).
   bool Post(uint64_t ep_id, ucp_ep_h ep, bool write, const Op *ops, size_t count, DoneFn done, void *arg)
       ADXL_EXCLUDES(mu_);
+
+  // Stops every batch on ep_id (status `why`): nothing more of them is sent
+  // and no answer of theirs is accepted.  No UCP call: call it before
+  // closing the endpoint, so that no callback sends on it meanwhile.
+  void Fence(uint64_t ep_id, int why) ADXL_EXCLUDES(mu_);
 
   // Ends every batch on ep_id with status `why` and waits (bounded by
   // kAbandonWait) until none of them posts, sends or receives any more;
@@ -181,9 +194,15 @@ class AmLane {
     // Several operations: the contiguous image of their bytes (WRITE: the
     // gathered source; READ: where the answer is received before scatter).
     Staging staging;
+    bool answered = false;   // acknowledged / its data placed (or failed)
+    bool send_done = false;  // UCP no longer holds its send
   };
   struct Batch {
     uint64_t ep_id = 0;
+    ucp_ep_h ep = nullptr;  // valid until ended (Fence precedes the close)
+    bool write = false;
+    size_t next_send = 0;   // messages[next_send..] are not sent yet
+    size_t in_window = 0;   // sent, not answered (counted in in_flight_)
     size_t remaining = 0;  // messages not yet answered
     int status = 0;        // first error, or ADXL_PLUGIN_OK
     DoneFn done = nullptr;
@@ -227,12 +246,17 @@ class AmLane {
   void SendAck(ucp_ep_h reply_ep, uint64_t token, uint32_t msg, int status) ADXL_EXCLUDES(mu_);
 
   // Batch bookkeeping; each ends the batch when it may end (TakeIfFinished)
-  // and runs its DoneFn after releasing mu_.
-  void MessageDone(uint64_t token, int status) ADXL_EXCLUDES(mu_);
-  // `m` is alive while its receive is counted; it may be freed by this call.
+  // and runs its DoneFn after releasing mu_, or else sends what the window
+  // now allows (Pump).  A Message* is alive while its send or receive is
+  // counted; these calls may free it.
+  void MessageDone(uint64_t token, uint32_t msg, int status) ADXL_EXCLUDES(mu_);
   void ReceiveDone(Message *m, int status) ADXL_EXCLUDES(mu_);
-  void SendDone(uint64_t token) ADXL_EXCLUDES(mu_);
-  void PostDone(uint64_t token, size_t unsent_messages) ADXL_EXCLUDES(mu_);
+  void SendDone(Message *m) ADXL_EXCLUDES(mu_);
+  void SendFailed(Message *m, int status) ADXL_EXCLUDES(mu_);
+  void PostDone(uint64_t token) ADXL_EXCLUDES(mu_);
+  void Answered(Batch &b, Message &m, int status) ADXL_REQUIRES(mu_);
+  // Sends the next messages of the posted batches while the window has room.
+  void Pump() ADXL_EXCLUDES(mu_);
   // Marks the batches of ep_id ended; returns their tokens.
   std::vector<uint64_t> EndBatches(uint64_t ep_id, int why) ADXL_REQUIRES(mu_);
   // If batch `it` may end now, takes it out of the table into *done_fn /
@@ -267,6 +291,8 @@ class AmLane {
   adxl::Mutex mu_;
   std::unordered_map<uint64_t, Batch> batches_ ADXL_GUARDED_BY(mu_);
   uint64_t next_token_ ADXL_GUARDED_BY(mu_) = 1;
+  std::deque<uint64_t> unsent_ ADXL_GUARDED_BY(mu_);  // batches with messages to send, oldest first
+  size_t in_flight_ ADXL_GUARDED_BY(mu_) = 0;          // messages sent and not answered
   std::vector<std::pair<uint64_t, int>> failed_eps_ ADXL_GUARDED_BY(mu_);  // for RunDeferred
   std::atomic<bool> deferred_pending_{false};
   std::unordered_map<uint64_t, TargetOp> target_ops_ ADXL_GUARDED_BY(mu_);

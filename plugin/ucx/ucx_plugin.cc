@@ -254,6 +254,8 @@ void EpDestroy(adxl_plugin_ep_t *ep, int force) {
   adxl_plugin_context *ctx = ep->ctx;
   if (ep->cma_ep != nullptr) ctx->cma.Disconnect(ep->cma_ep);  // nothing in flight: cma is synchronous
   if (ep->ep != nullptr) {
+    // Nothing more is sent on it from a callback while it closes.
+    if (ep->am) ctx->am.Fence(ep->id, ADXL_PLUGIN_ERR_CANCELED);
     CloseUcpEp(ctx, ep->ep, force != 0);
     // Batches still waiting for answers over this endpoint end now, and no
     // late READ data of theirs is written.
