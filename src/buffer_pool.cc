@@ -171,7 +171,7 @@ Status BufferPool::Run(const std::shared_ptr<Link> &link, TransferOp op, const s
       *why = what;
     }
   };
-  int idle = 0;  // transport_->WaitStep's counter
+  Transport::Waiter idle;  // transport_->WaitStep's state
   while (result == SUCCESS && (next < chunks.size() || !inflight.empty())) {
     // Post what free buffers allow.
     while (result == SUCCESS && next < chunks.size()) {

@@ -561,7 +561,7 @@ Status AdxlEngine::AdxlEngineImpl::ConnectOnce(const std::shared_ptr<Link> &link
   // Complete the transport's wire-up inside the caller's deadline.
   std::unique_ptr<Batch> flush;
   rc = ep->Post(ADXL_PLUGIN_PUT, nullptr, 0, &flush);
-  int idle = 0;
+  Transport::Waiter idle;
   while (rc == ADXL_PLUGIN_OK && flush->Test() == ADXL_PLUGIN_IN_PROGRESS) {
     if (Clock::now() >= deadline) {
       ADXL_ERROR("Connect to '%s': transport wire-up timed out", remote.c_str());
@@ -748,7 +748,7 @@ Status AdxlEngine::AdxlEngineImpl::TransferSync(const AscendString &remote_engin
     if (refused != SUCCESS) break;
     batches.push_back(std::move(batch));
   }
-  int idle = 0;
+  Transport::Waiter idle;
   for (const auto &batch : batches) {
     while ((rc = batch->Test()) == ADXL_PLUGIN_IN_PROGRESS) {
       if (Clock::now() >= deadline) return timed_out();

@@ -38,16 +38,27 @@ class Transport {
   int Progress() const { return ops().progress(ctx_); }
 
   // One step of a caller waiting for a batch: drives the transport, and once
-  // it has been idle for a while sleeps briefly instead.  The plugin's own
-  // progress thread completes the batch anyway; callers that spin flat out
-  // (several TransferSync threads) would take the CPU that thread and the
-  // peer need, which on a small machine turns a millisecond transfer into a
-  // second.  `idle` is the caller's counter, zero at the start of its wait.
-  void WaitStep(int *idle) const {
-    constexpr int kSpinSteps = 64;  // ~tens of us of polling: the latency path
+  // it has been idle for kSpinFor sleeps briefly between steps instead.  The
+  // plugin's own progress thread completes the batch anyway; callers that
+  // spin flat out (several TransferSync threads) would take the CPU that
+  // thread and the peer need, which on a small machine turns a millisecond
+  // transfer into a second.  Spinning first keeps small transfers fast.
+  // `w` is the caller's, fresh at the start of its wait.
+  struct Waiter {
+    std::chrono::steady_clock::time_point idle_since{};
+    bool idle = false;
+  };
+  void WaitStep(Waiter *w) const {
+    constexpr auto kSpinFor = std::chrono::microseconds(200);  // as the plugin's progress thread lingers
     if (Progress() != 0) {
-      *idle = 0;
-    } else if (++*idle > kSpinSteps) {
+      w->idle = false;
+      return;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (!w->idle) {
+      w->idle = true;
+      w->idle_since = now;
+    } else if (now - w->idle_since > kSpinFor) {
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   }
