@@ -42,6 +42,8 @@ struct Case {
   TransferOp op;
 };
 
+void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
+
 class NetworkTimeoutTest : public PeerTest, public ::testing::WithParamInterface<Case> {
  protected:
   void SetUp() override {}  // each round starts its own peer
