@@ -691,35 +691,41 @@ static bool ParseRequest(const void *header, size_t header_len, uint64_t words[2
   return true;
 }
 
-ucs_status_t AmLane::OnWrite(void *arg, const void *header, size_t header_len, void *data, size_t len,
-                             const ucp_am_recv_param_t *param) {
-  auto *self = static_cast<AmLane *>(arg);
-  const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+bool AmLane::ReadTargetRequest(const void *header, size_t header_len, const ucp_am_recv_param_t *param,
+                               const char *what, TargetRequest *req) {
   uint64_t words[2];
   std::vector<uint64_t> pairs;
   bool parsed = false;
   try {
     parsed = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) && ParseRequest(header, header_len, words, &pairs);
+    if (parsed) {
+      req->token = words[0];
+      req->msg = static_cast<uint32_t>(words[1]);
+      req->ops = pairs.size() / 2;
+      req->valid = ResolveTargetOps(pairs.data(), req->ops, &req->iov, &req->memh, &req->total);
+    }
   } catch (...) {
+    req->valid = false;  // out of memory: refused like an invalid request
   }
-  const size_t n = pairs.size() / 2;
-  if (!parsed) {
-    self->Log(ADXL_PLUGIN_LOG_ERROR, "malformed AM write (%zu header bytes) dropped", header_len);
-    return UCS_OK;  // a rendezvous descriptor not received is dropped by UCP
-  }
-  const uint64_t token = words[0];
-  const uint32_t msg = static_cast<uint32_t>(words[1]);
-  std::vector<ucp_dt_iov_t> iov;
-  ucp_mem_h memh = nullptr;
-  size_t total = 0;
-  bool ok = false;
-  try {
-    ok = self->ResolveTargetOps(pairs.data(), n, &iov, &memh, &total) && total == len;
-  } catch (...) {
-  }
-  if (!ok) {
+  if (!parsed) Log(ADXL_PLUGIN_LOG_ERROR, "malformed AM %s (%zu header bytes) dropped", what, header_len);
+  return parsed;
+}
+
+ucs_status_t AmLane::OnWrite(void *arg, const void *header, size_t header_len, void *data, size_t len,
+                             const ucp_am_recv_param_t *param) {
+  auto *self = static_cast<AmLane *>(arg);
+  const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+  TargetRequest req;
+  // A malformed request is dropped: a rendezvous descriptor not received is
+  // dropped by UCP.
+  if (!self->ReadTargetRequest(header, header_len, param, "write", &req)) return UCS_OK;
+  const uint64_t token = req.token;
+  const uint32_t msg = req.msg;
+  std::vector<ucp_dt_iov_t> iov = std::move(req.iov);
+  const ucp_mem_h memh = req.memh;
+  if (!req.valid || req.total != len) {
     self->Log(ADXL_PLUGIN_LOG_ERROR,
-              "AM write of %zu bytes in %zu operations refused: not all inside registered memory", len, n);
+              "AM write of %zu bytes in %zu operations refused: not all inside registered memory", len, req.ops);
     self->SendAck(param->reply_ep, token, msg, ADXL_PLUGIN_ERR_INVALID);
     return UCS_OK;
   }
@@ -787,36 +793,19 @@ ucs_status_t AmLane::OnWrite(void *arg, const void *header, size_t header_len, v
 ucs_status_t AmLane::OnReadRequest(void *arg, const void *header, size_t header_len, void *, size_t,
                                    const ucp_am_recv_param_t *param) {
   auto *self = static_cast<AmLane *>(arg);
-  uint64_t words[2];
-  std::vector<uint64_t> pairs;
-  bool parsed = false;
-  try {
-    parsed = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) && ParseRequest(header, header_len, words, &pairs);
-  } catch (...) {
-  }
-  const size_t n = pairs.size() / 2;
-  if (!parsed) {
-    self->Log(ADXL_PLUGIN_LOG_ERROR, "malformed AM read request (%zu header bytes) dropped", header_len);
-    return UCS_OK;
-  }
-  const uint64_t token = words[0];
-  const uint32_t msg = static_cast<uint32_t>(words[1]);
-  std::vector<ucp_dt_iov_t> iov;
-  ucp_mem_h memh = nullptr;
-  size_t total = 0;
-  bool ok = false;
-  try {
-    ok = self->ResolveTargetOps(pairs.data(), n, &iov, &memh, &total);
-  } catch (...) {
-  }
-  if (!ok) {
-    self->Log(ADXL_PLUGIN_LOG_ERROR, "AM read of %zu operations refused: not all inside registered memory", n);
+  TargetRequest req;
+  if (!self->ReadTargetRequest(header, header_len, param, "read request", &req)) return UCS_OK;
+  const uint64_t token = req.token;
+  const uint32_t msg = req.msg;
+  const size_t total = req.total;
+  if (!req.valid) {
+    self->Log(ADXL_PLUGIN_LOG_ERROR, "AM read of %zu operations refused: not all inside registered memory", req.ops);
     const uint64_t answer[kReadDataWords] = {token, Pack32(msg, ADXL_PLUGIN_ERR_INVALID), 0};
     self->TargetSend(param->reply_ep, kReadData, answer, sizeof(answer), {}, nullptr);
     return UCS_OK;
   }
   const uint64_t answer[kReadDataWords] = {token, Pack32(msg, ADXL_PLUGIN_OK), total};
-  if (!self->TargetSend(param->reply_ep, kReadData, answer, sizeof(answer), std::move(iov), memh)) {
+  if (!self->TargetSend(param->reply_ep, kReadData, answer, sizeof(answer), std::move(req.iov), req.memh)) {
     self->Log(ADXL_PLUGIN_LOG_WARN, "AM read answer of %zu bytes could not be sent", total);
   }
   return UCS_OK;

@@ -243,6 +243,20 @@ class AmLane {
   // the total, or false with *why.
   bool ResolveTargetOps(const uint64_t *pairs, size_t n, std::vector<ucp_dt_iov_t> *iov, ucp_mem_h *memh,
                         size_t *total) ADXL_EXCLUDES(regions_mu_);
+  // A WRITE or READ request as the target reads it.
+  struct TargetRequest {
+    uint64_t token = 0;
+    uint32_t msg = 0;
+    size_t ops = 0;
+    bool valid = false;  // every range inside one registered region
+    std::vector<ucp_dt_iov_t> iov;
+    ucp_mem_h memh = nullptr;  // single-operation requests
+    size_t total = 0;
+  };
+  // Parses and validates a request header; false (logged) when it is
+  // malformed and must be dropped unanswered.  `what` names it in the log.
+  bool ReadTargetRequest(const void *header, size_t header_len, const ucp_am_recv_param_t *param, const char *what,
+                         TargetRequest *req) ADXL_EXCLUDES(regions_mu_);
   void SendAck(ucp_ep_h reply_ep, uint64_t token, uint32_t msg, int status) ADXL_EXCLUDES(mu_);
 
   // Batch bookkeeping; each ends the batch when it may end (TakeIfFinished)

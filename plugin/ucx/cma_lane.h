@@ -18,6 +18,18 @@
 //     copy (process_vm_writev) runs at about half the speed of a user-space
 //     memcpy here; two in parallel come close to it.
 //   - a small batch runs in the caller's thread on the first free stripe.
+//
+// Locks.  Stripe::mu: the stripe's UCT worker, interface and endpoints (UCT
+// workers are single-threaded); held across a whole CopyOn, which progresses
+// only that UCT worker (no UCP, no callback into this lane).  CopyThread::mu:
+// the thread's job queue and stop flag; never held while a job runs.  Copy's
+// local completion mutex: its pending count and status.  Nesting: a job takes
+// Stripe::mu, then the completion mutex; no lock of this lane is held with
+// UCP's worker lock or with the AM lane's locks.
+//
+// Thread-safety: Copy, Register/Deregister, Connect/Disconnect, Unpack and
+// Release from any thread; Open once before, and the destructor after, all
+// of them.
 #ifndef ADXL_PLUGIN_UCX_CMA_LANE_H_
 #define ADXL_PLUGIN_UCX_CMA_LANE_H_
 

@@ -93,22 +93,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 }
 
 #ifdef ADXL_BLOB_REPLAY_MAIN
-#include <dirent.h>
-#include <sys/stat.h>
-
-#include <algorithm>
-#include <fstream>
-#include <iterator>
+#include "corpus_replay.h"
 
 namespace {
 
-bool ReplayFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::fprintf(stderr, "cannot read %s\n", path.c_str());
-    return false;
-  }
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+bool ReplayFile(const std::string &path, const std::vector<uint8_t> &bytes) {
   const Outcome o = CheckInput(bytes.data(), bytes.size());  // aborts on a failed check
   const std::string name = path.substr(path.find_last_of('/') + 1);
   auto starts = [&name](const char *p) { return name.rfind(p, 0) == 0; };
@@ -131,43 +120,5 @@ bool ReplayFile(const std::string &path) {
 // Usage: blob_corpus_replay <dir-or-file>...  Non-zero exit when a file
 // cannot be read, nothing was replayed or a seed is not parsed as its name
 // says; abort when a check fails.
-int main(int argc, char **argv) {
-  size_t replayed = 0;
-  bool ok = true;
-  for (int i = 1; i < argc; ++i) {
-    struct stat st {};
-    if (stat(argv[i], &st) != 0) {
-      std::fprintf(stderr, "no such file or directory: %s\n", argv[i]);
-      ok = false;
-      continue;
-    }
-    std::vector<std::string> files;
-    if (S_ISDIR(st.st_mode)) {
-      DIR *d = opendir(argv[i]);
-      if (d == nullptr) {
-        ok = false;
-        continue;
-      }
-      while (dirent *e = readdir(d)) {
-        const std::string p = std::string(argv[i]) + "/" + e->d_name;
-        struct stat fs {};
-        if (e->d_name[0] != '.' && stat(p.c_str(), &fs) == 0 && S_ISREG(fs.st_mode)) files.push_back(p);
-      }
-      closedir(d);
-      std::sort(files.begin(), files.end());
-    } else {
-      files.push_back(argv[i]);
-    }
-    for (const std::string &f : files) {
-      ok = ReplayFile(f) && ok;
-      ++replayed;
-    }
-  }
-  std::printf("%zu file(s) replayed\n", replayed);
-  if (replayed == 0) {
-    std::fprintf(stderr, "no corpus file found\n");
-    return 1;
-  }
-  return ok ? 0 : 1;
-}
+int main(int argc, char **argv) { return ReplayCorpusMain(argc, argv, ReplayFile); }
 #endif

@@ -176,22 +176,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 }
 
 #ifdef ADXL_WIRE_REPLAY_MAIN
-#include <dirent.h>
-#include <sys/stat.h>
-
-#include <algorithm>
-#include <fstream>
-#include <iterator>
+#include "corpus_replay.h"
 
 namespace {
 
-bool ReplayFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::fprintf(stderr, "cannot read %s\n", path.c_str());
-    return false;
-  }
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+bool ReplayFile(const std::string &path, const std::vector<uint8_t> &bytes) {
   const Outcome o = OnePiece(bytes.data(), bytes.size());
   CheckInput(bytes.data(), bytes.size());  // aborts on a failed check
   // The seed files say by their name what the parser must make of them.
@@ -218,43 +207,5 @@ bool ReplayFile(const std::string &path) {
 // cannot be read, when nothing was replayed, when a seed named valid_*,
 // stream_*, bad_*, garbage_* or trunc_* is not decoded, rejected or left
 // incomplete as its name says, or (abort) when a check fails.
-int main(int argc, char **argv) {
-  size_t replayed = 0;
-  bool ok = true;
-  for (int i = 1; i < argc; ++i) {
-    struct stat st {};
-    if (stat(argv[i], &st) != 0) {
-      std::fprintf(stderr, "no such file or directory: %s\n", argv[i]);
-      ok = false;
-      continue;
-    }
-    std::vector<std::string> files;
-    if (S_ISDIR(st.st_mode)) {
-      DIR *d = opendir(argv[i]);
-      if (d == nullptr) {
-        ok = false;
-        continue;
-      }
-      while (dirent *e = readdir(d)) {
-        const std::string p = std::string(argv[i]) + "/" + e->d_name;
-        struct stat fs {};
-        if (e->d_name[0] != '.' && stat(p.c_str(), &fs) == 0 && S_ISREG(fs.st_mode)) files.push_back(p);
-      }
-      closedir(d);
-      std::sort(files.begin(), files.end());
-    } else {
-      files.push_back(argv[i]);
-    }
-    for (const std::string &f : files) {
-      ok = ReplayFile(f) && ok;
-      ++replayed;
-    }
-  }
-  std::printf("%zu file(s) replayed\n", replayed);
-  if (replayed == 0) {
-    std::fprintf(stderr, "no corpus file found\n");
-    return 1;
-  }
-  return ok ? 0 : 1;
-}
+int main(int argc, char **argv) { return ReplayCorpusMain(argc, argv, ReplayFile); }
 #endif

@@ -586,10 +586,47 @@ class LaneTest : public PluginTest, public ::testing::WithParamInterface<uint32_
     EXPECT_EQ(ops_->rkey_unpack(ep, key.data(), key.size(), &rk), ADXL_PLUGIN_OK);
     return rk;
   }
+  void LinkToChild(struct ChildLink *l, const std::vector<adxl_plugin_param_t> &params = {});
 };
 
 #define SKIP_IF_NO_LANE(ep) \
   if ((ep) == nullptr) GTEST_SKIP() << "the plugin does not offer the " << LaneName(GetParam()) << " lane here"
+
+// A context of this process linked to a child process over the lane under
+// test, after one checked 4 KiB PUT; `all` covers the whole local buffer and
+// the child's in operations of kMaxOp bytes.
+struct ChildLink {
+  Child child;
+  Buffer local{kBufSize};
+  adxl_plugin_context_t *ctx = nullptr;
+  adxl_plugin_mem_t *mem = nullptr;
+  adxl_plugin_ep_t *ep = nullptr;
+  adxl_plugin_rkey_t *rk = nullptr;
+  std::vector<adxl_plugin_iov_t> all;
+};
+
+// Sets *l up (a context opened with `params`); records a failure or a skip
+// when it cannot (LINK_TO_CHILD then returns from the test).
+#define LINK_TO_CHILD(l, ...)                       \
+  LinkToChild(&(l), ##__VA_ARGS__);                 \
+  if (HasFatalFailure() || IsSkipped()) return
+
+void LaneTest::LinkToChild(ChildLink *l, const std::vector<adxl_plugin_param_t> &params) {
+  ASSERT_TRUE(l->child.ok()) << "the child process did not start";
+  l->ctx = Open(params);
+  ASSERT_NE(l->ctx, nullptr);
+  l->mem = Reg(l->ctx, l->local);
+  l->ep = Connect(l->ctx, l->child.address());
+  SKIP_IF_NO_LANE(l->ep);
+  l->rk = Unpack(l->ep, l->child.key());
+  ASSERT_NE(l->rk, nullptr);
+  ASSERT_EQ(Run(l->ep, ADXL_PLUGIN_PUT, {{l->mem, l->local.addr(), l->rk, l->child.remote_addr(), 4096}}),
+            ADXL_PLUGIN_OK);
+  for (size_t off = 0; off < kBufSize; off += kMaxOp) {
+    l->all.push_back({l->mem, l->local.addr() + off, l->rk, l->child.remote_addr() + off, kMaxOp});
+  }
+}
+
 
 TEST_P(LaneTest, RandomBatchesInOneProcess) {
   adxl_plugin_context_t *a = Open(), *b = Open();
@@ -744,21 +781,11 @@ TEST_P(LaneTest, PeerDeathEndsBatchesWithAnError) {
 }
 
 TEST_P(LaneTest, ForcedDestroyCancelsBatchesInFlight) {
-  Child child;
-  ASSERT_TRUE(child.ok());
-  adxl_plugin_context_t *a = Open();
-  ASSERT_NE(a, nullptr);
-  Buffer la(kBufSize);
-  adxl_plugin_mem_t *ma = Reg(a, la);
-  adxl_plugin_ep_t *ep = Connect(a, child.address());
-  SKIP_IF_NO_LANE(ep);
-  adxl_plugin_rkey_t *rk = Unpack(ep, child.key());
-  ASSERT_NE(rk, nullptr);
-  ASSERT_EQ(Run(ep, ADXL_PLUGIN_PUT, {{ma, la.addr(), rk, child.remote_addr(), 4096}}), ADXL_PLUGIN_OK);
-  std::vector<adxl_plugin_iov_t> all;
-  for (size_t off = 0; off < kBufSize; off += kMaxOp) {
-    all.push_back({ma, la.addr() + off, rk, child.remote_addr() + off, kMaxOp});
-  }
+  ChildLink l;
+  LINK_TO_CHILD(l);
+  Child &child = l.child;
+  adxl_plugin_ep_t *ep = l.ep;
+  const std::vector<adxl_plugin_iov_t> &all = l.all;
   // A stopped target keeps batches in flight on lanes that need it; a truly
   // one-sided lane completes them anyway (then OK is the right answer).
   ASSERT_TRUE(child.Stop());
@@ -774,7 +801,7 @@ TEST_P(LaneTest, ForcedDestroyCancelsBatchesInFlight) {
   RecordProperty("batches_in_flight", static_cast<int>(in_flight));
   printf("%s lane: %d of %zu batches in flight at ep_destroy(force)\n", LaneName(GetParam()), static_cast<int>(in_flight),
          batches.size());
-  ops_->rkey_destroy(rk);
+  ops_->rkey_destroy(l.rk);
   const auto t0 = std::chrono::steady_clock::now();
   ops_->ep_destroy(ep, 1);
   EXPECT_LT(MsSince(t0), 3000) << "ep_destroy(force) with batches in flight";
@@ -808,21 +835,11 @@ TEST_P(LaneTest, ForcedDestroyCancelsBatchesInFlight) {
 // UCP fails the receive inside the call that posts it (plugins without such
 // a setting ignore it; the contract is the same).
 TEST_P(LaneTest, PeerDeathBetweenReadRequestAndItsData) {
-  Child child;
-  ASSERT_TRUE(child.ok());
-  adxl_plugin_context_t *a = Open({{"test_read_data_delay_us", "300000"}});
-  ASSERT_NE(a, nullptr);
-  Buffer la(kBufSize);
-  adxl_plugin_mem_t *ma = Reg(a, la);
-  adxl_plugin_ep_t *ep = Connect(a, child.address());
-  SKIP_IF_NO_LANE(ep);
-  adxl_plugin_rkey_t *rk = Unpack(ep, child.key());
-  ASSERT_NE(rk, nullptr);
-  ASSERT_EQ(Run(ep, ADXL_PLUGIN_PUT, {{ma, la.addr(), rk, child.remote_addr(), 4096}}), ADXL_PLUGIN_OK);
-  std::vector<adxl_plugin_iov_t> all;
-  for (size_t off = 0; off < kBufSize; off += kMaxOp) {
-    all.push_back({ma, la.addr() + off, rk, child.remote_addr() + off, kMaxOp});
-  }
+  ChildLink l;
+  LINK_TO_CHILD(l, {{"test_read_data_delay_us", "300000"}});
+  Child &child = l.child;
+  adxl_plugin_ep_t *ep = l.ep;
+  const std::vector<adxl_plugin_iov_t> &all = l.all;
   adxl_plugin_batch_t *batch = nullptr;
   ASSERT_EQ(ops_->post(ep, ADXL_PLUGIN_GET, all.data(), all.size(), &batch), ADXL_PLUGIN_OK);
   usleep(100 * 1000);  // the target has answered; the initiator sits in the handler
@@ -830,7 +847,7 @@ TEST_P(LaneTest, PeerDeathBetweenReadRequestAndItsData) {
   const int st = Wait(batch, 5000);
   EXPECT_NE(st, ADXL_PLUGIN_IN_PROGRESS) << "a READ whose target died mid-way still runs after 5 s";
   ops_->release(batch);
-  ops_->rkey_destroy(rk);
+  ops_->rkey_destroy(l.rk);
   const auto t0 = std::chrono::steady_clock::now();
   ops_->ep_destroy(ep, 1);
   EXPECT_LT(MsSince(t0), 3000) << "ep_destroy(force) after the peer died mid-READ";
@@ -840,21 +857,11 @@ TEST_P(LaneTest, PeerDeathBetweenReadRequestAndItsData) {
 // its death (plus scheduling slack), by the plugin's own failure detection:
 // no engine heartbeat here.  Batches that completed before stay OK.
 TEST_P(LaneTest, BatchesInFlightEndPromptlyWhenThePeerDies) {
-  Child child;
-  ASSERT_TRUE(child.ok());
-  adxl_plugin_context_t *a = Open();
-  ASSERT_NE(a, nullptr);
-  Buffer la(kBufSize);
-  adxl_plugin_mem_t *ma = Reg(a, la);
-  adxl_plugin_ep_t *ep = Connect(a, child.address());
-  SKIP_IF_NO_LANE(ep);
-  adxl_plugin_rkey_t *rk = Unpack(ep, child.key());
-  ASSERT_NE(rk, nullptr);
-  ASSERT_EQ(Run(ep, ADXL_PLUGIN_PUT, {{ma, la.addr(), rk, child.remote_addr(), 4096}}), ADXL_PLUGIN_OK);
-  std::vector<adxl_plugin_iov_t> all;
-  for (size_t off = 0; off < kBufSize; off += kMaxOp) {
-    all.push_back({ma, la.addr() + off, rk, child.remote_addr() + off, kMaxOp});
-  }
+  ChildLink l;
+  LINK_TO_CHILD(l);
+  Child &child = l.child;
+  adxl_plugin_ep_t *ep = l.ep;
+  const std::vector<adxl_plugin_iov_t> &all = l.all;
   ASSERT_TRUE(child.Stop());  // batches stay in flight on lanes that need the target
   std::vector<adxl_plugin_batch_t *> batches;
   for (int i = 0; i < 6; ++i) {
@@ -883,7 +890,7 @@ TEST_P(LaneTest, BatchesInFlightEndPromptlyWhenThePeerDies) {
   constexpr double kPromptMs = 100, kSchedulingSlackMs = 50;
   EXPECT_LT(last_end_ms, kPromptMs + kSchedulingSlackMs) << "batches outlived their dead peer";
   for (auto *b : batches) ops_->release(b);
-  ops_->rkey_destroy(rk);
+  ops_->rkey_destroy(l.rk);
   ops_->ep_destroy(ep, 1);
 }
 

@@ -23,6 +23,12 @@
  *    when it returns, no byte of any batch on that endpoint moves any more
  *    as far as this side can ensure, and those batches test() as CANCELED
  *    or ERR_IO.
+ *  - When the transport learns that a peer is gone, every batch in flight
+ *    on its endpoints ends with an error within 100 ms, by the plugin's own
+ *    failure detection.  Requests served as a target for a peer that went
+ *    away are released, so mem_dereg and close always return.
+ *  - No call into the transport is made while holding a lock its callbacks
+ *    take (transports run callbacks inside the call that posted a request).
  *  - Objects are released by the call that matches their constructor; a
  *    batch may be released before it completes.
  */
