@@ -381,21 +381,27 @@ bool AmLane::Post(uint64_t ep_id, ucp_ep_h ep, bool write, const Op *ops, size_t
   // Cut the batch into messages (outside the lock: only this thread sees them).
   std::vector<Message> messages;
   try {
+    // An operation larger than a message is cut into message-sized pieces
+    // (each moves zero-copy on its own); smaller ones share messages.
     for (size_t i = 0; i < count; ++i) {
       const Op &op = ops[i];
-      if (messages.empty() || messages.back().local.size() >= max_message_ops_ ||
-          messages.back().bytes + op.len > kMaxMessageBytes) {
-        messages.emplace_back();
+      for (size_t off = 0; off < op.len;) {
+        if (messages.empty() || messages.back().local.size() >= max_message_ops_ ||
+            messages.back().bytes + std::min(op.len - off, kMaxMessageBytes) > kMaxMessageBytes) {
+          messages.emplace_back();
+          Message &m = messages.back();
+          m.lane = this;
+          m.header.assign(kRequestFixedWords, 0);
+        }
         Message &m = messages.back();
-        m.lane = this;
-        m.header.assign(kRequestFixedWords, 0);
+        const size_t piece = std::min(op.len - off, kMaxMessageBytes - m.bytes);
+        m.header.push_back(op.remote + off);
+        m.header.push_back(piece);
+        m.local.push_back({static_cast<char *>(op.local) + off, piece});
+        m.bytes += piece;
+        m.memh = m.local.size() == 1 ? op.local_memh : nullptr;
+        off += piece;
       }
-      Message &m = messages.back();
-      m.header.push_back(op.remote);
-      m.header.push_back(op.len);
-      m.local.push_back({op.local, op.len});
-      m.bytes += op.len;
-      m.memh = m.local.size() == 1 ? op.local_memh : nullptr;
     }
   } catch (...) {
     return false;
