@@ -59,7 +59,6 @@ class BufferPool {
   BufferPool(const BufferPool &) = delete;
   BufferPool &operator=(const BufferPool &) = delete;
 
-  size_t buffer_bytes() const { return bytes_; }
 
   // One staged transfer (see the contract above).  *moved: bytes moved and
   // plugin operations posted, for the link's counters.

@@ -80,10 +80,6 @@ class RangeTable {
     }
   }
 
-  template <typename F>
-  void ForEach(F &&f) const {
-    for (const auto &kv : by_start_) f(kv.second);
-  }
   void Clear() { by_start_.clear(); }
 
  private:

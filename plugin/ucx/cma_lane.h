@@ -57,7 +57,6 @@ class CmaLane {
   // thread for each but the first; false (and *why) when this UCX has no cma.
   bool Open(unsigned stripes, std::string *why);
   bool available() const { return !stripes_.empty(); }
-  unsigned stripes() const { return static_cast<unsigned>(stripes_.size()); }
   // The copy threads, for placement (the caller may pin them).
   std::vector<pthread_t> copy_threads() {
     std::vector<pthread_t> v;

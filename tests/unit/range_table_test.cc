@@ -84,16 +84,6 @@ TEST(RangeTableTest, ClearEmptiesTable) {
   EXPECT_FALSE(t.Overlaps(1000, 2000));
 }
 
-TEST(RangeTableTest, ForEachVisitsInAddressOrder) {
-  Table t;
-  t.Insert(300, 10, 3);
-  t.Insert(100, 10, 1);
-  t.Insert(200, 10, 2);
-  std::vector<int> seen;
-  t.ForEach([&](const Table::Entry &e) { seen.push_back(e.value); });
-  EXPECT_EQ(seen, std::vector<int>({1, 2, 3}));
-}
-
 // ---------------------------------------------------------------- Overlaps
 
 TEST(RangeTableTest, TouchingRangesDoNotOverlap) {
