@@ -15,8 +15,8 @@
 //   - a large batch (kStripeMinBytes or more) is cut into one part per
 //     stripe by bytes; the caller copies the first part, the lane's copy
 //     threads (one per further stripe) the others, all at once.  One kernel
-//     copy (process_vm_writev) runs at about half the speed of a user-space
-//     memcpy here; two in parallel come close to it.
+//     copy (process_vm_writev) ran at about half the speed of a user-space
+//     memcpy on the 2-core CI machines; two in parallel came close to it.
 //   - a small batch runs in the caller's thread on the first free stripe.
 //
 // Locks.  Stripe::mu: the stripe's UCT worker, interface and endpoints (UCT

@@ -10,8 +10,8 @@
 //    with its memory type, moved with its memh and memory type, so that UCX
 //    picks cuda_ipc / cuda_copy / GPUDirect RDMA where built in.  Never cma
 //    (process_vm_readv reaches host pages only), the direct mapping or the
-//    AM lane (both memcpy on the CPU).  Not exercised here: Debian's UCX has
-//    no CUDA and the CI machines no GPU;
+//    AM lane (both memcpy on the CPU).  Needs a UCX built with CUDA or ROCm
+//    and a GPU (Debian's UCX has neither, nor do the CI machines);
 //  - a batch of no operations on the RDMA lane (a flush: wire-up).
 //
 // Completion: the flush's callback runs inside ucp_worker_progress, under

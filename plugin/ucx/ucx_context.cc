@@ -91,7 +91,8 @@ void ApplyUcxSettings(adxl_plugin_context *ctx, ucp_config_t *config, const UcxP
   // device memory moves through UCP on both lanes.
   if (tls == nullptr) set("TLS", kRdmaLaneTls);
   // Shared-memory transports refuse endpoints with peer error handling
-  // unless told to watch the peer process; we need both (DESIGN.md).  Only a
+  // unless told to watch the peer process; we need both (peer failure must
+  // be detected on every lane, docs/architecture.md).  Only a
   // UCX_TLS of the user brings them in (see kRdmaLaneTls).  One key for
   // posix and sysv (their common MM_ table).
   if (tls != nullptr && TlsMayUse(tls, {"sm", "mm", "posix", "sysv"}) && !UserSetUcx("ERROR_HANDLING")) {
