@@ -37,13 +37,16 @@ void ControlConn::set_peer_name(const std::string &n) {
   peer_name_ = n;
 }
 
+bool ControlConn::EncodeFrame(const wire::Body &body, uint64_t seq, std::string *frame) const {
+  if (wire::Encode(wire::Message{seq, body}, frame)) return true;
+  ADXL_ERROR("control %s: %s message over the wire limits, not sent", desc_.c_str(),
+             wire::TypeName(wire::TypeOf(body)));
+  return false;
+}
+
 bool ControlConn::Send(const wire::Body &body, uint64_t seq, Clock::time_point deadline) {
   std::string frame;
-  if (!wire::Encode(wire::Message{seq, body}, &frame)) {
-    ADXL_ERROR("control %s: %s message over the wire limits, not sent", desc_.c_str(),
-               wire::TypeName(wire::TypeOf(body)));
-    return false;
-  }
+  if (!EncodeFrame(body, seq, &frame)) return false;
   {
     std::lock_guard<std::mutex> q(out_mu_);
     if (closed_.load()) return false;
@@ -105,11 +108,7 @@ bool ControlConn::Post(const wire::Body &body, Clock::time_point deadline) {
 
 bool ControlConn::StartQueued(const wire::Body &body, uint64_t seq, Clock::time_point deadline) {
   std::string frame;
-  if (!wire::Encode(wire::Message{seq, body}, &frame)) {
-    ADXL_ERROR("control %s: %s message over the wire limits, not sent", desc_.c_str(),
-               wire::TypeName(wire::TypeOf(body)));
-    return false;
-  }
+  if (!EncodeFrame(body, seq, &frame)) return false;
   std::lock_guard<std::mutex> q(out_mu_);
   queued_ = true;
   out_.push_back(std::move(frame));

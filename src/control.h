@@ -124,6 +124,8 @@ class ControlConn {
   static constexpr size_t kMaxQueuedAfterAnswer = 64 << 10;
   Clock::time_point out_deadline_{};
   FlushResult FlushQueue();  // Flush without the closed check (Close uses it)
+  // Encodes one frame; false (logged) when it is over the wire limits.
+  bool EncodeFrame(const wire::Body &body, uint64_t seq, std::string *frame) const;
   std::mutex send_mu_;
   mutable std::mutex mu_;  // peer_name_, pending_
   std::condition_variable cv_;

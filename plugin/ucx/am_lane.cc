@@ -217,7 +217,6 @@ bool AmLane::TakeIfFinished(BatchIt it, DoneFn *done_fn, void **done_arg, int *s
   *done_fn = b.done_called ? nullptr : b.done;  // Abandon() reported it already
   *done_arg = b.arg;
   *status = b.status;
-  in_flight_ -= std::min(in_flight_, b.in_window);  // ended with messages unanswered
   batches_.erase(it);  // a stale entry in unsent_ is skipped by Pump
   return true;
 }
@@ -452,6 +451,9 @@ std::vector<uint64_t> AmLane::EndBatches(uint64_t ep_id, int why) {
     if (b.ep_id != ep_id || b.ended) continue;
     b.ended = true;  // handlers now drop anything for it
     if (b.status == ADXL_PLUGIN_OK) b.status = why;
+    // Its unanswered messages no longer hold the window: other batches go on.
+    in_flight_ -= std::min(in_flight_, b.in_window);
+    b.in_window = 0;
     tokens.push_back(kv.first);
   }
   return tokens;

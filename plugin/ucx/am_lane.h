@@ -202,7 +202,7 @@ class AmLane {
     ucp_ep_h ep = nullptr;  // valid until ended (Fence precedes the close)
     bool write = false;
     size_t next_send = 0;   // messages[next_send..] are not sent yet
-    size_t in_window = 0;   // sent, not answered (counted in in_flight_)
+    size_t in_window = 0;   // sent, not answered, not ended (counted in in_flight_)
     size_t remaining = 0;  // messages not yet answered
     int status = 0;        // first error, or ADXL_PLUGIN_OK
     DoneFn done = nullptr;
