@@ -3,7 +3,7 @@
 // malformed frames.  The files are checked in; this program is how they were
 // made, and how to remake them after a change of the wire format:
 //
-//   g++ -std=c++17 -I src tests/fuzz/make_corpus.cc src/wire.cc -o /tmp/make_corpus
+//   g++ -std=c++17 -I src tests/fuzz/make_corpus.cc src/control/wire.cc -o /tmp/make_corpus
 //   /tmp/make_corpus tests/fuzz/corpus
 //
 // (from the repository root; not part of the CMake build).
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "wire.h"
+#include "control/wire.h"
 
 using namespace adxl::wire;
 

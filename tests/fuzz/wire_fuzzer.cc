@@ -1,4 +1,4 @@
-// Fuzz target for the control-channel parser (src/wire.h): arbitrary bytes,
+// Fuzz target for the control-channel parser (src/control/wire.h): arbitrary bytes,
 // as a hostile peer could send them, go through wire::FrameReader.
 //
 // Checks, for every input:
@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "wire.h"
+#include "control/wire.h"
 
 namespace {
 

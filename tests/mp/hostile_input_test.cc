@@ -9,7 +9,7 @@
 // legitimate transfers must keep succeeding.
 //
 // The test links only the public library, so frames are built here by hand
-// from the layout documented in src/wire.h:
+// from the layout documented in src/control/wire.h:
 //   u32 magic "ADXL" | u16 version | u16 type | u32 length | u32 reserved | u64 seq
 // little-endian, then the payload (strings are u32 length + bytes).
 #include <arpa/inet.h>

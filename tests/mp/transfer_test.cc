@@ -50,7 +50,7 @@ TEST_F(TransferTest, ManyThreadsOnOneEngine) {
 }
 
 // The engine holds at most 65536 async requests whose final status was not
-// yet reported (kMaxAsyncRequests, src/engine_impl.cc); one more is
+// yet reported (kMaxAsyncRequests, src/core/engine.cc); one more is
 // RESOURCE_EXHAUSTED.  Eight threads submit until each is refused: the limit
 // must hold under concurrent callers (it once was checked before the post and
 // the request inserted after it, so callers racing at the limit all passed),

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "adxl/plugin/adxl_plugin.h"
-#include "plugin_loader.h"
+#include "transport/plugin_loader.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
-// ConnectPool (src/connect_pool.h) with fake connect / disconnect operations:
+// ConnectPool (src/facade/connect_pool.h) with fake connect / disconnect operations:
 // queue bound, per-remote order, parallelism across remotes, latest
 // submission wins, reconciliation with the engine's links, Stop().
-#include "connect_pool.h"
+#include "facade/connect_pool.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Engine names (docs/contract.md §2): "ipv4", "ipv4:port", "[ipv6]", "[ipv6]:port",
 // numeric addresses only, decimal port in [0, 65535].
-#include "engine_name.h"
+#include "common/engine_name.h"
 
 #include <gtest/gtest.h>
 

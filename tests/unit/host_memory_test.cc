@@ -1,7 +1,7 @@
 // Host memory of MallocMem (host_memory.h): real NUMA binding on this machine,
 // huge pages when the system has them, and sharing with another process
 // through the exported handle.
-#include "host_memory.h"
+#include "memory/host_memory.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -16,7 +16,7 @@
 #include <iostream>
 #include <string>
 
-#include "numa_topology.h"
+#include "memory/numa_topology.h"
 
 namespace adxl {
 namespace {

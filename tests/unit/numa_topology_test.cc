@@ -6,7 +6,7 @@
 // without the complete_* sets); NUMA nodes are memory children; a NIC is an
 // OSDev (osdev_type 2 = network, 3 = OpenFabrics) under a PCIDev attached to
 // the object whose locality it has.
-#include "numa_topology.h"
+#include "memory/numa_topology.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// Engine options (docs/contract.md §3.5, src/options.h): keys, defaults, checks and
+// Engine options (docs/contract.md §3.5, src/config/options.h): keys, defaults, checks and
 // environment fallbacks.
-#include "options.h"
+#include "config/options.h"
 
 #include <gtest/gtest.h>
 

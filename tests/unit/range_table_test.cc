@@ -1,6 +1,6 @@
 // RangeTable: exact lookup, overlap test and resolution of a range over
 // adjacent entries.
-#include "range_table.h"
+#include "memory/range_table.h"
 
 #include <gtest/gtest.h>
 

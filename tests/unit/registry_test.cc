@@ -1,5 +1,5 @@
 // Registry: this engine's registrations and their rules (docs/contract.md §4).
-#include "registry.h"
+#include "memory/registry.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "transport.h"  // completes TransportMem, which ~LocalRegion needs
+#include "transport/transport.h"  // completes TransportMem, which ~LocalRegion needs
 
 namespace adxl {
 namespace {

@@ -1,6 +1,6 @@
-// The control-channel wire format (src/wire.h): encode, incremental decode
+// The control-channel wire format (src/control/wire.h): encode, incremental decode
 // and the rejection of malformed frames.
-#include "wire.h"
+#include "control/wire.h"
 
 #include <gtest/gtest.h>
 

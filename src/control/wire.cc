@@ -1,0 +1,267 @@
+#include "control/wire.h"
+
+#include <cstring>
+#include <type_traits>
+
+namespace adxl {
+namespace wire {
+namespace {
+
+class Writer {
+ public:
+  explicit Writer(std::string *out) : out_(out) {}
+  void U16(uint16_t v) { Le(v, 2); }
+  void U32(uint32_t v) { Le(v, 4); }
+  void U64(uint64_t v) { Le(v, 8); }
+  bool Str(const std::string &s, size_t max = kMaxString) {
+    if (s.size() > max) return false;
+    U32(static_cast<uint32_t>(s.size()));
+    out_->append(s);
+    return true;
+  }
+  bool RegionOut(const Region &r) {
+    U64(r.id);
+    U64(r.addr);
+    U64(r.len);
+    U32(r.mem_type);
+    return Str(r.rkey);
+  }
+
+ private:
+  void Le(uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) out_->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  }
+  std::string *out_;
+};
+
+class Reader {
+ public:
+  Reader(const uint8_t *p, size_t n) : p_(p), n_(n) {}
+  bool U16(uint16_t *v) { return Le(v, 2); }
+  bool U32(uint32_t *v) { return Le(v, 4); }
+  bool U64(uint64_t *v) { return Le(v, 8); }
+  bool Str(std::string *s, size_t max = kMaxString) {
+    uint32_t len = 0;
+    if (!U32(&len) || len > max || len > n_ - off_) return false;
+    s->assign(reinterpret_cast<const char *>(p_ + off_), len);
+    off_ += len;
+    return true;
+  }
+  bool RegionIn(Region *r) { return U64(&r->id) && U64(&r->addr) && U64(&r->len) && U32(&r->mem_type) && Str(&r->rkey); }
+  bool Done() const { return off_ == n_; }
+
+ private:
+  template <typename T>
+  bool Le(T *v, int n) {
+    if (n_ - off_ < static_cast<size_t>(n)) return false;
+    uint64_t x = 0;
+    for (int i = 0; i < n; ++i) x |= static_cast<uint64_t>(p_[off_ + i]) << (8 * i);
+    off_ += n;
+    *v = static_cast<T>(x);
+    return true;
+  }
+  const uint8_t *p_;
+  size_t n_;
+  size_t off_ = 0;
+};
+
+bool EncodeBody(const Body &body, Writer &w) {
+  return std::visit(
+      [&w](const auto &m) -> bool {
+        using M = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<M, Hello>) {
+          if (!w.Str(m.from_engine) || !w.Str(m.to_engine) || !w.Str(m.node_id)) return false;
+          w.U32(m.flags);
+          return w.Str(m.nonce, kMaxAuthField);
+        } else if constexpr (std::is_same_v<M, AuthChallenge>) {
+          return w.Str(m.nonce, kMaxAuthField);
+        } else if constexpr (std::is_same_v<M, AuthResponse>) {
+          return w.Str(m.proof, kMaxAuthField);
+        } else if constexpr (std::is_same_v<M, HelloAck>) {
+          if (m.regions.size() > kMaxRegions) return false;
+          w.U32(m.status);
+          if (!w.Str(m.node_id) || !w.Str(m.transport_address)) return false;
+          w.U32(static_cast<uint32_t>(m.regions.size()));
+          for (const Region &r : m.regions) {
+            if (!w.RegionOut(r)) return false;
+          }
+          return w.Str(m.proof, kMaxAuthField);
+        } else if constexpr (std::is_same_v<M, RegionAdd>) {
+          return w.RegionOut(m.region);
+        } else if constexpr (std::is_same_v<M, RegionDel>) {
+          w.U64(m.id);
+          return true;
+        } else if constexpr (std::is_same_v<M, Ack>) {
+          w.U32(m.status);
+          return true;
+        } else if constexpr (std::is_same_v<M, Notify>) {
+          return w.Str(m.name) && w.Str(m.msg);
+        } else {
+          return true;  // Ping, Pong, Fence, Bye: empty payloads
+        }
+      },
+      body);
+}
+
+}  // namespace
+
+Type TypeOf(const Body &body) {
+  static constexpr Type kTypes[] = {Type::kHello,  Type::kHelloAck, Type::kRegionAdd, Type::kRegionDel,
+                                    Type::kAck,    Type::kNotify,   Type::kPing,      Type::kPong,
+                                    Type::kFence,  Type::kBye,      Type::kAuthChallenge, Type::kAuthResponse};
+  return kTypes[body.index()];
+}
+
+const char *TypeName(Type t) {
+  switch (t) {
+    case Type::kHello: return "Hello";
+    case Type::kHelloAck: return "HelloAck";
+    case Type::kRegionAdd: return "RegionAdd";
+    case Type::kRegionDel: return "RegionDel";
+    case Type::kAck: return "Ack";
+    case Type::kNotify: return "Notify";
+    case Type::kPing: return "Ping";
+    case Type::kPong: return "Pong";
+    case Type::kFence: return "Fence";
+    case Type::kBye: return "Bye";
+    case Type::kAuthChallenge: return "AuthChallenge";
+    case Type::kAuthResponse: return "AuthResponse";
+  }
+  return "?";
+}
+
+bool Encode(const Message &msg, std::string *out) {
+  const size_t start = out->size();
+  Writer w(out);
+  w.U32(kMagic);
+  w.U16(kVersion);
+  w.U16(static_cast<uint16_t>(TypeOf(msg.body)));
+  w.U32(0);  // length, patched below
+  w.U32(0);
+  w.U64(msg.seq);
+  if (!EncodeBody(msg.body, w) || out->size() - start - kHeaderSize > kMaxPayload) {
+    out->resize(start);
+    return false;
+  }
+  const uint32_t len = static_cast<uint32_t>(out->size() - start - kHeaderSize);
+  for (int i = 0; i < 4; ++i) (*out)[start + 8 + i] = static_cast<char>((len >> (8 * i)) & 0xff);
+  return true;
+}
+
+bool DecodePayload(uint16_t type, const uint8_t *data, size_t len, Body *out, std::string *why) {
+  Reader r(data, len);
+  bool ok = false;
+  switch (static_cast<Type>(type)) {
+    case Type::kHello: {
+      Hello m;
+      ok = r.Str(&m.from_engine) && r.Str(&m.to_engine) && r.Str(&m.node_id) && r.U32(&m.flags) &&
+           r.Str(&m.nonce, kMaxAuthField);
+      *out = std::move(m);
+      break;
+    }
+    case Type::kHelloAck: {
+      HelloAck m;
+      uint32_t n = 0;
+      ok = r.U32(&m.status) && r.Str(&m.node_id) && r.Str(&m.transport_address) && r.U32(&n) && n <= kMaxRegions;
+      for (uint32_t i = 0; ok && i < n; ++i) {
+        Region reg;
+        ok = r.RegionIn(&reg);
+        m.regions.push_back(std::move(reg));
+      }
+      ok = ok && r.Str(&m.proof, kMaxAuthField);
+      *out = std::move(m);
+      break;
+    }
+    case Type::kRegionAdd: {
+      RegionAdd m;
+      ok = r.RegionIn(&m.region);
+      *out = std::move(m);
+      break;
+    }
+    case Type::kRegionDel: {
+      RegionDel m;
+      ok = r.U64(&m.id);
+      *out = m;
+      break;
+    }
+    case Type::kAck: {
+      Ack m;
+      ok = r.U32(&m.status);
+      *out = m;
+      break;
+    }
+    case Type::kNotify: {
+      Notify m;
+      ok = r.Str(&m.name) && r.Str(&m.msg);
+      *out = std::move(m);
+      break;
+    }
+    case Type::kAuthChallenge: {
+      AuthChallenge m;
+      ok = r.Str(&m.nonce, kMaxAuthField);
+      *out = std::move(m);
+      break;
+    }
+    case Type::kAuthResponse: {
+      AuthResponse m;
+      ok = r.Str(&m.proof, kMaxAuthField);
+      *out = std::move(m);
+      break;
+    }
+    case Type::kPing: *out = Ping{}; ok = true; break;
+    case Type::kPong: *out = Pong{}; ok = true; break;
+    case Type::kFence: *out = Fence{}; ok = true; break;
+    case Type::kBye: *out = Bye{}; ok = true; break;
+    default:
+      *why = "unknown message type " + std::to_string(type);
+      return false;
+  }
+  if (!ok || !r.Done()) {
+    *why = std::string("malformed ") + TypeName(static_cast<Type>(type)) + " payload of " + std::to_string(len) +
+           " bytes";
+    return false;
+  }
+  return true;
+}
+
+FrameReader::Result FrameReader::Next(Message *out, std::string *why) {
+  if (buf_.size() - pos_ < kHeaderSize) return Result::kNeedMore;
+  Reader h(reinterpret_cast<const uint8_t *>(buf_.data() + pos_), kHeaderSize);
+  uint32_t magic = 0, len = 0, reserved = 0;
+  uint16_t version = 0, type = 0;
+  uint64_t seq = 0;
+  h.U32(&magic);
+  h.U16(&version);
+  h.U16(&type);
+  h.U32(&len);
+  h.U32(&reserved);
+  h.U64(&seq);
+  if (magic != kMagic) {
+    *why = "bad magic (not an ADXL control connection)";
+    return Result::kError;
+  }
+  if (version != kVersion) {
+    *why = "wire version " + std::to_string(version) + ", this engine speaks " + std::to_string(kVersion);
+    return Result::kError;
+  }
+  if (len > max_payload_) {
+    *why = "payload of " + std::to_string(len) + " bytes exceeds the limit of " + std::to_string(max_payload_);
+    return Result::kError;
+  }
+  if (buf_.size() - pos_ - kHeaderSize < len) return Result::kNeedMore;
+  const uint8_t *payload = reinterpret_cast<const uint8_t *>(buf_.data() + pos_ + kHeaderSize);
+  if (!DecodePayload(type, payload, len, &out->body, why)) return Result::kError;
+  out->seq = seq;
+  pos_ += kHeaderSize + len;
+  if (pos_ == buf_.size()) {
+    buf_.clear();
+    pos_ = 0;
+  } else if (pos_ > (64u << 10)) {
+    buf_.erase(0, pos_);
+    pos_ = 0;
+  }
+  return Result::kMessage;
+}
+
+}  // namespace wire
+}  // namespace adxl

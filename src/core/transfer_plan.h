@@ -1,0 +1,36 @@
+// TransferPlan: a list of ADXL descriptors resolved against local and remote
+// registrations into plugin operations (the data path's only validation).
+//
+// Each descriptor is split where either side crosses from one registration
+// into an adjacent one, so that every operation lies inside one local and one
+// remote region.  The plan holds a reference to every region it uses, which
+// keeps their registrations and keys alive until the transfer is done.
+#ifndef ADXL_SRC_CORE_TRANSFER_PLAN_H_
+#define ADXL_SRC_CORE_TRANSFER_PLAN_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "adxl/adxl_types.h"
+#include "adxl/plugin/adxl_plugin.h"
+#include "core/link.h"
+#include "memory/registry.h"
+
+namespace adxl {
+
+struct TransferPlan {
+  std::vector<adxl_plugin_iov_t> iov;
+  std::vector<std::shared_ptr<LocalRegion>> local_refs;
+  std::vector<std::shared_ptr<RemoteRegion>> remote_refs;
+  uint64_t bytes = 0;
+};
+
+// Builds *plan; PARAM_INVALID with *why naming the descriptor otherwise.
+// The caller holds the registry lock and the link's regions lock (shared).
+Status BuildTransferPlan(const std::vector<TransferOpDesc> &descs, const Registry &local, const Link::Table &remote,
+                         TransferPlan *plan, std::string *why);
+
+}  // namespace adxl
+
+#endif  // ADXL_SRC_CORE_TRANSFER_PLAN_H_

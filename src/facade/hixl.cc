@@ -1,0 +1,187 @@
+// The public hixl::Hixl: the HIXL facade over the ADXL engine core
+// (adxl::Engine, core/engine.h, which it owns like AdxlEngine does) plus the async
+// connect pool (connect_pool.h).  Types are converted where HIXL's differ.
+#include "hixl/hixl.h"
+
+#include <memory>
+#include <shared_mutex>
+#include <string>
+
+#include "adxl/adxl_engine.h"
+#include "facade/connect_pool.h"
+#include "core/engine.h"
+#include "common/engine_name.h"
+#include "common/log.h"
+
+namespace hixl {
+
+using adxl::ConnectPool;
+
+class Hixl::HixlImpl {
+ public:
+  HixlImpl() = default;
+  ~HixlImpl() { Finalize(); }
+
+  Status Initialize(const AscendString &local_engine, const std::map<AscendString, AscendString> &options) {
+    std::unique_lock<std::shared_mutex> l(mu_);
+    Status st = core_.Initialize(local_engine, options);
+    if (st != SUCCESS) return st;
+    local_name_ = local_engine.GetString();
+    const adxl::EngineOptions &o = core_.options();
+    ConnectPool::Ops ops;
+    ops.connect = [this](const std::string &r, int32_t t) { return core_.Connect(r.c_str(), t); };
+    ops.disconnect = [this](const std::string &r, int32_t t) { return core_.Disconnect(r.c_str(), t); };
+    ops.probe = [this](const std::string &r) {
+      adxl::ext::LinkInfo info;
+      if (core_.GetLinkInfo(r.c_str(), info) != SUCCESS) return ConnectPool::LinkProbe::kNone;
+      return info.failed ? ConnectPool::LinkProbe::kFailed : ConnectPool::LinkProbe::kConnected;
+    };
+    pool_ = std::make_unique<ConnectPool>(std::move(ops), o.connect_threads, o.connect_queue_capacity);
+    return SUCCESS;
+  }
+
+  void Finalize() {
+    std::unique_lock<std::shared_mutex> l(mu_);
+    pool_.reset();  // drops queued tasks, waits for running ones
+    core_.Finalize();
+  }
+
+  Status Submit(const char *api, const AscendString &remote_engine, bool connect, int32_t timeout_ms) {
+    std::shared_lock<std::shared_mutex> l(mu_);
+    const std::string remote = remote_engine.GetString();
+    if (!pool_) {
+      ADXL_ERROR("%s: engine is not initialized", api);
+      return FAILED;
+    }
+    if (timeout_ms <= 0) {
+      ADXL_ERROR("%s '%s': timeout %d ms must be > 0", api, remote.c_str(), timeout_ms);
+      return PARAM_INVALID;
+    }
+    adxl::EngineName peer;
+    std::string why;
+    if (!adxl::ParseEngineName(remote, &peer, &why)) {
+      ADXL_ERROR("%s: invalid remote engine name %s", api, why.c_str());
+      return PARAM_INVALID;
+    }
+    if (connect && (!peer.listens() || remote == local_name_)) {
+      ADXL_ERROR("%s '%s': %s", api, remote.c_str(),
+                 !peer.listens() ? "no port, so that engine is client only and cannot be connected to"
+                                 : "an engine cannot connect to itself");
+      return PARAM_INVALID;
+    }
+    const Status st = pool_->Submit(remote, connect, timeout_ms);
+    if (st == RESOURCE_EXHAUSTED) {
+      ADXL_ERROR("%s '%s': the connect task queue is full (connect_pool.task_queue_capacity %u)", api,
+                 remote.c_str(), core_.options().connect_queue_capacity);
+    } else if (st != SUCCESS) {
+      ADXL_ERROR("%s '%s': the engine is finalizing", api, remote.c_str());
+    }
+    return st;
+  }
+
+  Status GetAsyncConnectStatus(const AscendString &remote, AsyncConnectStatus &status) {
+    std::shared_lock<std::shared_mutex> l(mu_);
+    if (!pool_) {
+      ADXL_ERROR("GetAsyncConnectStatus: engine is not initialized");
+      return FAILED;
+    }
+    status = pool_->Get(remote.GetString());
+    return SUCCESS;
+  }
+
+  Status GetAsyncConnectStatus(std::map<AscendString, AsyncConnectStatus> &statuses) {
+    std::shared_lock<std::shared_mutex> l(mu_);
+    if (!pool_) {
+      ADXL_ERROR("GetAsyncConnectStatus: engine is not initialized");
+      return FAILED;
+    }
+    statuses.clear();
+    for (const auto &kv : pool_->GetAll()) statuses[kv.first] = kv.second;
+    return SUCCESS;
+  }
+
+  Status GetTransferStatus(const GetTransferStatusArgs &args, std::vector<TransferResult> &results) {
+    std::vector<adxl::Engine::RequestResult> got;
+    const Status st = core_.GetTransferStatuses(args.max_query_count, args.skip_waiting, &got);
+    results.clear();
+    results.reserve(got.size());
+    for (const auto &g : got) {
+      TransferResult r;
+      r.req = g.req;
+      r.user_data = g.user_data;
+      r.status = g.status;
+      results.push_back(r);
+    }
+    return st;
+  }
+
+  adxl::Engine core_;
+
+ private:
+  std::shared_mutex mu_;  // the pool's lifetime: shared by calls, exclusive in Initialize / Finalize
+  std::unique_ptr<ConnectPool> pool_;
+  std::string local_name_;
+};
+
+Hixl::Hixl() : impl_(std::make_unique<HixlImpl>()) {}
+Hixl::~Hixl() = default;
+
+Status Hixl::Initialize(const AscendString &local_engine, const std::map<AscendString, AscendString> &options) {
+  return impl_->Initialize(local_engine, options);
+}
+void Hixl::Finalize() { impl_->Finalize(); }
+
+Status Hixl::RegisterMem(const MemDesc &mem, MemType type, MemHandle &mem_handle) {
+  adxl::MemDesc d{};
+  d.addr = mem.addr;
+  d.len = mem.len;
+  if (mem.local_only) ADXL_INFO("RegisterMem: local_only is accepted; the region is advertised to peers as usual");
+  return impl_->core_.RegisterMem(d, type, mem_handle);
+}
+Status Hixl::DeregisterMem(MemHandle mem_handle) { return impl_->core_.DeregisterMem(mem_handle); }
+
+Status Hixl::Connect(const AscendString &remote_engine, int32_t timeout_in_millis) {
+  return impl_->core_.Connect(remote_engine, timeout_in_millis);
+}
+Status Hixl::Disconnect(const AscendString &remote_engine, int32_t timeout_in_millis) {
+  return impl_->core_.Disconnect(remote_engine, timeout_in_millis);
+}
+Status Hixl::ConnectAsync(const AscendString &remote_engine, int32_t timeout_in_millis) {
+  return impl_->Submit("ConnectAsync", remote_engine, true, timeout_in_millis);
+}
+Status Hixl::DisconnectAsync(const AscendString &remote_engine, int32_t timeout_in_millis) {
+  return impl_->Submit("DisconnectAsync", remote_engine, false, timeout_in_millis);
+}
+Status Hixl::GetAsyncConnectStatus(const AscendString &remote_engine, AsyncConnectStatus &status) {
+  return impl_->GetAsyncConnectStatus(remote_engine, status);
+}
+Status Hixl::GetAsyncConnectStatus(std::map<AscendString, AsyncConnectStatus> &statuses) {
+  return impl_->GetAsyncConnectStatus(statuses);
+}
+
+Status Hixl::TransferSync(const AscendString &remote_engine, TransferOp operation,
+                          const std::vector<TransferOpDesc> &op_descs, int32_t timeout_in_millis) {
+  return impl_->core_.TransferSync(remote_engine, operation, op_descs, timeout_in_millis);
+}
+Status Hixl::TransferAsync(const AscendString &remote_engine, TransferOp operation,
+                           const std::vector<TransferOpDesc> &op_descs, const TransferArgs &optional_args,
+                           TransferReq &req) {
+  return impl_->core_.TransferAsync(remote_engine, operation, op_descs, req, optional_args.user_data);
+}
+Status Hixl::GetTransferStatus(const TransferReq &req, TransferStatus &status) {
+  return impl_->core_.GetTransferStatus(req, status);
+}
+Status Hixl::GetTransferStatus(const GetTransferStatusArgs &args, std::vector<TransferResult> &results) {
+  return impl_->GetTransferStatus(args, results);
+}
+
+Status Hixl::SendNotify(const AscendString &remote_engine, const NotifyDesc &notify, int32_t timeout_in_millis) {
+  return impl_->core_.SendNotify(remote_engine, notify, timeout_in_millis);
+}
+Status Hixl::GetNotifies(std::vector<NotifyDesc> &notifies) { return impl_->core_.GetNotifies(notifies); }
+
+Status Hixl::GetCapability(FeatureType feature_type, int32_t &value) {
+  return adxl::AdxlEngine::GetCapability(feature_type, value);
+}
+
+}  // namespace hixl

@@ -1,0 +1,130 @@
+#include "transport/transport.h"
+
+#include <mutex>
+
+#include "common/log.h"
+
+namespace adxl {
+namespace {
+
+void PluginLog(void *, int level, const char *msg) {
+  switch (level) {
+    case ADXL_PLUGIN_LOG_ERROR: ADXL_ERROR("plugin: %s", msg); break;
+    case ADXL_PLUGIN_LOG_WARN: ADXL_WARN("plugin: %s", msg); break;
+    case ADXL_PLUGIN_LOG_INFO: ADXL_INFO("plugin: %s", msg); break;
+    default: ADXL_DEBUG("plugin: %s", msg); break;
+  }
+}
+
+// Reads a variable-size blob through the plugin's (buf, *len) convention.
+template <typename F>
+int ReadBlob(F &&f, std::string *out) {
+  size_t len = 256;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    out->resize(len);
+    int rc = f(out->data(), &len);
+    if (rc == ADXL_PLUGIN_OK) {
+      out->resize(len);
+      return rc;
+    }
+    if (rc != ADXL_PLUGIN_ERR_NO_RESOURCE) return rc;
+  }
+  return ADXL_PLUGIN_ERR_NO_RESOURCE;
+}
+
+}  // namespace
+
+std::shared_ptr<Transport> Transport::Open(std::unique_ptr<PluginLibrary> lib,
+                                           const std::map<std::string, std::string> &params, std::string *why) {
+  std::shared_ptr<Transport> t(new Transport());
+  t->lib_ = std::move(lib);
+  t->name_ = t->lib_->ops().name != nullptr ? t->lib_->ops().name : "?";
+  std::vector<adxl_plugin_param_t> p;
+  for (const auto &kv : params) p.push_back({kv.first.c_str(), kv.second.c_str()});
+  adxl_plugin_config_t cfg{p.data(), p.size(), PluginLog, nullptr};
+  int rc = t->ops().open(&cfg, &t->ctx_);
+  if (rc != ADXL_PLUGIN_OK) {
+    t->ctx_ = nullptr;
+    *why = "plugin " + t->name_ + " failed to open (status " + std::to_string(rc) + ")";
+    return nullptr;
+  }
+  t->ops().query(t->ctx_, &t->caps_);
+  adxl_plugin_context_t *ctx = t->ctx_;
+  const adxl_plugin_ops_t &ops = t->ops();
+  rc = ReadBlob([&](void *b, size_t *l) { return ops.get_address(ctx, b, l); }, &t->address_);
+  if (rc != ADXL_PLUGIN_OK) {
+    *why = "plugin " + t->name_ + " has no address (status " + std::to_string(rc) + ")";
+    return nullptr;
+  }
+  return t;
+}
+
+Transport::~Transport() {
+  if (ctx_ != nullptr) ops().close(ctx_);
+}
+
+int TransportMem::Register(std::shared_ptr<Transport> t, void *addr, size_t len, int mem_type,
+                           const std::string &share_path, uint64_t share_offset, std::unique_ptr<TransportMem> *out) {
+  adxl_plugin_mem_t *m = nullptr;
+  int rc = t->ops().mem_reg(t->ctx(), addr, len, mem_type, share_path.empty() ? nullptr : share_path.c_str(),
+                            share_offset, &m);
+  if (rc != ADXL_PLUGIN_OK) return rc;
+  std::unique_ptr<TransportMem> mem(new TransportMem(t, m));
+  rc = ReadBlob([&](void *b, size_t *l) { return t->ops().mem_pack(t->ctx(), m, b, l); }, &mem->packed_key_);
+  if (rc != ADXL_PLUGIN_OK) return rc;
+  *out = std::move(mem);
+  return ADXL_PLUGIN_OK;
+}
+
+TransportMem::~TransportMem() { t_->ops().mem_dereg(t_->ctx(), mem_); }
+
+int Endpoint::Create(std::shared_ptr<Transport> t, const std::string &address, uint32_t lanes,
+                     std::shared_ptr<Endpoint> *out) {
+  adxl_plugin_ep_t *ep = nullptr;
+  int rc = t->ops().ep_create(t->ctx(), address.data(), address.size(), lanes, &ep);
+  if (rc != ADXL_PLUGIN_OK) return rc;
+  const uint32_t lane = t->ops().ep_lane(ep);
+  out->reset(new Endpoint(std::move(t), ep));
+  (*out)->lane_ = lane;
+  return ADXL_PLUGIN_OK;
+}
+
+int Endpoint::Post(int op, const adxl_plugin_iov_t *iov, size_t count, std::unique_ptr<Batch> *out) {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  if (ep_ == nullptr) return ADXL_PLUGIN_ERR_IO;
+  adxl_plugin_batch_t *b = nullptr;
+  int rc = t_->ops().post(ep_, op, iov, count, &b);
+  if (rc != ADXL_PLUGIN_OK) return rc;
+  *out = std::make_unique<Batch>(t_, b);
+  return ADXL_PLUGIN_OK;
+}
+
+void Endpoint::Cancel() {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  if (ep_ == nullptr) return;
+  t_->ops().ep_destroy(ep_, 1);
+  ep_ = nullptr;
+}
+
+std::string Endpoint::Describe() {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  if (ep_ == nullptr) return "closed";
+  char buf[256];
+  if (t_->ops().ep_describe(ep_, buf, sizeof(buf)) != ADXL_PLUGIN_OK) return "unknown";
+  return buf;
+}
+
+int RemoteKey::Unpack(const std::shared_ptr<Endpoint> &ep, const std::string &packed,
+                      std::unique_ptr<RemoteKey> *out) {
+  std::shared_lock<std::shared_mutex> lock(ep->mu_);
+  if (ep->ep_ == nullptr) return ADXL_PLUGIN_ERR_IO;
+  adxl_plugin_rkey_t *k = nullptr;
+  int rc = ep->t_->ops().rkey_unpack(ep->ep_, packed.data(), packed.size(), &k);
+  if (rc != ADXL_PLUGIN_OK) return rc;
+  out->reset(new RemoteKey(ep, k));
+  return ADXL_PLUGIN_OK;
+}
+
+RemoteKey::~RemoteKey() { ep_->transport()->ops().rkey_destroy(rkey_); }
+
+}  // namespace adxl

@@ -1,0 +1,147 @@
+// RAII over a transport plugin: the context, registrations, endpoints,
+// remote keys and batches, each releasing itself through the plugin's ops.
+//
+// Lifetimes: every object holds the Transport (so the plugin context closes
+// last); a RemoteKey holds its Endpoint.  Endpoint::Cancel() is the fence of
+// the TIMEOUT guarantee: once it returns, nothing posted on it moves from this
+// side, and posting fails.
+#ifndef ADXL_SRC_TRANSPORT_TRANSPORT_H_
+#define ADXL_SRC_TRANSPORT_TRANSPORT_H_
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "adxl/plugin/adxl_plugin.h"
+#include "transport/plugin_loader.h"
+
+namespace adxl {
+
+class Transport {
+ public:
+  // Opens a context of `lib` with the given plugin parameters.
+  static std::shared_ptr<Transport> Open(std::unique_ptr<PluginLibrary> lib,
+                                         const std::map<std::string, std::string> &params, std::string *why);
+  ~Transport();
+  Transport(const Transport &) = delete;
+  Transport &operator=(const Transport &) = delete;
+
+  const adxl_plugin_ops_t &ops() const { return lib_->ops(); }
+  adxl_plugin_context_t *ctx() const { return ctx_; }
+  const std::string &address() const { return address_; }
+  const std::string &name() const { return name_; }
+  bool device_memory() const { return (caps_.flags & ADXL_PLUGIN_CAP_MEM_DEVICE) != 0; }
+  int Progress() const { return ops().progress(ctx_); }
+
+  // One step of a caller waiting for a batch: drives the transport, and once
+  // it has been idle for kSpinFor sleeps briefly between steps instead.  The
+  // plugin's own progress thread completes the batch anyway; callers that
+  // spin flat out (several TransferSync threads) would take the CPU that
+  // thread and the peer need, which on a small machine turns a millisecond
+  // transfer into a second.  Spinning first keeps small transfers fast.
+  // `w` is the caller's, fresh at the start of its wait.
+  struct Waiter {
+    std::chrono::steady_clock::time_point idle_since{};
+    bool idle = false;
+  };
+  void WaitStep(Waiter *w) const {
+    constexpr auto kSpinFor = std::chrono::microseconds(200);  // as the plugin's progress thread lingers
+    if (Progress() != 0) {
+      w->idle = false;
+      return;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (!w->idle) {
+      w->idle = true;
+      w->idle_since = now;
+    } else if (now - w->idle_since > kSpinFor) {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+
+ private:
+  Transport() = default;
+  std::unique_ptr<PluginLibrary> lib_;
+  adxl_plugin_context_t *ctx_ = nullptr;
+  adxl_plugin_caps_t caps_{};
+  std::string address_;
+  std::string name_;
+};
+
+class TransportMem {
+ public:
+  // Registers [addr, addr+len); returns the plugin status on failure.
+  static int Register(std::shared_ptr<Transport> t, void *addr, size_t len, int mem_type,
+                      std::unique_ptr<TransportMem> *out) {
+    return Register(std::move(t), addr, len, mem_type, std::string(), 0, out);
+  }
+  // share_path / share_offset: see adxl_plugin_ops_t::mem_reg ("" for none).
+  static int Register(std::shared_ptr<Transport> t, void *addr, size_t len, int mem_type,
+                      const std::string &share_path, uint64_t share_offset, std::unique_ptr<TransportMem> *out);
+  ~TransportMem();
+  adxl_plugin_mem_t *get() const { return mem_; }
+  const std::string &packed_key() const { return packed_key_; }
+
+ private:
+  TransportMem(std::shared_ptr<Transport> t, adxl_plugin_mem_t *m) : t_(std::move(t)), mem_(m) {}
+  std::shared_ptr<Transport> t_;
+  adxl_plugin_mem_t *mem_;
+  std::string packed_key_;
+};
+
+class Batch {
+ public:
+  Batch(std::shared_ptr<Transport> t, adxl_plugin_batch_t *b) : t_(std::move(t)), b_(b) {}
+  ~Batch() { t_->ops().release(b_); }
+  Batch(const Batch &) = delete;
+  Batch &operator=(const Batch &) = delete;
+  int Test() const { return t_->ops().test(b_); }
+
+ private:
+  std::shared_ptr<Transport> t_;
+  adxl_plugin_batch_t *b_;
+};
+
+class Endpoint {
+ public:
+  // Connects over the first lane of `lanes` (ADXL_PLUGIN_LANE_* mask) that
+  // reaches the peer.
+  static int Create(std::shared_ptr<Transport> t, const std::string &address, uint32_t lanes,
+                    std::shared_ptr<Endpoint> *out);
+  ~Endpoint() { Cancel(); }
+  // Posts a batch (count 0: flush only).  ERR_IO once cancelled.
+  int Post(int op, const adxl_plugin_iov_t *iov, size_t count, std::unique_ptr<Batch> *out);
+  // Force-closes the endpoint; idempotent.
+  void Cancel();
+  std::string Describe();
+  uint32_t lane() const { return lane_; }
+  const std::shared_ptr<Transport> &transport() const { return t_; }
+
+ private:
+  friend class RemoteKey;
+  Endpoint(std::shared_ptr<Transport> t, adxl_plugin_ep_t *ep) : t_(std::move(t)), ep_(ep) {}
+  std::shared_ptr<Transport> t_;
+  std::shared_mutex mu_;
+  adxl_plugin_ep_t *ep_;  // null once cancelled
+  uint32_t lane_ = 0;
+};
+
+class RemoteKey {
+ public:
+  static int Unpack(const std::shared_ptr<Endpoint> &ep, const std::string &packed, std::unique_ptr<RemoteKey> *out);
+  ~RemoteKey();
+  adxl_plugin_rkey_t *get() const { return rkey_; }
+
+ private:
+  RemoteKey(std::shared_ptr<Endpoint> ep, adxl_plugin_rkey_t *k) : ep_(std::move(ep)), rkey_(k) {}
+  std::shared_ptr<Endpoint> ep_;
+  adxl_plugin_rkey_t *rkey_;
+};
+
+}  // namespace adxl
+
+#endif  // ADXL_SRC_TRANSPORT_TRANSPORT_H_
