@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "control/auth.h"
+#include "core/sync_slicer.h"
 #include "memory/device_memory.h"
 #include "memory/host_memory.h"
 #include "transport/lane_select.h"
@@ -38,35 +39,6 @@ constexpr auto kControlSendDeadline = std::chrono::milliseconds(50);
 // A client reads its handshake answer (HelloAck) synchronously; one that has
 // not read all of it by then is closed.
 constexpr auto kHandshakeAnswerDeadline = std::chrono::seconds(1);
-// TransferSync posts its plan in slices of at most this many operations and
-// bytes (a larger operation is split), and checks its deadline between them:
-// a slice copied inside Post takes about a millisecond or less on the
-// same-node lanes.
-constexpr size_t kSyncSliceOps = 1024;
-constexpr uint64_t kSyncSliceBytes = 4u << 20;
-
-// The slice of `iov` that starts at operation *op, byte *off: at most
-// kSyncSliceOps operations and kSyncSliceBytes bytes, splitting an operation
-// that does not fit; advances *op / *off past it.
-void NextSyncSlice(const std::vector<adxl_plugin_iov_t> &iov, size_t *op, uint64_t *off,
-                   std::vector<adxl_plugin_iov_t> *slice) {
-  slice->clear();
-  uint64_t bytes = 0;
-  while (*op < iov.size() && slice->size() < kSyncSliceOps && bytes < kSyncSliceBytes) {
-    adxl_plugin_iov_t piece = iov[*op];
-    piece.local_addr += *off;
-    piece.remote_addr += *off;
-    piece.length = std::min<uint64_t>(piece.length - *off, kSyncSliceBytes - bytes);
-    slice->push_back(piece);
-    bytes += piece.length;
-    *off += piece.length;
-    if (*off == iov[*op].length) {
-      ++*op;
-      *off = 0;
-    }
-  }
-}
-
 Clock::time_point After(int32_t ms) { return Clock::now() + std::chrono::milliseconds(ms); }
 
 const char *OpName(TransferOp op) { return op == READ ? "READ" : "WRITE"; }
@@ -738,11 +710,10 @@ Status Engine::TransferSync(const AscendString &remote_engine, TransferOp op,
   };
   Status refused = SUCCESS;  // a slice the transport refused: the earlier ones still finish first
   std::vector<adxl_plugin_iov_t> slice;
-  size_t next_op = 0;
-  uint64_t next_off = 0;
-  while (next_op < plan.iov.size()) {
+  SyncSlicer slicer(plan.iov);
+  while (!slicer.done()) {
     if (!batches.empty() && Clock::now() >= deadline) return timed_out();
-    NextSyncSlice(plan.iov, &next_op, &next_off, &slice);
+    if (!slicer.Next(&slice)) break;
     std::unique_ptr<Batch> batch;
     refused = Post(link, op, slice.data(), slice.size(), &batch);
     if (refused != SUCCESS) break;

@@ -1,0 +1,45 @@
+// SyncSlicer: cuts a TransferSync's plan into the slices it posts one by
+// one, checking its deadline between them (lanes that copy inside Post, cma
+// and mapped memory, would otherwise run a large batch far past it).
+//
+// A slice holds at most `max_ops` operations and `max_bytes` bytes; an
+// operation that does not fit is split, its pieces keeping local and remote
+// addresses in step.  The slices cover the plan exactly once, in order.
+// Not thread-safe: one slicer per call.
+#ifndef ADXL_SRC_CORE_SYNC_SLICER_H_
+#define ADXL_SRC_CORE_SYNC_SLICER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "adxl/plugin/adxl_plugin.h"
+
+namespace adxl {
+
+class SyncSlicer {
+ public:
+  // About a millisecond of copying or less per slice on the same-node lanes.
+  static constexpr size_t kDefaultMaxOps = 1024;
+  static constexpr uint64_t kDefaultMaxBytes = 4u << 20;
+
+  // `iov` must outlive the slicer; max_ops and max_bytes must be > 0.
+  explicit SyncSlicer(const std::vector<adxl_plugin_iov_t> &iov, size_t max_ops = kDefaultMaxOps,
+                      uint64_t max_bytes = kDefaultMaxBytes);
+
+  bool done() const { return op_ == iov_.size(); }
+  // Replaces *slice with the next slice; returns false (and leaves *slice
+  // empty) once everything was handed out.
+  bool Next(std::vector<adxl_plugin_iov_t> *slice);
+
+ private:
+  const std::vector<adxl_plugin_iov_t> &iov_;
+  const size_t max_ops_;
+  const uint64_t max_bytes_;
+  size_t op_ = 0;     // the operation the next slice starts in
+  uint64_t off_ = 0;  // bytes of iov_[op_] already handed out
+};
+
+}  // namespace adxl
+
+#endif  // ADXL_SRC_CORE_SYNC_SLICER_H_
