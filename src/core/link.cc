@@ -1,20 +1,98 @@
 #include "core/link.h"
 
+#include <cinttypes>
+
 #include "common/log.h"
+#include "core/transfer_plan.h"
 
 namespace adxl {
 
+Status Link::AddRegion(const wire::Region &r) {
+  if (r.len == 0 || r.addr == 0 || r.addr + r.len < r.addr || r.mem_type > MEM_HOST) {
+    ADXL_ERROR("peer '%s' advertised an invalid region {addr 0x%" PRIx64 ", len %" PRIu64 ", type %u}",
+               remote_.c_str(), r.addr, r.len, r.mem_type);
+    return PARAM_INVALID;
+  }
+  auto region = std::make_shared<RemoteRegion>();
+  region->id = r.id;
+  region->mem_type = r.mem_type;
+  int rc = RemoteKey::Unpack(endpoint, r.rkey, &region->key);
+  if (rc != ADXL_PLUGIN_OK) {
+    ADXL_ERROR("peer '%s': cannot unpack the key of region %" PRIu64 " (status %d)", remote_.c_str(), r.id, rc);
+    return FAILED;
+  }
+  WriterLock l(&regions_mu_);
+  if (region_addr_by_id_.count(r.id) != 0) return SUCCESS;  // seen in the handshake already
+  if (regions_.Overlaps(r.addr, r.len)) {
+    ADXL_ERROR("peer '%s' advertised region %" PRIu64 " overlapping another of its regions", remote_.c_str(), r.id);
+    return PARAM_INVALID;
+  }
+  regions_.Insert(r.addr, r.len, region);
+  region_addr_by_id_[r.id] = r.addr;
+  return SUCCESS;
+}
+
+std::shared_ptr<RemoteRegion> Link::WithdrawRegion(uint64_t id) {
+  std::shared_ptr<RemoteRegion> region;
+  WriterLock l(&regions_mu_);
+  auto it = region_addr_by_id_.find(id);
+  if (it == region_addr_by_id_.end()) return nullptr;
+  std::vector<Table::Piece> p;
+  if (regions_.Resolve(it->second, 1, &p)) region = p[0].entry->value;
+  regions_.Erase(it->second);
+  region_addr_by_id_.erase(it);
+  return region;
+}
+
+bool Link::CoversRemote(uint64_t addr, uint64_t len) const {
+  if (addr + len < addr) return false;
+  std::vector<Table::Piece> p;
+  ReaderLock l(&regions_mu_);
+  return regions_.Resolve(addr, len, &p);
+}
+
+Status Link::Plan(const std::vector<TransferOpDesc> &descs, const Registry &local, TransferPlan *plan,
+                  std::string *why) const {
+  ReaderLock l(&regions_mu_);
+  return BuildTransferPlan(descs, local, regions_, plan, why);
+}
+
+size_t Link::region_count() const {
+  ReaderLock l(&regions_mu_);
+  return region_addr_by_id_.size();
+}
+
+Status Link::Post(TransferOp op, const adxl_plugin_iov_t *iov, size_t count, std::unique_ptr<Batch> *batch) {
+  int rc = endpoint->Post(op == WRITE ? ADXL_PLUGIN_PUT : ADXL_PLUGIN_GET, iov, count, batch);
+  if (rc == ADXL_PLUGIN_OK) return SUCCESS;
+  ADXL_ERROR("%s to '%s': transport refused the batch (status %d)", op == READ ? "READ" : "WRITE", remote_.c_str(),
+             rc);
+  if (rc == ADXL_PLUGIN_ERR_IO || rc == ADXL_PLUGIN_ERR_CANCELED) Fail("transport endpoint failed");
+  return rc == ADXL_PLUGIN_ERR_NO_RESOURCE ? RESOURCE_EXHAUSTED : FAILED;
+}
+
+void Link::FenceAfterTimeout() {
+  // 1. Nothing more leaves this side: the endpoint is force-closed.
+  Fail("a transfer timed out");
+  // 2. What already left is drained by the target before we return (it
+  //    progresses its transport until idle, then acknowledges).
+  uint32_t status = 0;
+  if (conn->Request(wire::Fence{}, Clock::now() + kFenceWait, &status) != ControlConn::Outcome::kAcked) {
+    ADXL_WARN("link to '%s': the target did not confirm the fence (dead or stopped)", remote_.c_str());
+  }
+}
+
 void Link::SetConnected() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&state_mu_);
   state_.store(LinkState::kConnected);
-  cv_.notify_all();
+  state_cv_.NotifyAll();
 }
 
 void Link::Fail(const std::string &why) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&state_mu_);
     LinkState prev = state_.exchange(LinkState::kFailed);
-    cv_.notify_all();
+    state_cv_.NotifyAll();
     if (prev == LinkState::kFailed) return;
     if (prev == LinkState::kConnected) ADXL_WARN("link to %s failed: %s", remote_.c_str(), why.c_str());
   }
@@ -24,16 +102,17 @@ void Link::Fail(const std::string &why) {
 void Link::Shutdown() {
   disconnected_.store(true);
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&state_mu_);
     state_.store(LinkState::kFailed);
-    cv_.notify_all();
+    state_cv_.NotifyAll();
   }
   if (endpoint) endpoint->Cancel();
 }
 
 bool Link::WaitSettled(Clock::time_point deadline) {
-  std::unique_lock<std::mutex> l(mu_);
-  return cv_.wait_until(l, deadline, [&] { return state_.load() != LinkState::kConnecting; });
+  MutexLock l(&state_mu_);
+  return state_cv_.WaitUntil(&state_mu_, deadline, [&] { return state_.load() != LinkState::kConnecting; });
 }
 
 }  // namespace adxl
+

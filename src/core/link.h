@@ -6,23 +6,37 @@
 // then to FAILED (peer died, heartbeat lost, transfer timed out) or is
 // removed by Disconnect; a failed link answers every transfer FAILED until
 // it is disconnected and connected again.
+//
+// Thread-safety: any thread.  `conn`, `endpoint`, `peer_node_id` and
+// `transports` are written once by Connect before the link is published as
+// connected, and only read after.  Locks: regions_mu_ (the region table;
+// shared by transfers that plan, exclusive for the control thread that
+// applies the peer's changes) and state_mu_ (the wait for the outcome of
+// Connect) are leaves, never held together and never across a call out,
+// except that a plan holds regions_mu_ (shared) inside the registrar's lock
+// (core/registrar.h).  Fail and Shutdown cancel the endpoint, which may wait
+// for copies in progress: callers keep them off the control thread.
 #ifndef ADXL_SRC_CORE_LINK_H_
 #define ADXL_SRC_CORE_LINK_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
+#include <vector>
 
+#include "adxl/adxl_types.h"
+#include "common/thread_annotations.h"
 #include "control/control.h"
+#include "control/wire.h"
 #include "memory/range_table.h"
 #include "transport/transport.h"
 
 namespace adxl {
+
+class Registry;
+struct TransferPlan;
 
 // A region the peer advertised, with its key unpacked on our endpoint.  When
 // the peer withdraws it, `on_retired` (set then) runs once the last transfer
@@ -56,31 +70,64 @@ class Link {
   std::string peer_node_id;
   std::string transports;
 
-  // Region table (readers: transfers; writers: the control thread).
-  mutable std::shared_mutex regions_mu;
-  Table regions;
-  std::map<uint64_t, uintptr_t> region_addr_by_id;  // for withdrawals by id
+  // ---- The peer's regions.
+  // Adds a region the peer advertised (handshake or RegionAdd): validates
+  // it, unpacks its key on `endpoint` (outside the lock) and inserts it.
+  // SUCCESS also when it is known already; PARAM_INVALID for an invalid or
+  // overlapping region, FAILED when the key does not unpack (logged).
+  Status AddRegion(const wire::Region &r) ADXL_EXCLUDES(regions_mu_);
+  // Removes a region the peer withdrew; returns it (null when unknown) so
+  // that the caller can acknowledge once the last transfer lets go of it.
+  std::shared_ptr<RemoteRegion> WithdrawRegion(uint64_t id) ADXL_EXCLUDES(regions_mu_);
+  // Whether [addr, addr + len) lies in regions the peer registered.
+  bool CoversRemote(uint64_t addr, uint64_t len) const ADXL_EXCLUDES(regions_mu_);
+  // BuildTransferPlan (transfer_plan.h) against this link's regions, under
+  // regions_mu_ (shared).  The caller holds the lock of `local`.
+  Status Plan(const std::vector<TransferOpDesc> &descs, const Registry &local, TransferPlan *plan,
+              std::string *why) const ADXL_EXCLUDES(regions_mu_);
+  size_t region_count() const ADXL_EXCLUDES(regions_mu_);
 
+  // ---- Data path.
+  // Posts one batch on the endpoint.  RESOURCE_EXHAUSTED when the transport
+  // is out of resources, FAILED otherwise (the link fails when the endpoint
+  // did); logs one ERROR line.
+  Status Post(TransferOp op, const adxl_plugin_iov_t *iov, size_t count, std::unique_ptr<Batch> *batch);
+  // After a transfer timed out: nothing more leaves this side (the link
+  // fails, the endpoint is force-closed), and the target is asked to drain
+  // what already left, waiting at most kFenceWait for its confirmation.
+  void FenceAfterTimeout();
+  // How long FenceAfterTimeout waits.  TransferSync must return within its
+  // deadline plus 50 ms; a live target answers in a few ms, and a stopped or
+  // dead one would not answer in any bound, so waiting longer buys nothing:
+  // what keeps a stopped target's memory safe is that the lane moves data
+  // only while the initiator's (now force-closed) request lives.
+  static constexpr std::chrono::milliseconds kFenceWait{40};
+
+  // ---- State.
   // Publishes the outcome of Connect to concurrent callers.
-  void SetConnected();
+  void SetConnected() ADXL_EXCLUDES(state_mu_);
   // Marks the link failed (idempotent): cancels the endpoint so that every
   // batch in flight ends now, and logs why once.
-  void Fail(const std::string &why);
+  void Fail(const std::string &why) ADXL_EXCLUDES(state_mu_);
   // The user disconnected: requests on the link report NOT_CONNECTED, the
   // endpoint is cancelled and the link settles as failed without a warning.
-  void Shutdown();
+  void Shutdown() ADXL_EXCLUDES(state_mu_);
   // Waits until the link leaves CONNECTING or the deadline passes.
-  bool WaitSettled(Clock::time_point deadline);
+  bool WaitSettled(Clock::time_point deadline) ADXL_EXCLUDES(state_mu_);
 
   // Counters (extension API).
   std::atomic<uint64_t> bytes_read{0}, bytes_written{0}, ops{0};
 
  private:
-  std::string remote_;
+  const std::string remote_;
   std::atomic<LinkState> state_{LinkState::kConnecting};
   std::atomic<bool> disconnected_{false};
-  std::mutex mu_;
-  std::condition_variable cv_;
+  Mutex state_mu_;  // serialises transitions with the wake-up of WaitSettled
+  CondVar state_cv_;
+
+  mutable SharedMutex regions_mu_;
+  Table regions_ ADXL_GUARDED_BY(regions_mu_);
+  std::map<uint64_t, uintptr_t> region_addr_by_id_ ADXL_GUARDED_BY(regions_mu_);  // withdrawals name ids
 };
 
 }  // namespace adxl

@@ -1,4 +1,4 @@
-#include "memory/buffer_pool.h"
+#include "core/buffer_pool.h"
 
 #include <cinttypes>
 #include <cstdlib>
@@ -138,18 +138,13 @@ Status BufferPool::Run(const std::shared_ptr<Link> &link, TransferOp op, const s
                        Clock::time_point deadline, const PostFn &post, const AbortFn &abort, uint64_t *bytes,
                        uint64_t *ops, std::string *why) {
   // 1. Every remote range lies in the peer's registered memory.
-  {
-    std::shared_lock<std::shared_mutex> l(link->regions_mu);
-    std::vector<Link::Table::Piece> rp;
-    for (size_t i = 0; i < descs.size(); ++i) {
-      const TransferOpDesc &d = descs[i];
-      rp.clear();
-      if (d.remote_addr + d.len < d.remote_addr || !link->regions.Resolve(d.remote_addr, d.len, &rp)) {
-        char buf[160];
-        snprintf(buf, sizeof(buf), "descriptor %zu {remote 0x%" PRIxPTR ", len %zu}: ", i, d.remote_addr, d.len);
-        *why = std::string(buf) + "remote range is not inside memory the peer registered";
-        return PARAM_INVALID;
-      }
+  for (size_t i = 0; i < descs.size(); ++i) {
+    const TransferOpDesc &d = descs[i];
+    if (!link->CoversRemote(d.remote_addr, d.len)) {
+      char buf[160];
+      snprintf(buf, sizeof(buf), "descriptor %zu {remote 0x%" PRIxPTR ", len %zu}: ", i, d.remote_addr, d.len);
+      *why = std::string(buf) + "remote range is not inside memory the peer registered";
+      return PARAM_INVALID;
     }
   }
   // 2. Chunks through the buffers, up to all of them in flight.
@@ -190,11 +185,7 @@ Status BufferPool::Run(const std::shared_ptr<Link> &link, TransferOp op, const s
       }
       TransferPlan plan;
       std::string plan_why;
-      Status st;
-      {
-        std::shared_lock<std::shared_mutex> l(link->regions_mu);
-        st = BuildTransferPlan(staged, regions_, link->regions, &plan, &plan_why);
-      }
+      Status st = link->Plan(staged, regions_, &plan, &plan_why);
       if (st != SUCCESS) {  // the peer withdrew a region meanwhile
         fail(st, plan_why);
         break;

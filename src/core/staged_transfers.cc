@@ -1,26 +1,28 @@
-// Engine: TransferSync through the buffer pool (buffer_pool.h) when
-// the local side is unregistered host memory and BufferPool is on.
+#include "core/staged_transfers.h"
+
 #include <cinttypes>
 
-#include "memory/device_memory.h"
-#include "core/engine.h"
 #include "common/log.h"
+#include "memory/device_memory.h"
 
 namespace adxl {
 
-Status Engine::TransferStaged(const std::string &remote, TransferOp op,
-                                                  const std::vector<TransferOpDesc> &descs,
-                                                  Clock::time_point deadline, int32_t timeout_ms, bool *handled) {
+StagedTransfers::StagedTransfers(std::shared_ptr<Transport> transport, const EngineOptions &options,
+                                 const Registrar *registrar, Connector *connector)
+    : transport_(std::move(transport)),
+      buffers_(options.pool_buffers),
+      buffer_mib_(options.pool_buffer_mib),
+      registrar_(registrar),
+      connector_(connector) {}
+
+Status StagedTransfers::Run(const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
+                            Clock::time_point deadline, int32_t timeout_ms, bool *handled) {
   *handled = false;
-  if (options_.pool_buffers == 0 || descs.empty() || (op != READ && op != WRITE)) return SUCCESS;
+  if (buffers_ == 0 || descs.empty() || (op != READ && op != WRITE)) return SUCCESS;
   for (const TransferOpDesc &d : descs) {
     if (d.local_addr == 0 || d.remote_addr == 0 || d.len == 0) return SUCCESS;  // the ordinary checks say why
   }
-  LocalKind kind;
-  {
-    std::shared_lock<std::shared_mutex> l(reg_mu_);
-    kind = ClassifyLocal(descs, *registry_);
-  }
+  const LocalKind kind = registrar_->Classify(descs);
   if (kind == LocalKind::kRegistered) return SUCCESS;
   *handled = true;
   const char *op_name = op == READ ? "READ" : "WRITE";
@@ -40,28 +42,28 @@ Status Engine::TransferStaged(const std::string &remote, TransferOp op,
     }
   }
   std::shared_ptr<Link> link;
-  Status st = AcquireLink("TransferSync", remote, deadline, &link);
+  Status st = connector_->AcquireLink("TransferSync", remote, deadline, &link);
   if (st != SUCCESS) return st;
   BufferPool *pool = nullptr;
   {
-    std::lock_guard<std::mutex> l(pool_mu_);
+    MutexLock l(&pool_mu_);
     if (!pool_) {
       std::string why;
-      pool_ = BufferPool::Create(transport_, options_.pool_buffers, size_t{options_.pool_buffer_mib} << 20, &why);
+      pool_ = BufferPool::Create(transport_, buffers_, size_t{buffer_mib_} << 20, &why);
       if (!pool_) {
         ADXL_ERROR("TransferSync %s to '%s': cannot set up the buffer pool (%u x %u MiB): %s", op_name,
-                   remote.c_str(), options_.pool_buffers, options_.pool_buffer_mib, why.c_str());
+                   remote.c_str(), buffers_, buffer_mib_, why.c_str());
         return RESOURCE_EXHAUSTED;
       }
     }
-    pool = pool_.get();  // lives until Finalize, which waits for this call
+    pool = pool_.get();  // lives as long as this object, which outlives every call
   }
   auto post = [&](const TransferPlan &plan, std::unique_ptr<Batch> *batch) {
-    return Post(link, op, plan.iov.data(), plan.iov.size(), batch);
+    return link->Post(op, plan.iov.data(), plan.iov.size(), batch);
   };
   auto abort = [&](Status why) {
     if (why == TIMEOUT) {
-      FenceAfterTimeout(link);
+      link->FenceAfterTimeout();
     } else {
       link->Fail("a staged transfer failed in the transport");
     }

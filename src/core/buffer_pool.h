@@ -20,8 +20,8 @@
 //    it); only then are the buffers given back.  For READ the caller's memory
 //    is written only by Run itself, so nothing lands there after it returned.
 // Thread-safe.
-#ifndef ADXL_SRC_MEMORY_BUFFER_POOL_H_
-#define ADXL_SRC_MEMORY_BUFFER_POOL_H_
+#ifndef ADXL_SRC_CORE_BUFFER_POOL_H_
+#define ADXL_SRC_CORE_BUFFER_POOL_H_
 
 #include <condition_variable>
 #include <cstdint>
@@ -85,4 +85,4 @@ class BufferPool {
 
 }  // namespace adxl
 
-#endif  // ADXL_SRC_MEMORY_BUFFER_POOL_H_
+#endif  // ADXL_SRC_CORE_BUFFER_POOL_H_

@@ -1,0 +1,190 @@
+#include "core/connector.h"
+
+#include <algorithm>
+#include <climits>
+
+#include "common/log.h"
+#include "control/socket.h"
+#include "transport/lane_select.h"
+
+namespace adxl {
+
+Connector::Connector(HandshakeIdentity self, const EngineOptions &options, std::shared_ptr<Transport> transport,
+                     ControlLoop *loop, LinkTable *links)
+    : self_(std::move(self)),
+      auto_connect_(options.auto_connect),
+      protocols_(options.protocols),
+      transport_(std::move(transport)),
+      loop_(loop),
+      links_(links) {}
+
+Status Connector::Connect(const std::string &remote, int32_t timeout_ms) {
+  if (timeout_ms <= 0) {
+    ADXL_ERROR("Connect to '%s': timeout %d ms must be > 0", remote.c_str(), timeout_ms);
+    return PARAM_INVALID;
+  }
+  EngineName peer;
+  std::string why;
+  if (!ParseEngineName(remote, &peer, &why)) {
+    ADXL_ERROR("Connect: invalid remote engine name %s", why.c_str());
+    return PARAM_INVALID;
+  }
+  if (!peer.listens()) {
+    ADXL_ERROR("Connect to '%s': no port, so that engine is client only and cannot be connected to", remote.c_str());
+    return PARAM_INVALID;
+  }
+  if (remote == self_.name) {
+    ADXL_ERROR("Connect to '%s': an engine cannot connect to itself", remote.c_str());
+    return PARAM_INVALID;
+  }
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (true) {
+    bool mine = false;
+    std::shared_ptr<Link> link = links_->Claim(remote, &mine);
+    if (!mine) {
+      // Another call is connecting, or a link exists.
+      if (!link->WaitSettled(deadline)) {
+        ADXL_ERROR("Connect to '%s': timed out waiting for a concurrent Connect", remote.c_str());
+        return TIMEOUT;
+      }
+      if (links_->Find(remote) == link) {
+        ADXL_INFO("Connect to '%s': already connected", remote.c_str());
+        return ALREADY_CONNECTED;
+      }
+      continue;  // the other attempt failed: try ourselves
+    }
+    Status st = ConnectOnce(link, peer, deadline);
+    if (st != SUCCESS) {
+      links_->Remove(link);
+      if (link->conn) link->conn->Close();
+      link->Shutdown();
+      return st;
+    }
+    link->SetConnected();
+    return SUCCESS;
+  }
+}
+
+Status Connector::ConnectOnce(const std::shared_ptr<Link> &link, const EngineName &peer,
+                              Clock::time_point deadline) {
+  const std::string &remote = peer.text;
+  Fd fd;
+  std::string why;
+  NetResult nr = ConnectTcp(peer.host, peer.ipv6, peer.port, deadline, &fd, &why);
+  if (nr != NetResult::kOk) {
+    ADXL_ERROR("Connect to '%s': %s", remote.c_str(), why.c_str());
+    return nr == NetResult::kTimeout ? TIMEOUT : FAILED;
+  }
+  wire::HelloAck ack;
+  Status st = RunClientHandshake(fd.get(), self_, remote, deadline, &ack);
+  auto conn = std::make_shared<ControlConn>(std::move(fd), ControlConn::Role::kClient, remote);
+  link->conn = conn;
+  if (st != SUCCESS) return st;
+  const bool same_node = ack.node_id == self_.node_id;
+  const uint32_t lanes = AllowedLanes(same_node, protocols_);
+  if (lanes == 0) {
+    ADXL_ERROR("Connect to '%s': no lane allowed by comm_resource_config.protocol_desc reaches a peer on %s node",
+               remote.c_str(), same_node ? "the same" : "another");
+    return FAILED;
+  }
+  std::shared_ptr<Endpoint> ep;
+  int rc = Endpoint::Create(transport_, ack.transport_address, lanes, &ep);
+  if (rc != ADXL_PLUGIN_OK) {
+    ADXL_ERROR("Connect to '%s': no allowed lane reaches the peer (transport status %d)", remote.c_str(), rc);
+    return FAILED;
+  }
+  link->endpoint = ep;
+  link->peer_node_id = ack.node_id;
+  for (const wire::Region &r : ack.regions) {
+    if (link->AddRegion(r) != SUCCESS) return FAILED;
+  }
+  // Complete the transport's wire-up inside the caller's deadline.
+  std::unique_ptr<Batch> flush;
+  rc = ep->Post(ADXL_PLUGIN_PUT, nullptr, 0, &flush);
+  Transport::Waiter idle;
+  while (rc == ADXL_PLUGIN_OK && flush->Test() == ADXL_PLUGIN_IN_PROGRESS) {
+    if (Clock::now() >= deadline) {
+      ADXL_ERROR("Connect to '%s': transport wire-up timed out", remote.c_str());
+      return TIMEOUT;
+    }
+    transport_->WaitStep(&idle);
+  }
+  if (rc == ADXL_PLUGIN_OK) rc = flush->Test();
+  if (rc != ADXL_PLUGIN_OK) {
+    ADXL_ERROR("Connect to '%s': transport wire-up failed (status %d)", remote.c_str(), rc);
+    return FAILED;
+  }
+  link->transports = ep->Describe();
+  links_->Bind(link);
+  if (!loop_->Add(conn)) {
+    ADXL_ERROR("Connect to '%s': the peer closed the connection during the handshake", remote.c_str());
+    return FAILED;
+  }
+  ADXL_INFO("Connect: linked to '%s' (%s node, %zu regions) on the %s lane over %s", remote.c_str(),
+            same_node ? "same" : "other", ack.regions.size(), LaneName(ep->lane()), link->transports.c_str());
+  return SUCCESS;
+}
+
+Status Connector::Disconnect(const std::string &remote, int32_t timeout_ms) {
+  if (timeout_ms <= 0) {
+    ADXL_ERROR("Disconnect from '%s': timeout %d ms must be > 0", remote.c_str(), timeout_ms);
+    return PARAM_INVALID;
+  }
+  std::shared_ptr<Link> link = links_->TakeSettled(remote);
+  if (!link) {
+    ADXL_ERROR("Disconnect from '%s': not connected", remote.c_str());
+    return NOT_CONNECTED;
+  }
+  if (link->state() == LinkState::kConnected) {
+    link->conn->Send(wire::Bye{}, 0, Clock::now() + std::chrono::milliseconds(timeout_ms));
+  }
+  link->conn->Close();
+  link->Shutdown();
+  ADXL_INFO("Disconnect: link to '%s' closed", remote.c_str());
+  return SUCCESS;
+}
+
+Status Connector::AcquireLink(const char *api, const std::string &remote, Clock::time_point deadline,
+                              std::shared_ptr<Link> *out) {
+  // Two rounds: a link made by our connect may fail before we use it.
+  for (int round = 0;; ++round) {
+    std::shared_ptr<Link> link = links_->Find(remote);
+    if (link && link->state() == LinkState::kConnected) {
+      *out = std::move(link);
+      return SUCCESS;
+    }
+    if (!auto_connect_) {
+      if (!link || link->state() == LinkState::kConnecting) {
+        ADXL_ERROR("%s to '%s': not connected", api, remote.c_str());
+        return NOT_CONNECTED;
+      }
+      ADXL_ERROR("%s to '%s': the link failed earlier; Disconnect and Connect again", api, remote.c_str());
+      return FAILED;
+    }
+    if (round == 2) {
+      ADXL_ERROR("%s to '%s': AutoConnect made a link that failed at once; giving up", api, remote.c_str());
+      return FAILED;
+    }
+    if (link && link->state() == LinkState::kFailed) DropLink(link);
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) {
+      ADXL_ERROR("%s to '%s': AutoConnect: the call's deadline passed before a link was made", api, remote.c_str());
+      return TIMEOUT;
+    }
+    ADXL_INFO("%s to '%s': not connected; AutoConnect connects (%lld ms left)", api, remote.c_str(),
+              static_cast<long long>(left));
+    const Status st = Connect(remote, static_cast<int32_t>(std::min<long long>(left, INT32_MAX)));
+    if (st != SUCCESS && st != ALREADY_CONNECTED) {
+      ADXL_ERROR("%s to '%s': AutoConnect could not connect (status %u)", api, remote.c_str(), st);
+      return st;
+    }
+  }
+}
+
+void Connector::DropLink(const std::shared_ptr<Link> &link) {
+  links_->Remove(link);
+  if (link->conn) link->conn->Close();
+  ADXL_INFO("AutoConnect: dropped the failed link to '%s'; the next call reconnects", link->remote().c_str());
+}
+
+}  // namespace adxl

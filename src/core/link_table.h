@@ -1,0 +1,50 @@
+// LinkTable: the links this engine opened, by peer name and by control
+// connection (docs/contract.md §5).
+//
+// At most one link per peer name.  A link is entered when a Connect claims
+// the name (CONNECTING), bound to its control connection when the handshake
+// succeeded (so the control thread finds the link of a message), and removed
+// by Disconnect, a failed Connect, AutoConnect dropping a failed link, or
+// Finalize.  Thread-safety: any thread; mu_ is a leaf, never held across a
+// call out of this class.
+#ifndef ADXL_SRC_CORE_LINK_TABLE_H_
+#define ADXL_SRC_CORE_LINK_TABLE_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/thread_annotations.h"
+#include "control/control.h"
+#include "core/link.h"
+
+namespace adxl {
+
+class LinkTable {
+ public:
+  std::shared_ptr<Link> Find(const std::string &remote) const ADXL_EXCLUDES(mu_);
+  std::shared_ptr<Link> FindByConn(const ControlConn *conn) const ADXL_EXCLUDES(mu_);
+  // The link to `remote`; a new CONNECTING one when there is none, with
+  // *created true: the caller connects it and settles it.
+  std::shared_ptr<Link> Claim(const std::string &remote, bool *created) ADXL_EXCLUDES(mu_);
+  // Makes messages on `link->conn` find `link`.
+  void Bind(const std::shared_ptr<Link> &link) ADXL_EXCLUDES(mu_);
+  // Removes `link` if it is still the one entered for its peer.
+  void Remove(const std::shared_ptr<Link> &link) ADXL_EXCLUDES(mu_);
+  // Removes and returns the settled link to `remote`; null when there is
+  // none or it is still connecting (then nothing changes).
+  std::shared_ptr<Link> TakeSettled(const std::string &remote) ADXL_EXCLUDES(mu_);
+  std::vector<std::shared_ptr<Link>> Connected() const ADXL_EXCLUDES(mu_);
+  // Removes and returns every link (Finalize).
+  std::vector<std::shared_ptr<Link>> TakeAll() ADXL_EXCLUDES(mu_);
+
+ private:
+  mutable Mutex mu_;
+  std::map<std::string, std::shared_ptr<Link>> by_name_ ADXL_GUARDED_BY(mu_);
+  std::map<const ControlConn *, std::weak_ptr<Link>> by_conn_ ADXL_GUARDED_BY(mu_);
+};
+
+}  // namespace adxl
+
+#endif  // ADXL_SRC_CORE_LINK_TABLE_H_

@@ -1,0 +1,200 @@
+#include "core/registrar.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cinttypes>
+
+#include "common/log.h"
+#include "memory/device_memory.h"
+#include "memory/host_memory.h"
+
+namespace adxl {
+
+Registrar::Registrar(std::shared_ptr<Transport> transport, const EngineOptions &options)
+    : transport_(std::move(transport)),
+      fabric_mem_(options.fabric_mem),
+      heartbeat_ms_(options.heartbeat_ms),
+      registry_(std::make_unique<Registry>(
+          Registry::Limits{options.max_registrations, options.max_device_bytes, options.max_host_bytes})) {}
+
+wire::Region Registrar::ToWire(const LocalRegion &r) {
+  wire::Region w;
+  w.id = r.id;
+  w.addr = r.addr;
+  w.len = r.len;
+  w.mem_type = static_cast<uint32_t>(r.type);
+  w.rkey = r.mem ? r.mem->packed_key() : std::string();
+  return w;
+}
+
+Status Registrar::Register(const MemDesc &mem, MemType type, MemHandle *handle) {
+  if (mem.addr == 0 || mem.len == 0 || mem.addr + mem.len < mem.addr) {
+    ADXL_ERROR("RegisterMem: invalid range {addr 0x%" PRIxPTR ", len %zu}: %s", mem.addr, mem.len,
+               mem.addr == 0 ? "null address" : mem.len == 0 ? "zero length" : "address + length overflows");
+    return PARAM_INVALID;
+  }
+  if (type != MEM_HOST && type != MEM_DEVICE) {
+    ADXL_ERROR("RegisterMem: memory type %d is neither MEM_DEVICE nor MEM_HOST", static_cast<int>(type));
+    return PARAM_INVALID;
+  }
+  MutexLock op(&op_mu_);
+  std::string why;
+  {
+    WriterLock l(&mu_);
+    std::shared_ptr<LocalRegion> existing;
+    Status st = registry_->Check(mem.addr, mem.len, type, &existing, &why);
+    if (st != SUCCESS) {
+      ADXL_ERROR("RegisterMem {addr 0x%" PRIxPTR ", len %zu}: %s", mem.addr, mem.len, why.c_str());
+      return st;
+    }
+    if (existing) {
+      ++existing->refs;
+      *handle = reinterpret_cast<MemHandle>(static_cast<uintptr_t>(existing->id));
+      return SUCCESS;
+    }
+  }
+  std::shared_ptr<LocalRegion> region;
+  Status st = RegisterWithTransport(mem, type, &region);
+  if (st != SUCCESS) return st;
+  std::vector<std::shared_ptr<ControlConn>> peers;
+  {
+    WriterLock l(&mu_);
+    registry_->Insert(region);
+    peers.assign(subscribers_.begin(), subscribers_.end());
+  }
+  Push(wire::RegionAdd{ToWire(*region)}, peers);
+  *handle = reinterpret_cast<MemHandle>(static_cast<uintptr_t>(region->id));
+  return SUCCESS;
+}
+
+Status Registrar::RegisterWithTransport(const MemDesc &mem, MemType type, std::shared_ptr<LocalRegion> *out) {
+  std::string why;
+  if (type == MEM_DEVICE && !transport_->device_memory()) {
+    ADXL_ERROR("RegisterMem {addr 0x%" PRIxPTR ", len %zu}: device memory is not supported: the %s transport "
+               "cannot move it (it needs a UCX with CUDA or ROCm support whose RMA protocols handle device memory, "
+               "UCX_PROTO_ENABLE=y; with ADXL_LOG_LEVEL=info the transport says at Initialize which is missing)",
+               mem.addr, mem.len, transport_->name().c_str());
+    return UNSUPPORTED;
+  }
+  if (type == MEM_DEVICE) {
+    bool checked = false;
+    Status st = CheckDeviceRange(mem.addr, mem.len, &checked, &why);
+    if (st != SUCCESS) {
+      ADXL_ERROR("RegisterMem {addr 0x%" PRIxPTR ", len %zu} as MEM_DEVICE: %s", mem.addr, mem.len, why.c_str());
+      return st;
+    }
+    if (!checked) {
+      ADXL_INFO("RegisterMem {addr 0x%" PRIxPTR ", len %zu}: no CUDA device here (device runtime: %s), so the range "
+                "is not checked; the transport takes it as device memory",
+                mem.addr, mem.len, DeviceRuntimeName());
+    }
+  }
+  auto region = std::make_shared<LocalRegion>();
+  // EnableUseFabricMem=1: memory from MallocMem is offered to same-node
+  // peers as a mapping of its memfd (docs/contract.md §3.5, §8).
+  std::string share_path;
+  uint64_t share_offset = 0;
+  HostBlockInfo block;
+  if (fabric_mem_ && type == MEM_HOST && FindHostBlock(reinterpret_cast<void *>(mem.addr), &block) &&
+      block.fd >= 0 && mem.addr + mem.len <= reinterpret_cast<uintptr_t>(block.base) + block.size) {
+    share_path = "/proc/" + std::to_string(getpid()) + "/fd/" + std::to_string(block.fd);
+    share_offset = mem.addr - reinterpret_cast<uintptr_t>(block.base);
+  }
+  int rc = TransportMem::Register(transport_, reinterpret_cast<void *>(mem.addr), mem.len,
+                                  type == MEM_DEVICE ? ADXL_PLUGIN_MEM_DEVICE : ADXL_PLUGIN_MEM_HOST, share_path,
+                                  share_offset, &region->mem);
+  if (rc != ADXL_PLUGIN_OK) {
+    ADXL_ERROR("RegisterMem {addr 0x%" PRIxPTR ", len %zu}: transport refused the registration (status %d)",
+               mem.addr, mem.len, rc);
+    return rc == ADXL_PLUGIN_ERR_UNSUPPORTED ? UNSUPPORTED : FAILED;
+  }
+  region->addr = mem.addr;
+  region->len = mem.len;
+  region->type = type;
+  *out = std::move(region);
+  return SUCCESS;
+}
+
+Status Registrar::Deregister(MemHandle handle) {
+  if (handle == nullptr) {
+    ADXL_ERROR("DeregisterMem: null handle");
+    return PARAM_INVALID;
+  }
+  const uint64_t id = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle));
+  MutexLock op(&op_mu_);
+  std::vector<std::shared_ptr<ControlConn>> peers;
+  {
+    WriterLock l(&mu_);
+    std::shared_ptr<LocalRegion> region = registry_->Find(id);
+    if (!region) {
+      ADXL_INFO("DeregisterMem: handle %" PRIu64 " is not registered (already deregistered?); nothing to do", id);
+      return SUCCESS;
+    }
+    if (--region->refs > 0) return SUCCESS;
+    registry_->Erase(id);
+    peers.assign(subscribers_.begin(), subscribers_.end());
+  }
+  Push(wire::RegionDel{id}, peers);
+  // The registration itself goes when the last transfer using it lets go.
+  return SUCCESS;
+}
+
+void Registrar::Push(const wire::Body &body, const std::vector<std::shared_ptr<ControlConn>> &peers) {
+  const auto wait = std::chrono::milliseconds(std::max<uint32_t>(3 * heartbeat_ms_, 2000));
+  const Clock::time_point deadline = Clock::now() + wait;
+  const bool add = std::holds_alternative<wire::RegionAdd>(body);
+  for (const auto &peer : peers) {
+    if (add && !peer->answer_sent()) {
+      // Its handshake answer is still queued, so its Connect has not
+      // returned: the addition is queued behind the answer and not waited for.
+      peer->Post(body, deadline);
+      continue;
+    }
+    uint32_t status = 0;
+    ControlConn::Outcome out = peer->Request(body, deadline, &status);
+    if (out == ControlConn::Outcome::kTimeout) {
+      // A peer that cannot confirm must not keep using our regions.
+      ADXL_WARN("peer %s did not acknowledge %s in time; closing its link", peer->peer_name().c_str(),
+                wire::TypeName(wire::TypeOf(body)));
+      peer->Close();
+    } else if (out == ControlConn::Outcome::kAcked && status != SUCCESS) {
+      ADXL_WARN("peer %s could not apply %s (status %u); closing its link", peer->peer_name().c_str(),
+                wire::TypeName(wire::TypeOf(body)), status);
+      peer->Close();
+    }
+  }
+}
+
+bool Registrar::Subscribe(const std::shared_ptr<ControlConn> &conn, wire::HelloAck answer, uint64_t seq,
+                          Clock::time_point deadline, size_t *regions) {
+  WriterLock l(&mu_);
+  for (const auto &r : registry_->All()) answer.regions.push_back(ToWire(*r));
+  *regions = answer.regions.size();
+  if (!conn->StartQueued(answer, seq, deadline)) return false;
+  subscribers_.insert(conn);
+  return true;
+}
+
+void Registrar::Unsubscribe(const std::shared_ptr<ControlConn> &conn) {
+  WriterLock l(&mu_);
+  subscribers_.erase(conn);
+}
+
+std::vector<std::shared_ptr<ControlConn>> Registrar::Subscribers() const {
+  ReaderLock l(&mu_);
+  return {subscribers_.begin(), subscribers_.end()};
+}
+
+Status Registrar::Plan(const std::vector<TransferOpDesc> &descs, const Link &link, TransferPlan *plan,
+                       std::string *why) const {
+  ReaderLock l(&mu_);
+  return link.Plan(descs, *registry_, plan, why);
+}
+
+LocalKind Registrar::Classify(const std::vector<TransferOpDesc> &descs) const {
+  ReaderLock l(&mu_);
+  return ClassifyLocal(descs, *registry_);
+}
+
+}  // namespace adxl

@@ -1,0 +1,93 @@
+// Registrar: this engine's registrations and how peers learn of them
+// (docs/contract.md §4 and §5).
+//
+// Owns the registry (memory/registry.h) and the subscribers: the server ends
+// of links that peers opened to us, each of which must see every region
+// change exactly once and in order, and must not miss one that happens while
+// it is handshaking:
+//  - Subscribe (control thread, server side of a handshake) snapshots the
+//    registry into the HelloAck, queues it on the connection and adds the
+//    connection to the subscribers under one exclusive hold of mu_.
+//  - Register / Deregister change the registry and copy the subscribers
+//    under mu_ exclusively, then push outside it, one change at a time
+//    (op_mu_).  So a change is either in a peer's snapshot or pushed to it,
+//    and the push lands behind the queued HelloAck; pushes keep op_mu_'s
+//    order.
+//  - A deregistration waits for every subscriber's acknowledgement (the
+//    peer acknowledges once no transfer of its own uses the region) or
+//    closes the subscriber; a registration waits for the acknowledgement of
+//    peers whose HelloAck was written (their callers may name the region as
+//    soon as RegisterMem returns), not of those whose answer is still queued.
+//
+// Thread-safety: every method may be called from any thread.  Locks, in
+// nesting order: op_mu_ (held across a push and its wait for peers, so only
+// by API threads, never by the control thread) -> mu_ (registry_,
+// subscribers_; never held across socket I/O or a wait) -> a link's region
+// lock (Plan) -> a connection's queue lock (Subscribe queues the answer).
+#ifndef ADXL_SRC_CORE_REGISTRAR_H_
+#define ADXL_SRC_CORE_REGISTRAR_H_
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "adxl/adxl_types.h"
+#include "common/thread_annotations.h"
+#include "config/options.h"
+#include "control/control.h"
+#include "control/wire.h"
+#include "core/link.h"
+#include "core/transfer_plan.h"
+#include "core/buffer_pool.h"
+#include "memory/registry.h"
+#include "transport/transport.h"
+
+namespace adxl {
+
+class Registrar {
+ public:
+  Registrar(std::shared_ptr<Transport> transport, const EngineOptions &options);
+
+  // RegisterMem / DeregisterMem after the lifecycle check (docs/contract.md §4).
+  Status Register(const MemDesc &mem, MemType type, MemHandle *handle) ADXL_EXCLUDES(op_mu_, mu_);
+  Status Deregister(MemHandle handle) ADXL_EXCLUDES(op_mu_, mu_);
+
+  // Server side of a handshake: completes `answer` with the region table,
+  // queues it on `conn` (seq as given, to be written by `deadline`) and
+  // subscribes `conn` to region changes.  False when the answer cannot be
+  // queued (the caller closes the connection).  *regions: how many it holds.
+  bool Subscribe(const std::shared_ptr<ControlConn> &conn, wire::HelloAck answer, uint64_t seq,
+                 Clock::time_point deadline, size_t *regions) ADXL_EXCLUDES(mu_);
+  void Unsubscribe(const std::shared_ptr<ControlConn> &conn) ADXL_EXCLUDES(mu_);
+  std::vector<std::shared_ptr<ControlConn>> Subscribers() const ADXL_EXCLUDES(mu_);
+
+  // The plan of a transfer over `link` (transfer_plan.h).
+  Status Plan(const std::vector<TransferOpDesc> &descs, const Link &link, TransferPlan *plan,
+              std::string *why) const ADXL_EXCLUDES(mu_);
+  // Whether the local sides of `descs` are registered (buffer_pool.h).
+  LocalKind Classify(const std::vector<TransferOpDesc> &descs) const ADXL_EXCLUDES(mu_);
+
+ private:
+  // Pushes a change to `peers` and waits for their acknowledgements (see
+  // the top of this file); a peer that does not confirm in time is closed.
+  void Push(const wire::Body &body, const std::vector<std::shared_ptr<ControlConn>> &peers)
+      ADXL_REQUIRES(op_mu_) ADXL_EXCLUDES(mu_);
+  static wire::Region ToWire(const LocalRegion &r);
+  // Registers [mem] with the transport; offers MallocMem memory as a
+  // mapping to same-node peers when EnableUseFabricMem=1.
+  Status RegisterWithTransport(const MemDesc &mem, MemType type, std::shared_ptr<LocalRegion> *region);
+
+  const std::shared_ptr<Transport> transport_;
+  const bool fabric_mem_;
+  const uint32_t heartbeat_ms_;
+
+  Mutex op_mu_;
+  mutable SharedMutex mu_ ADXL_ACQUIRED_AFTER(op_mu_);
+  std::unique_ptr<Registry> registry_ ADXL_GUARDED_BY(mu_);
+  std::set<std::shared_ptr<ControlConn>> subscribers_ ADXL_GUARDED_BY(mu_);
+};
+
+}  // namespace adxl
+
+#endif  // ADXL_SRC_CORE_REGISTRAR_H_

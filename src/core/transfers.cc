@@ -1,0 +1,148 @@
+#include "core/transfers.h"
+
+#include "common/log.h"
+#include "core/sync_slicer.h"
+
+namespace adxl {
+namespace {
+
+constexpr int32_t kAsyncAutoConnectMs = 3000;  // AutoConnect budget of TransferAsync (docs/contract.md §5.8)
+
+const char *OpName(TransferOp op) { return op == READ ? "READ" : "WRITE"; }
+
+}  // namespace
+
+Transfers::Transfers(std::shared_ptr<Transport> transport, const EngineOptions &options, const Registrar *registrar,
+                     Connector *connector)
+    : transport_(transport),
+      registrar_(registrar),
+      connector_(connector),
+      staged_(std::move(transport), options, registrar, connector) {}
+
+Status Transfers::Prepare(const char *api, const std::string &remote, TransferOp op,
+                          const std::vector<TransferOpDesc> &descs, Clock::time_point connect_deadline,
+                          std::shared_ptr<Link> *link_out, TransferPlan *plan) {
+  if (op != READ && op != WRITE) {
+    ADXL_ERROR("%s to '%s': operation %d is neither READ nor WRITE", api, remote.c_str(), static_cast<int>(op));
+    return PARAM_INVALID;
+  }
+  if (descs.empty()) {
+    ADXL_ERROR("%s to '%s': empty descriptor list", api, remote.c_str());
+    return PARAM_INVALID;
+  }
+  for (size_t i = 0; i < descs.size(); ++i) {
+    if (descs[i].local_addr == 0 || descs[i].remote_addr == 0 || descs[i].len == 0) {
+      ADXL_ERROR("%s to '%s': descriptor %zu has a zero %s", api, remote.c_str(), i,
+                 descs[i].len == 0 ? "length" : "address");
+      return PARAM_INVALID;
+    }
+  }
+  std::shared_ptr<Link> link;
+  Status st = connector_->AcquireLink(api, remote, connect_deadline, &link);
+  if (st != SUCCESS) return st;
+  std::string why;
+  st = registrar_->Plan(descs, *link, plan, &why);
+  if (st != SUCCESS) {
+    ADXL_ERROR("%s %s to '%s': %s", api, OpName(op), remote.c_str(), why.c_str());
+    return st;
+  }
+  *link_out = std::move(link);
+  return SUCCESS;
+}
+
+Status Transfers::Sync(const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
+                       int32_t timeout_ms) {
+  if (timeout_ms <= 0) {
+    ADXL_ERROR("TransferSync to '%s': timeout %d ms must be > 0", remote.c_str(), timeout_ms);
+    return PARAM_INVALID;
+  }
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  bool staged = false;
+  Status st = staged_.Run(remote, op, descs, deadline, timeout_ms, &staged);
+  if (staged) return st;
+  std::shared_ptr<Link> link;
+  TransferPlan plan;
+  st = Prepare("TransferSync", remote, op, descs, deadline, &link, &plan);
+  if (st != SUCCESS) return st;
+  // Posted in slices with the deadline checked before each: lanes that copy
+  // inside Post (cma, mapped memory) would otherwise run a large batch far
+  // past the caller's deadline.  Lanes that only queue work have every slice
+  // in flight at once, as if posted whole.
+  std::vector<std::unique_ptr<Batch>> batches;
+  int rc = ADXL_PLUGIN_OK;
+  auto timed_out = [&] {
+    link->FenceAfterTimeout();
+    ADXL_ERROR("TransferSync %s to '%s': timed out after %d ms; the link is failed until reconnected", OpName(op),
+               remote.c_str(), timeout_ms);
+    return TIMEOUT;
+  };
+  Status refused = SUCCESS;  // a slice the transport refused: the earlier ones still finish first
+  std::vector<adxl_plugin_iov_t> slice;
+  SyncSlicer slicer(plan.iov);
+  while (!slicer.done()) {
+    if (!batches.empty() && Clock::now() >= deadline) return timed_out();
+    if (!slicer.Next(&slice)) break;
+    std::unique_ptr<Batch> batch;
+    refused = link->Post(op, slice.data(), slice.size(), &batch);
+    if (refused != SUCCESS) break;
+    batches.push_back(std::move(batch));
+  }
+  Transport::Waiter idle;
+  for (const auto &batch : batches) {
+    while ((rc = batch->Test()) == ADXL_PLUGIN_IN_PROGRESS) {
+      if (Clock::now() >= deadline) return timed_out();
+      transport_->WaitStep(&idle);
+    }
+    if (rc != ADXL_PLUGIN_OK) break;
+  }
+  if (refused != SUCCESS) return refused;
+  if (rc != ADXL_PLUGIN_OK) {
+    if (link->disconnected()) {
+      ADXL_ERROR("TransferSync %s to '%s': the link was disconnected meanwhile", OpName(op), remote.c_str());
+    } else {
+      link->Fail("transfer failed in the transport (status " + std::to_string(rc) + ")");
+      ADXL_ERROR("TransferSync %s to '%s': failed in the transport (status %d)", OpName(op), remote.c_str(), rc);
+    }
+    return FAILED;
+  }
+  (op == READ ? link->bytes_read : link->bytes_written).fetch_add(plan.bytes, std::memory_order_relaxed);
+  link->ops.fetch_add(plan.iov.size(), std::memory_order_relaxed);
+  return SUCCESS;
+}
+
+Status Transfers::Async(const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
+                        const void *user_data, TransferReq *req) {
+  auto r = std::make_unique<AsyncRequest>();
+  Status st = Prepare("TransferAsync", remote, op, descs,
+                      Clock::now() + std::chrono::milliseconds(kAsyncAutoConnectMs), &r->link, &r->plan);
+  if (st != SUCCESS) return st;
+  // The slot is reserved before the post and released if the post fails.
+  if (!requests_.Reserve(remote)) return RESOURCE_EXHAUSTED;
+  st = r->link->Post(op, r->plan.iov.data(), r->plan.iov.size(), &r->batch);
+  if (st != SUCCESS) {
+    requests_.Unreserve();
+    return st;
+  }
+  r->op = op;
+  r->user_data = user_data;
+  *req = reinterpret_cast<TransferReq>(static_cast<uintptr_t>(requests_.Commit(std::move(r))));
+  return SUCCESS;
+}
+
+Status Transfers::GetStatus(TransferReq req, TransferStatus *status) {
+  *status = TransferStatus::FAILED;
+  if (req == nullptr) {
+    ADXL_ERROR("GetTransferStatus: null request");
+    return FAILED;
+  }
+  transport_->Progress();
+  return requests_.Poll(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(req)), status);
+}
+
+void Transfers::GetStatuses(uint32_t max_count, bool skip_waiting, std::vector<AsyncRequests::Result> *results) {
+  transport_->Progress();
+  requests_.PollAll(max_count, skip_waiting, results);
+}
+
+}  // namespace adxl
+
