@@ -79,25 +79,33 @@ bool ControlConn::Send(const wire::Body &body, uint64_t seq, Clock::time_point d
 }
 
 ControlConn::Outcome ControlConn::Request(const wire::Body &body, Clock::time_point deadline, uint32_t *ack_status) {
+  const uint64_t seq = StartRequest(body, deadline);
+  if (seq == 0) return Clock::now() >= deadline ? Outcome::kTimeout : Outcome::kClosed;
+  return AwaitAck(seq, deadline, ack_status);
+}
+
+uint64_t ControlConn::StartRequest(const wire::Body &body, Clock::time_point deadline) {
   const uint64_t seq = next_seq_.fetch_add(1);
   {
     std::lock_guard<std::mutex> l(mu_);
     pending_[seq] = -1;
   }
-  Outcome out = Outcome::kClosed;
-  if (Send(body, seq, deadline)) {
-    std::unique_lock<std::mutex> l(mu_);
-    cv_.wait_until(l, deadline, [&] { return pending_[seq] >= 0 || closed_.load(); });
-    if (pending_[seq] >= 0) {
-      *ack_status = static_cast<uint32_t>(pending_[seq]);
-      out = Outcome::kAcked;
-    } else {
-      out = closed_.load() ? Outcome::kClosed : Outcome::kTimeout;
-    }
-  } else if (Clock::now() >= deadline) {
-    out = Outcome::kTimeout;
-  }
+  if (Send(body, seq, deadline)) return seq;
   std::lock_guard<std::mutex> l(mu_);
+  pending_.erase(seq);
+  return 0;
+}
+
+ControlConn::Outcome ControlConn::AwaitAck(uint64_t seq, Clock::time_point deadline, uint32_t *ack_status) {
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait_until(l, deadline, [&] { return pending_[seq] >= 0 || closed_.load(); });
+  Outcome out;
+  if (pending_[seq] >= 0) {
+    *ack_status = static_cast<uint32_t>(pending_[seq]);
+    out = Outcome::kAcked;
+  } else {
+    out = closed_.load() ? Outcome::kClosed : Outcome::kTimeout;
+  }
   pending_.erase(seq);
   return out;
 }

@@ -68,6 +68,12 @@ class ControlConn {
   bool Send(const wire::Body &body, uint64_t seq, Clock::time_point deadline);
   // Sends a request and waits for its Ack.
   Outcome Request(const wire::Body &body, Clock::time_point deadline, uint32_t *ack_status);
+  // The two halves of Request, for waiting on several connections at once:
+  // StartRequest sends and returns the seq to await (0: not sent, the
+  // connection is closed); AwaitAck waits for it and forgets it.  Every
+  // started request must be awaited.
+  uint64_t StartRequest(const wire::Body &body, Clock::time_point deadline);
+  Outcome AwaitAck(uint64_t seq, Clock::time_point deadline, uint32_t *ack_status);
   // Sends a request under a fresh seq without waiting for (or tracking) its Ack.
   bool Post(const wire::Body &body, Clock::time_point deadline);
 

@@ -97,7 +97,7 @@ bool EncodeBody(const Body &body, Writer &w) {
         } else if constexpr (std::is_same_v<M, Notify>) {
           return w.Str(m.name) && w.Str(m.msg);
         } else {
-          return true;  // Ping, Pong, Fence, Bye: empty payloads
+          return true;  // Ping, Pong, Fence, Bye, TableRequest: empty payloads
         }
       },
       body);
@@ -108,7 +108,8 @@ bool EncodeBody(const Body &body, Writer &w) {
 Type TypeOf(const Body &body) {
   static constexpr Type kTypes[] = {Type::kHello,  Type::kHelloAck, Type::kRegionAdd, Type::kRegionDel,
                                     Type::kAck,    Type::kNotify,   Type::kPing,      Type::kPong,
-                                    Type::kFence,  Type::kBye,      Type::kAuthChallenge, Type::kAuthResponse};
+                                    Type::kFence,  Type::kBye,      Type::kAuthChallenge, Type::kAuthResponse,
+                                    Type::kTableRequest};
   return kTypes[body.index()];
 }
 
@@ -126,6 +127,7 @@ const char *TypeName(Type t) {
     case Type::kBye: return "Bye";
     case Type::kAuthChallenge: return "AuthChallenge";
     case Type::kAuthResponse: return "AuthResponse";
+    case Type::kTableRequest: return "TableRequest";
   }
   return "?";
 }
@@ -212,6 +214,7 @@ bool DecodePayload(uint16_t type, const uint8_t *data, size_t len, Body *out, st
     case Type::kPong: *out = Pong{}; ok = true; break;
     case Type::kFence: *out = Fence{}; ok = true; break;
     case Type::kBye: *out = Bye{}; ok = true; break;
+    case Type::kTableRequest: *out = TableRequest{}; ok = true; break;
     default:
       *why = "unknown message type " + std::to_string(type);
       return false;

@@ -20,6 +20,10 @@
 //   S->C HelloAck{status, node, address, regions, server_proof}
 // Proofs are HMAC-SHA256(token, role | from | to | client_nonce |
 // server_nonce) (src/control/auth.h); a refused HelloAck carries no regions.
+//
+// Version 3 added TableRequest: registrations are pushed to peers without
+// waiting for them (RegionAdd), and a peer whose transfer names a range it
+// has not seen yet asks for the current table once before refusing it.
 #ifndef ADXL_SRC_CONTROL_WIRE_H_
 #define ADXL_SRC_CONTROL_WIRE_H_
 
@@ -33,7 +37,7 @@ namespace adxl {
 namespace wire {
 
 constexpr uint32_t kMagic = 0x4c584441;  // "ADXL" in memory order
-constexpr uint16_t kVersion = 2;
+constexpr uint16_t kVersion = 3;
 constexpr size_t kHeaderSize = 24;
 constexpr size_t kMaxPayload = 4u << 20;
 constexpr size_t kMaxString = 64u << 10;
@@ -59,6 +63,7 @@ enum class Type : uint16_t {
   kBye = 10,       // either side: the link is closing
   kAuthChallenge = 11,  // server -> client: the server's nonce (both sides have a token)
   kAuthResponse = 12,   // client -> server: the client's proof
+  kTableRequest = 13,   // client -> server: send me your current region table (acked after it)
 };
 
 struct Region {
@@ -106,9 +111,12 @@ struct Ping {};
 struct Pong {};
 struct Fence {};
 struct Bye {};
+// Answered by a RegionAdd for every current region, then the Ack: a client
+// whose transfer names a range it has not seen asks once (refresh on miss).
+struct TableRequest {};
 
 using Body = std::variant<Hello, HelloAck, RegionAdd, RegionDel, Ack, Notify, Ping, Pong, Fence, Bye, AuthChallenge,
-                          AuthResponse>;
+                          AuthResponse, TableRequest>;
 
 struct Message {
   uint64_t seq = 0;

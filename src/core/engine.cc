@@ -288,6 +288,8 @@ void Engine::HandleServer(const std::shared_ptr<ControlConn> &conn, wire::Messag
       for (int i = 0, idle = 0; i < 100000 && idle < 8; ++i) idle = transport->Progress() != 0 ? 0 : idle + 1;
       conn->Send(wire::Ack{SUCCESS}, seq, Clock::now() + kControlSendDeadline);
     });
+  } else if (std::holds_alternative<wire::TableRequest>(msg.body)) {
+    registrar_->SendTable(conn, msg.seq, Clock::now() + kHandshakeAnswerDeadline);
   } else if (std::holds_alternative<wire::Bye>(msg.body)) {
     ADXL_INFO("'%s' disconnected", conn->peer_name().c_str());
     conn->Close();

@@ -51,6 +51,24 @@ bool Link::CoversRemote(uint64_t addr, uint64_t len) const {
   return regions_.Resolve(addr, len, &p);
 }
 
+bool Link::RefreshRegions(Clock::time_point deadline) {
+  uint32_t status = 0;
+  const bool ok = conn->Request(wire::TableRequest{}, deadline, &status) == ControlConn::Outcome::kAcked &&
+                  status == SUCCESS;
+  if (!ok) ADXL_WARN("link to '%s': the peer did not send its region table in time", remote_.c_str());
+  return ok;
+}
+
+bool Link::CoversRemote(const std::vector<TransferOpDesc> &descs) const {
+  std::vector<Table::Piece> p;
+  ReaderLock l(&regions_mu_);
+  for (const TransferOpDesc &d : descs) {
+    p.clear();
+    if (d.remote_addr + d.len < d.remote_addr || !regions_.Resolve(d.remote_addr, d.len, &p)) return false;
+  }
+  return true;
+}
+
 Status Link::Plan(const std::vector<TransferOpDesc> &descs, const Registry &local, TransferPlan *plan,
                   std::string *why) const {
   ReaderLock l(&regions_mu_);

@@ -79,6 +79,12 @@ class Link {
   // Removes a region the peer withdrew; returns it (null when unknown) so
   // that the caller can acknowledge once the last transfer lets go of it.
   std::shared_ptr<RemoteRegion> WithdrawRegion(uint64_t id) ADXL_EXCLUDES(regions_mu_);
+  // Refresh on miss: asks the peer for its current region table (one
+  // TableRequest; the peer sends its regions, then the Ack) and waits until
+  // they are applied or `deadline`.  False when no answer came in time.
+  bool RefreshRegions(Clock::time_point deadline);
+  // Whether every remote range of `descs` lies in regions the peer registered.
+  bool CoversRemote(const std::vector<TransferOpDesc> &descs) const ADXL_EXCLUDES(regions_mu_);
   // Whether [addr, addr + len) lies in regions the peer registered.
   bool CoversRemote(uint64_t addr, uint64_t len) const ADXL_EXCLUDES(regions_mu_);
   // BuildTransferPlan (transfer_plan.h) against this link's regions, under

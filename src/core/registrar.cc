@@ -14,7 +14,7 @@ namespace adxl {
 Registrar::Registrar(std::shared_ptr<Transport> transport, const EngineOptions &options)
     : transport_(std::move(transport)),
       fabric_mem_(options.fabric_mem),
-      heartbeat_ms_(options.heartbeat_ms),
+      deregister_wait_(std::max<uint32_t>(options.heartbeat_ms, 1000)),
       registry_(std::make_unique<Registry>(
           Registry::Limits{options.max_registrations, options.max_device_bytes, options.max_host_bytes})) {}
 
@@ -63,7 +63,9 @@ Status Registrar::Register(const MemDesc &mem, MemType type, MemHandle *handle) 
     registry_->Insert(region);
     peers.assign(subscribers_.begin(), subscribers_.end());
   }
-  Push(wire::RegionAdd{ToWire(*region)}, peers);
+  // Queued, not waited for (see the header).
+  const Clock::time_point deadline = Clock::now() + deregister_wait_;
+  for (const auto &peer : peers) peer->Post(wire::RegionAdd{ToWire(*region)}, deadline);
   *handle = reinterpret_cast<MemHandle>(static_cast<uintptr_t>(region->id));
   return SUCCESS;
 }
@@ -135,35 +137,38 @@ Status Registrar::Deregister(MemHandle handle) {
     registry_->Erase(id);
     peers.assign(subscribers_.begin(), subscribers_.end());
   }
-  Push(wire::RegionDel{id}, peers);
+  PushWithdrawal(id, peers);
   // The registration itself goes when the last transfer using it lets go.
   return SUCCESS;
 }
 
-void Registrar::Push(const wire::Body &body, const std::vector<std::shared_ptr<ControlConn>> &peers) {
-  const auto wait = std::chrono::milliseconds(std::max<uint32_t>(3 * heartbeat_ms_, 2000));
-  const Clock::time_point deadline = Clock::now() + wait;
-  const bool add = std::holds_alternative<wire::RegionAdd>(body);
-  for (const auto &peer : peers) {
-    if (add && !peer->answer_sent()) {
-      // Its handshake answer is still queued, so its Connect has not
-      // returned: the addition is queued behind the answer and not waited for.
-      peer->Post(body, deadline);
-      continue;
-    }
+void Registrar::PushWithdrawal(uint64_t id, const std::vector<std::shared_ptr<ControlConn>> &peers) {
+  const Clock::time_point deadline = Clock::now() + deregister_wait_;
+  std::vector<uint64_t> seqs(peers.size());
+  for (size_t i = 0; i < peers.size(); ++i) seqs[i] = peers[i]->StartRequest(wire::RegionDel{id}, deadline);
+  for (size_t i = 0; i < peers.size(); ++i) {
+    if (seqs[i] == 0) continue;  // closed: it uses nothing of ours any more
     uint32_t status = 0;
-    ControlConn::Outcome out = peer->Request(body, deadline, &status);
+    const ControlConn::Outcome out = peers[i]->AwaitAck(seqs[i], deadline, &status);
     if (out == ControlConn::Outcome::kTimeout) {
       // A peer that cannot confirm must not keep using our regions.
-      ADXL_WARN("peer %s did not acknowledge %s in time; closing its link", peer->peer_name().c_str(),
-                wire::TypeName(wire::TypeOf(body)));
-      peer->Close();
+      ADXL_WARN("peer %s did not acknowledge the withdrawal of region %" PRIu64 " within %lld ms; closing its link",
+                peers[i]->peer_name().c_str(), id, static_cast<long long>(deregister_wait_.count()));
+      peers[i]->Close();
     } else if (out == ControlConn::Outcome::kAcked && status != SUCCESS) {
-      ADXL_WARN("peer %s could not apply %s (status %u); closing its link", peer->peer_name().c_str(),
-                wire::TypeName(wire::TypeOf(body)), status);
-      peer->Close();
+      ADXL_WARN("peer %s could not apply the withdrawal of region %" PRIu64 " (status %u); closing its link",
+                peers[i]->peer_name().c_str(), id, status);
+      peers[i]->Close();
     }
   }
+}
+
+void Registrar::SendTable(const std::shared_ptr<ControlConn> &conn, uint64_t seq, Clock::time_point deadline) {
+  ReaderLock l(&mu_);
+  for (const auto &r : registry_->All()) {
+    if (!conn->Post(wire::RegionAdd{ToWire(*r)}, deadline)) return;
+  }
+  conn->Send(wire::Ack{SUCCESS}, seq, deadline);
 }
 
 bool Registrar::Subscribe(const std::shared_ptr<ControlConn> &conn, wire::HelloAck answer, uint64_t seq,

@@ -13,17 +13,24 @@
 //    (op_mu_).  So a change is either in a peer's snapshot or pushed to it,
 //    and the push lands behind the queued HelloAck; pushes keep op_mu_'s
 //    order.
-//  - A deregistration waits for every subscriber's acknowledgement (the
-//    peer acknowledges once no transfer of its own uses the region) or
-//    closes the subscriber; a registration waits for the acknowledgement of
-//    peers whose HelloAck was written (their callers may name the region as
-//    soon as RegisterMem returns), not of those whose answer is still queued.
+//  - A registration waits for nobody: the addition is queued to every
+//    subscriber, and a peer whose transfer names a range it has not seen
+//    yet asks for the whole table once before refusing the transfer
+//    (SendTable, wire::TableRequest; refresh on miss).  So RegisterMem costs
+//    the same with a thousand silent peers as with none, and a peer can use
+//    a new region as soon as RegisterMem returned.
+//  - A deregistration is sent to every subscriber at once and waits, until
+//    one short deadline (kDeregisterWait), for their acknowledgements (a peer
+//    acknowledges once no transfer of its own uses the region); a peer that
+//    misses the deadline, or cannot apply the change, is cut off (its
+//    connection closed, which fails its link), so it never uses the region
+//    after DeregisterMem returned.
 //
 // Thread-safety: every method may be called from any thread.  Locks, in
-// nesting order: op_mu_ (held across a push and its wait for peers, so only
-// by API threads, never by the control thread) -> mu_ (registry_,
-// subscribers_; never held across socket I/O or a wait) -> a link's region
-// lock (Plan) -> a connection's queue lock (Subscribe queues the answer).
+// nesting order: op_mu_ (held across a push and a deregistration's wait for
+// peers, so only by API threads, never by the control thread) -> mu_
+// (registry_, subscribers_; never held across a wait: sends under it only
+// queue) -> a link's region lock (Plan) -> a connection's own locks.
 #ifndef ADXL_SRC_CORE_REGISTRAR_H_
 #define ADXL_SRC_CORE_REGISTRAR_H_
 
@@ -60,6 +67,11 @@ class Registrar {
   bool Subscribe(const std::shared_ptr<ControlConn> &conn, wire::HelloAck answer, uint64_t seq,
                  Clock::time_point deadline, size_t *regions) ADXL_EXCLUDES(mu_);
   void Unsubscribe(const std::shared_ptr<ControlConn> &conn) ADXL_EXCLUDES(mu_);
+  // Answers a subscriber's TableRequest (control thread): a RegionAdd for
+  // every current region, then the Ack of `seq`, all queued under mu_ so
+  // that no change falls between them and later pushes.
+  void SendTable(const std::shared_ptr<ControlConn> &conn, uint64_t seq, Clock::time_point deadline)
+      ADXL_EXCLUDES(mu_);
   std::vector<std::shared_ptr<ControlConn>> Subscribers() const ADXL_EXCLUDES(mu_);
 
   // The plan of a transfer over `link` (transfer_plan.h).
@@ -69,10 +81,10 @@ class Registrar {
   LocalKind Classify(const std::vector<TransferOpDesc> &descs) const ADXL_EXCLUDES(mu_);
 
  private:
-  // Pushes a change to `peers` and waits for their acknowledgements (see
+  // Sends a withdrawal to `peers` and waits for their acknowledgements (see
   // the top of this file); a peer that does not confirm in time is closed.
-  void Push(const wire::Body &body, const std::vector<std::shared_ptr<ControlConn>> &peers)
-      ADXL_REQUIRES(op_mu_) ADXL_EXCLUDES(mu_);
+  void PushWithdrawal(uint64_t id, const std::vector<std::shared_ptr<ControlConn>> &peers) ADXL_REQUIRES(op_mu_)
+      ADXL_EXCLUDES(mu_);
   static wire::Region ToWire(const LocalRegion &r);
   // Registers [mem] with the transport; offers MallocMem memory as a
   // mapping to same-node peers when EnableUseFabricMem=1.
@@ -80,7 +92,8 @@ class Registrar {
 
   const std::shared_ptr<Transport> transport_;
   const bool fabric_mem_;
-  const uint32_t heartbeat_ms_;
+  // How long DeregisterMem waits for peers' acknowledgements.
+  const std::chrono::milliseconds deregister_wait_;
 
   Mutex op_mu_;
   mutable SharedMutex mu_ ADXL_ACQUIRED_AFTER(op_mu_);

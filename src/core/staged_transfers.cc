@@ -1,5 +1,6 @@
 #include "core/staged_transfers.h"
 
+#include <algorithm>
 #include <cinttypes>
 
 #include "common/log.h"
@@ -44,6 +45,10 @@ Status StagedTransfers::Run(const std::string &remote, TransferOp op, const std:
   std::shared_ptr<Link> link;
   Status st = connector_->AcquireLink("TransferSync", remote, deadline, &link);
   if (st != SUCCESS) return st;
+  if (!link->CoversRemote(descs)) {
+    // Refresh on miss (transfers.cc): the pool checks the ranges again.
+    link->RefreshRegions(std::min(deadline, Clock::now() + std::chrono::milliseconds(200)));
+  }
   BufferPool *pool = nullptr;
   {
     MutexLock l(&pool_mu_);

@@ -1,5 +1,7 @@
 #include "core/transfers.h"
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "core/sync_slicer.h"
 
@@ -7,6 +9,10 @@ namespace adxl {
 namespace {
 
 constexpr int32_t kAsyncAutoConnectMs = 3000;  // AutoConnect budget of TransferAsync (docs/contract.md §5.8)
+// How long a transfer naming a remote range we have not seen waits for the
+// peer's current table (refresh on miss) before it is refused.  A live peer
+// answers in well under a millisecond.
+constexpr auto kRefreshWait = std::chrono::milliseconds(200);
 
 const char *OpName(TransferOp op) { return op == READ ? "READ" : "WRITE"; }
 
@@ -42,6 +48,14 @@ Status Transfers::Prepare(const char *api, const std::string &remote, TransferOp
   if (st != SUCCESS) return st;
   std::string why;
   st = registrar_->Plan(descs, *link, plan, &why);
+  if (st == PARAM_INVALID && !link->CoversRemote(descs) &&
+      link->RefreshRegions(std::min(connect_deadline, Clock::now() + kRefreshWait))) {
+    // A range the peer registered after our table was made, whose push has
+    // not reached us yet: asked once, planned once more.
+    *plan = TransferPlan{};
+    why.clear();
+    st = registrar_->Plan(descs, *link, plan, &why);
+  }
   if (st != SUCCESS) {
     ADXL_ERROR("%s %s to '%s': %s", api, OpName(op), remote.c_str(), why.c_str());
     return st;

@@ -96,6 +96,7 @@ int main(int argc, char **argv) {
   Write(dir, "valid_pong", Enc(0, Pong{}));
   Write(dir, "valid_fence", Enc(11, Fence{}));
   Write(dir, "valid_bye", Enc(0, Bye{}));
+  Write(dir, "valid_table_request", Enc(9, TableRequest{}));
   // Access control (wire version 2): a client with a token, the server's
   // challenge, the client's proof, the server's answer with its proof, and a
   // refusal (FAILED, no regions).
@@ -130,7 +131,9 @@ int main(int argc, char **argv) {
   Write(dir, "bad_version", Header(7, 0, kMagic, kVersion + 1));
   Write(dir, "bad_version_1", Header(7, 0, kMagic, 1));  // a peer of wire version 1 (no access control)
   Write(dir, "bad_type_0", Header(0, 0));
-  Write(dir, "bad_type_13", Header(13, 4) + std::string(4, '\0'));
+  Write(dir, "bad_type_14", Header(14, 4) + std::string(4, '\0'));
+  Write(dir, "bad_version_2", Header(7, 0, kMagic, 2));  // a peer of wire version 2 (no TableRequest)
+  Write(dir, "bad_table_request_payload", Header(13, 1) + "x");
   Write(dir, "bad_huge_length", Header(1, 0xfffffff0u));
   Write(dir, "bad_length_over_limit", Header(1, static_cast<uint32_t>(kMaxPayload + 1)));
   Write(dir, "bad_ping_with_payload", Header(7, 1) + "x");

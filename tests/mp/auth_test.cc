@@ -399,7 +399,7 @@ std::string Str(const std::string &v) {
 std::string Frame(uint16_t type, const std::string &payload, uint64_t seq) {
   std::string s;
   PutLe(&s, 0x4c584441, 4);
-  PutLe(&s, 2, 2);  // wire version 2
+  PutLe(&s, 3, 2);  // wire version 3
   PutLe(&s, type, 2);
   PutLe(&s, payload.size(), 4);
   PutLe(&s, 0, 4);

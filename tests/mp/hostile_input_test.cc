@@ -44,7 +44,7 @@ namespace {
 // ------------------------------------------------------------ wire by hand
 
 constexpr uint32_t kMagic = 0x4c584441;  // "ADXL"
-constexpr uint16_t kVersion = 2;
+constexpr uint16_t kVersion = 3;
 constexpr size_t kHeaderSize = 24;
 constexpr uint32_t kMaxPayload = 4u << 20;
 enum : uint16_t {
@@ -94,7 +94,7 @@ std::string Str(const std::string &v) {
 }
 
 std::string HelloFrame(const std::string &from, const std::string &to, uint64_t seq = 1) {
-  // Wire version 2: flags (0: no adxl.AuthToken) and an empty nonce follow.
+  // Since wire version 2: flags (0: no adxl.AuthToken) and an empty nonce follow.
   return Frame(kHello, Str(from) + Str(to) + Str("hostile-node") + std::string(4, '\0') + Str(""), seq);
 }
 
@@ -422,8 +422,9 @@ TEST_F(HostileInputTest, TruncatedFrameThenClose) {
 
 TEST_F(HostileInputTest, WrongVersionOrMagicIsRejected) {
   const std::string hello_payload = Str("127.0.0.1:1") + Str(peer_name_) + Str("n") + std::string(4, '\0') + Str("");
-  // Wire version 1 (before access control), one newer than ours, nonsense.
-  for (uint16_t version : {0, 1, 3, 0xffff}) {
+  // Wire version 1 (before access control), 2 (before TableRequest), one
+  // newer than ours, nonsense.
+  for (uint16_t version : {0, 1, 2, 4, 0xffff}) {
     RawConn c(port_);
     ASSERT_TRUE(c.ok());
     c.Send(Frame(kHello, hello_payload, 1, version));
@@ -537,7 +538,7 @@ TEST_F(HostileInputTest, ServerOnlyMessagesFromAClientCloseTheConnection) {
   PutLe(&ack_payload, 0, 4);
   ack_payload += Str("n") + Str("a");
   PutLe(&ack_payload, 0, 4);
-  ack_payload += Str("");  // wire version 2: the (empty) server proof
+  ack_payload += Str("");  // since wire version 2: the (empty) server proof
   for (const std::string &f : {Frame(kRegionDel, del, 6), Frame(kHelloAck, ack_payload, 7), Frame(kPong, "", 0)}) {
     RawConn c(port_);
     ASSERT_EQ(Handshake(c, peer_name_), 0);

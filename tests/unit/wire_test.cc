@@ -159,6 +159,7 @@ std::vector<Message> AllSamples() {
   v.push_back(Msg(8, Pong{}));
   v.push_back(Msg(9, Fence{}));
   v.push_back(Msg(0, Bye{}));
+  v.push_back(Msg(10, TableRequest{}));
   return v;
 }
 
@@ -178,7 +179,7 @@ TEST(WireTest, HeaderLayoutIsLittleEndianAsDocumented) {
 }
 
 TEST(WireTest, EmptyBodiesHaveEmptyPayloads) {
-  for (Body b : {Body(Ping{}), Body(Pong{}), Body(Fence{}), Body(Bye{})}) {
+  for (Body b : {Body(Ping{}), Body(Pong{}), Body(Fence{}), Body(Bye{}), Body(TableRequest{})}) {
     std::string f = EncodeOrDie(Msg(1, b));
     EXPECT_EQ(f.size(), kHeaderSize) << TypeName(TypeOf(b));
     EXPECT_EQ(GetLe(f, 8, 4), 0u);
@@ -198,6 +199,8 @@ TEST(WireTest, TypeCodesAreStable) {
   EXPECT_EQ(TypeOf(Bye{}), Type::kBye);
   EXPECT_EQ(TypeOf(AuthChallenge{}), Type::kAuthChallenge);
   EXPECT_EQ(TypeOf(AuthResponse{}), Type::kAuthResponse);
+  EXPECT_EQ(TypeOf(TableRequest{}), Type::kTableRequest);
+  EXPECT_EQ(static_cast<uint16_t>(Type::kTableRequest), 13);
   EXPECT_EQ(static_cast<uint16_t>(Type::kHello), 1);
   EXPECT_EQ(static_cast<uint16_t>(Type::kBye), 10);
   EXPECT_EQ(static_cast<uint16_t>(Type::kAuthChallenge), 11);
@@ -445,8 +448,9 @@ TEST(WireTest, BadVersionIsError) {
 TEST(WireTest, UnknownTypeIsError) {
   ExpectError(RawFrame(0, ""));
   ExpectError(RawFrame(11, ""));
-  ExpectError(RawFrame(13, ""));
-  ExpectError(RawFrame(13, std::string(4, '\0')));
+  ExpectError(RawFrame(14, ""));
+  ExpectError(RawFrame(14, std::string(4, '\0')));
+  ExpectError(RawFrame(static_cast<uint16_t>(Type::kTableRequest), std::string(4, '\0')));  // has no payload
   ExpectError(RawFrame(0xffff, "abcd"));
 }
 
