@@ -41,7 +41,7 @@ struct OptionSpec {
   void (*set)(EngineOptions *o, int64_t v);
 
   // Other settings: checks `value` and stores it in *o; on error sets *why
-  // (naming the key, and the variable when from_env).  Null for kEnvOnly.
+  // (naming the key or the variable).  Null for kEnvOnly.
   bool (*apply)(const OptionSpec &spec, const std::string &value, bool from_env, EngineOptions *o,
                 std::string *why);
   // The setting in `o` as text `apply` accepts; "" when unset.  Null for kEnvOnly.

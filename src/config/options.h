@@ -14,7 +14,7 @@
 //    value is checked like any other.
 //  - Keys are case-sensitive.  An unknown key, or a malformed value from an
 //    option or a variable, is PARAM_INVALID at Initialize, with a message
-//    naming the key (and the variable when the value came from it).
+//    naming the key or its variable.
 //  - Defaults are EngineOptions' member initializers below.
 #ifndef ADXL_SRC_CONFIG_OPTIONS_H_
 #define ADXL_SRC_CONFIG_OPTIONS_H_
