@@ -1,38 +1,21 @@
-// Engine options: every key Initialize accepts, its default and its checks.
+// Engine options: what Initialize accepts, parsed into EngineOptions.
 //
-// Vendor keys (docs/contract.md §3.5).  Each also accepted with the "adxl." prefix; the
-// un-prefixed spelling wins when both are given.
-//   RdmaTrafficClass   int in [0,255], multiple of 4; default 132, env HCCL_RDMA_TC
-//   RdmaServiceLevel   int in [0,7]; default 4, env HCCL_RDMA_SL
-//   AutoConnect        "0" | "1"; default "0"
-//   BufferPool         "N:S" (N buffers of S MiB, both > 0) or "0:0" (off); default "4:8"
-//   LocalCommRes       JSON object; "version" accepted, vendor device fields ignored
-//   GlobalResourceConfig JSON object; keys:
-//       comm_resource_config.protocol_desc  "hccs:host"|"hccs:device"|"roce:host"|"roce:device"
-//                                           or a list of them: lanes allowed (default all)
-//       connect_pool.task_queue_capacity    int > 0, default 128 (HIXL async connect)
-//       connect_pool.thread_num             int > 0, default 2
-//   EnableUseFabricMem "0" | "1"; default "0"
-// Project keys ("adxl." prefix only), each with an environment fallback:
-//   adxl.MaxRegistrations   ADXL_MAX_REGISTRATIONS   default 256
-//   adxl.MaxDeviceMemory    ADXL_MAX_DEVICE_MEMORY   bytes, default 50 GiB
-//   adxl.MaxHostMemory      ADXL_MAX_HOST_MEMORY     bytes, default 1 TiB
-//   adxl.HeartbeatMs        ADXL_HEARTBEAT_MS        ping period; a peer silent for
-//                                                    3 periods is dead; default 1000
-//   adxl.HccsCopyThreads    ADXL_HCCS_COPY_THREADS   threads one large HCCS-lane copy (cma)
-//                                                    is striped over, 1..64; default 0: the
-//                                                    CPUs of the transport's NUMA node, at
-//                                                    most 4
-//   adxl.PluginPath         ADXL_PLUGIN_PATH         ':'-separated directories searched
-//                                                    before the library's own plugin dir
-//   adxl.Plugin             ADXL_PLUGIN              plugin name, default "ucx"
-//   adxl.AuthToken          ADXL_AUTH_TOKEN          shared secret, 1..1024 bytes; default
-//                                                    none.  When set, a peer is linked only if it
-//                                                    has the same token (mutual HMAC-SHA256
-//                                                    challenge-response at the handshake, the
-//                                                    token never crosses the wire); an empty
-//                                                    environment value counts as unset.
-// Anything else, or a malformed value, is PARAM_INVALID at Initialize.
+// Every setting (key, environment variable, accepted values, default,
+// description) is an entry of the options table, src/config/option_table.cc;
+// `adxl-info` prints it and the README's options table is generated from it.
+// The rules, for all keys:
+//  - Vendor keys (docs/contract.md §3.5, e.g. "RdmaTrafficClass") are also
+//    accepted with the "adxl." prefix; the un-prefixed spelling wins when both
+//    are given (and must then be valid itself).
+//  - Project keys exist only with the "adxl." prefix ("adxl.HeartbeatMs").
+//  - A key with an environment variable falls back to it when the key is not
+//    given; the option wins.  For RdmaTrafficClass, RdmaServiceLevel and
+//    adxl.AuthToken an empty variable counts as unset; for the others an empty
+//    value is checked like any other.
+//  - Keys are case-sensitive.  An unknown key, or a malformed value from an
+//    option or a variable, is PARAM_INVALID at Initialize, with a message
+//    naming the key or its variable.
+//  - Defaults are EngineOptions' member initializers below.
 #ifndef ADXL_SRC_CONFIG_OPTIONS_H_
 #define ADXL_SRC_CONFIG_OPTIONS_H_
 
@@ -42,6 +25,11 @@
 #include <vector>
 
 namespace adxl {
+
+// Defaults shared with Registry::Limits (src/memory/registry.h).
+constexpr uint32_t kDefaultMaxRegistrations = 256;
+constexpr uint64_t kDefaultMaxDeviceBytes = 50ull << 30;
+constexpr uint64_t kDefaultMaxHostBytes = 1ull << 40;
 
 struct EngineOptions {
   int traffic_class = 132;
@@ -55,9 +43,9 @@ struct EngineOptions {
   uint32_t connect_queue_capacity = 128;
   uint32_t connect_threads = 2;
 
-  uint32_t max_registrations = 256;
-  uint64_t max_device_bytes = 50ull << 30;
-  uint64_t max_host_bytes = 1ull << 40;
+  uint32_t max_registrations = kDefaultMaxRegistrations;
+  uint64_t max_device_bytes = kDefaultMaxDeviceBytes;
+  uint64_t max_host_bytes = kDefaultMaxHostBytes;
   uint32_t heartbeat_ms = 1000;
   uint32_t hccs_copy_threads = 0;  // 0: automatic
   std::string plugin_path;

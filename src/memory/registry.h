@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "adxl/adxl_types.h"
+#include "config/options.h"
 #include "memory/range_table.h"
 
 namespace adxl {
@@ -33,10 +34,12 @@ struct LocalRegion {
 
 class Registry {
  public:
+  // The engine fills these from EngineOptions (adxl.MaxRegistrations,
+  // adxl.MaxDeviceMemory, adxl.MaxHostMemory); the defaults are theirs.
   struct Limits {
-    uint32_t max_registrations = 256;
-    uint64_t max_device_bytes = 50ull << 30;
-    uint64_t max_host_bytes = 1ull << 40;
+    uint32_t max_registrations = kDefaultMaxRegistrations;
+    uint64_t max_device_bytes = kDefaultMaxDeviceBytes;
+    uint64_t max_host_bytes = kDefaultMaxHostBytes;
   };
   using Table = RangeTable<std::shared_ptr<LocalRegion>>;
 

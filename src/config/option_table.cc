@@ -1,0 +1,409 @@
+#include "config/option_table.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "common/log.h"
+
+namespace adxl {
+namespace {
+
+constexpr size_t kMaxAuthToken = 1024;
+
+bool ParseInt(const std::string &s, int64_t lo, int64_t hi, int64_t *out) {
+  if (s.empty() || s.size() > 20) return false;
+  size_t i = 0;
+  bool neg = false;
+  if (s[0] == '-') {
+    neg = true;
+    i = 1;
+    if (s.size() == 1) return false;
+  }
+  uint64_t v = 0;
+  for (; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    uint64_t d = static_cast<uint64_t>(s[i] - '0');
+    if (v > (UINT64_MAX - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  if (v > static_cast<uint64_t>(INT64_MAX)) return false;
+  int64_t sv = neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+  if (sv < lo || sv > hi) return false;
+  *out = sv;
+  return true;
+}
+
+const std::set<std::string> &KnownProtocols() {
+  static const std::set<std::string> kKnown = {"hccs:host", "hccs:device", "roce:host", "roce:device"};
+  return kKnown;
+}
+
+bool ParseProtocols(const nlohmann::json &v, std::vector<std::string> *out, std::string *why) {
+  std::vector<std::string> items;
+  if (v.is_string()) {
+    items.push_back(v.get<std::string>());
+  } else if (v.is_array() && !v.empty()) {
+    for (const auto &e : v) {
+      if (!e.is_string()) {
+        *why = "comm_resource_config.protocol_desc: list entries must be strings";
+        return false;
+      }
+      items.push_back(e.get<std::string>());
+    }
+  } else {
+    *why = "comm_resource_config.protocol_desc: expected a string or a non-empty list of strings";
+    return false;
+  }
+  for (const auto &s : items) {
+    if (KnownProtocols().count(s) == 0) {
+      *why = "comm_resource_config.protocol_desc: unknown value '" + s +
+             "' (expected hccs:host, hccs:device, roce:host or roce:device)";
+      return false;
+    }
+  }
+  *out = items;
+  return true;
+}
+
+bool PositiveJsonInt(const nlohmann::json &v, const char *key, uint32_t *out, std::string *why) {
+  int64_t n = 0;
+  if (v.is_number_integer()) {
+    n = v.get<int64_t>();
+  } else if (!v.is_string() || !ParseInt(v.get<std::string>(), 1, UINT32_MAX, &n)) {
+    *why = std::string(key) + ": expected a positive integer";
+    return false;
+  }
+  if (n <= 0 || n > static_cast<int64_t>(UINT32_MAX)) {
+    *why = std::string(key) + ": expected a positive integer";
+    return false;
+  }
+  *out = static_cast<uint32_t>(n);
+  return true;
+}
+
+bool ApplyBool(const OptionSpec &spec, const std::string &v, bool *field, std::string *why) {
+  if (v != "0" && v != "1") {
+    *why = std::string(spec.key) + " '" + v + "': expected \"0\" or \"1\"";
+    return false;
+  }
+  *field = v == "1";
+  return true;
+}
+
+bool ApplyBufferPool(const OptionSpec &spec, const std::string &v, bool, EngineOptions *o, std::string *why) {
+  size_t colon = v.find(':');
+  int64_t nb = 0, sz = 0;
+  bool ok = colon != std::string::npos && ParseInt(v.substr(0, colon), 0, 1024, &nb) &&
+            ParseInt(v.substr(colon + 1), 0, 1024, &sz) && ((nb == 0 && sz == 0) || (nb > 0 && sz > 0));
+  if (!ok) {
+    *why = std::string(spec.key) + " '" + v +
+           "': expected \"N:S\" (N buffers of S MiB, both in [1,1024]) or \"0:0\"";
+    return false;
+  }
+  o->pool_buffers = static_cast<uint32_t>(nb);
+  o->pool_buffer_mib = static_cast<uint32_t>(sz);
+  return true;
+}
+
+bool ApplyLocalCommRes(const OptionSpec &spec, const std::string &v, bool, EngineOptions *, std::string *why) {
+  nlohmann::json j = nlohmann::json::parse(v, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    *why = std::string(spec.key) + ": not a JSON object: '" + v + "'";
+    return false;
+  }
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() != "version") {
+      ADXL_INFO("LocalCommRes: field '%s' describes vendor devices and is ignored", it.key().c_str());
+    }
+  }
+  return true;
+}
+
+bool ApplyGlobalResourceConfig(const OptionSpec &spec, const std::string &text, bool, EngineOptions *o,
+                               std::string *why) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    *why = std::string(spec.key) + ": not a JSON object: '" + text + "'";
+    return false;
+  }
+  auto visit = [&](const std::string &key, const nlohmann::json &v) {
+    if (key == "comm_resource_config.protocol_desc") return ParseProtocols(v, &o->protocols, why);
+    if (key == "connect_pool.task_queue_capacity") {
+      return PositiveJsonInt(v, key.c_str(), &o->connect_queue_capacity, why);
+    }
+    if (key == "connect_pool.thread_num") return PositiveJsonInt(v, key.c_str(), &o->connect_threads, why);
+    ADXL_INFO("GlobalResourceConfig: key '%s' has no meaning here and is ignored", key.c_str());
+    return true;
+  };
+  // Keys come dotted ("a.b") as in the reference, or nested ({"a": {"b": ...}}).
+  for (const auto &item : j.items()) {
+    if (item.value().is_object()) {
+      for (const auto &sub : item.value().items()) {
+        if (!visit(item.key() + "." + sub.key(), sub.value())) return false;
+      }
+    } else if (!visit(item.key(), item.value())) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string ShowGlobalResourceConfig(const EngineOptions &o) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  if (!o.protocols.empty()) j["comm_resource_config.protocol_desc"] = o.protocols;
+  j["connect_pool.task_queue_capacity"] = o.connect_queue_capacity;
+  j["connect_pool.thread_num"] = o.connect_threads;
+  return j.dump();
+}
+
+bool ApplyPlugin(const OptionSpec &spec, const std::string &v, bool, EngineOptions *o, std::string *why) {
+  if (v.empty() || v.find('/') != std::string::npos) {
+    *why = std::string(spec.key) + " '" + v + "': expected a plugin name such as \"ucx\"";
+    return false;
+  }
+  o->plugin = v;
+  return true;
+}
+
+bool ApplyAuthToken(const OptionSpec &spec, const std::string &v, bool from_env, EngineOptions *o,
+                    std::string *why) {
+  if (from_env) {
+    if (v.size() > kMaxAuthToken) {
+      *why = std::string(spec.env) + ": expected at most " + std::to_string(kMaxAuthToken) + " bytes";
+      return false;
+    }
+  } else if (v.empty() || v.size() > kMaxAuthToken) {
+    *why = std::string(spec.key) + ": expected 1.." + std::to_string(kMaxAuthToken) + " bytes, got " +
+           std::to_string(v.size());
+    return false;
+  }
+  o->auth_token = v;
+  return true;
+}
+
+OptionSpec Int(const char *key, OptionKind kind, const char *env, bool empty_env_is_unset, bool bytes, int64_t lo,
+               int64_t hi, int64_t multiple, int64_t (*get)(const EngineOptions &),
+               void (*set)(EngineOptions *, int64_t), const char *description) {
+  return OptionSpec{key, kind, env, empty_env_is_unset, bytes, nullptr, description, lo, hi, multiple,
+                    get, set, nullptr, nullptr};
+}
+
+OptionSpec Other(const char *key, OptionKind kind, const char *env, bool empty_env_is_unset, const char *values,
+                 bool (*apply)(const OptionSpec &, const std::string &, bool, EngineOptions *, std::string *),
+                 std::string (*show)(const EngineOptions &), const char *description) {
+  return OptionSpec{key, kind, env, empty_env_is_unset, false, values, description, 0, 0, 0,
+                    nullptr, nullptr, apply, show};
+}
+
+// The default of an environment-only setting is stated in its description:
+// the code that reads it (not ParseOptions) holds it.
+OptionSpec EnvOnly(const char *env, const char *values, const char *description) {
+  return OptionSpec{nullptr, OptionKind::kEnvOnly, env, false, false, values, description, 0, 0, 0,
+                    nullptr, nullptr, nullptr, nullptr};
+}
+
+std::vector<OptionSpec> BuildTable() {
+  using K = OptionKind;
+  constexpr int64_t kU32 = UINT32_MAX;
+  constexpr int64_t kI64 = INT64_MAX;
+  std::vector<OptionSpec> t;
+  t.push_back(Int("RdmaTrafficClass", K::kVendor, "HCCL_RDMA_TC", true, false, 0, 255, 4,
+                  [](const EngineOptions &o) -> int64_t { return o.traffic_class; },
+                  [](EngineOptions *o, int64_t v) { o->traffic_class = static_cast<int>(v); },
+                  "traffic class of the RDMA lane; reaches `UCX_IB_TRAFFIC_CLASS` where an InfiniBand device "
+                  "exists (a `UCX_*` variable the user set wins)"));
+  t.push_back(Int("RdmaServiceLevel", K::kVendor, "HCCL_RDMA_SL", true, false, 0, 7, 0,
+                  [](const EngineOptions &o) -> int64_t { return o.service_level; },
+                  [](EngineOptions *o, int64_t v) { o->service_level = static_cast<int>(v); },
+                  "service level of the RDMA lane; reaches `UCX_IB_SL` as the traffic class does"));
+  t.push_back(Other(
+      "AutoConnect", K::kVendor, nullptr, false, "`0` / `1`",
+      [](const OptionSpec &s, const std::string &v, bool, EngineOptions *o, std::string *why) {
+        return ApplyBool(s, v, &o->auto_connect, why);
+      },
+      [](const EngineOptions &o) -> std::string { return o.auto_connect ? "1" : "0"; },
+      "`1`: a transfer or notify to a peer not connected connects first, and a failed link is "
+      "dropped so that the next call reconnects"));
+  t.push_back(Other(
+      "EnableUseFabricMem", K::kVendor, nullptr, false, "`0` / `1`",
+      [](const OptionSpec &s, const std::string &v, bool, EngineOptions *o, std::string *why) {
+        return ApplyBool(s, v, &o->fabric_mem, why);
+      },
+      [](const EngineOptions &o) -> std::string { return o.fabric_mem ? "1" : "0"; },
+      "`1`: same-node peers copy `MallocMem` memory through a direct mapping of it (HCCS lane)"));
+  t.push_back(Other(
+      "BufferPool", K::kVendor, nullptr, false, "`N:S` (N buffers of S MiB, both in [1,1024]) or `0:0` (off)",
+      ApplyBufferPool,
+      [](const EngineOptions &o) -> std::string {
+        return std::to_string(o.pool_buffers) + ":" + std::to_string(o.pool_buffer_mib);
+      },
+      "staging buffers through which transfers of unregistered local memory move"));
+  t.push_back(Other("LocalCommRes", K::kVendor, nullptr, false,
+                    "JSON object (`version` accepted, vendor device fields ignored)", ApplyLocalCommRes,
+                    [](const EngineOptions &) -> std::string { return ""; },
+                    "the vendor's device list; accepted for compatibility, nothing in it is used"));
+  t.push_back(Other("GlobalResourceConfig", K::kVendor, nullptr, false,
+                    "JSON object, keys dotted (`a.b`) or nested: `comm_resource_config.protocol_desc` "
+                    "(`hccs:host`, `hccs:device`, `roce:host`, `roce:device`, a string or a list), "
+                    "`connect_pool.task_queue_capacity` and `connect_pool.thread_num` (integers > 0); "
+                    "other keys ignored",
+                    ApplyGlobalResourceConfig, ShowGlobalResourceConfig,
+                    "`protocol_desc` restricts the lanes links may use (default: all); `connect_pool` sizes "
+                    "the HIXL facade's asynchronous connect queue and its threads"));
+  t.push_back(Int("adxl.MaxRegistrations", K::kProject, "ADXL_MAX_REGISTRATIONS", false, false, 1, kU32, 0,
+                  [](const EngineOptions &o) -> int64_t { return o.max_registrations; },
+                  [](EngineOptions *o, int64_t v) { o->max_registrations = static_cast<uint32_t>(v); },
+                  "most memory registrations this engine holds at once"));
+  t.push_back(Int("adxl.MaxDeviceMemory", K::kProject, "ADXL_MAX_DEVICE_MEMORY", false, true, 0, kI64, 0,
+                  [](const EngineOptions &o) -> int64_t { return static_cast<int64_t>(o.max_device_bytes); },
+                  [](EngineOptions *o, int64_t v) { o->max_device_bytes = static_cast<uint64_t>(v); },
+                  "most bytes of device memory registered at once"));
+  t.push_back(Int("adxl.MaxHostMemory", K::kProject, "ADXL_MAX_HOST_MEMORY", false, true, 0, kI64, 0,
+                  [](const EngineOptions &o) -> int64_t { return static_cast<int64_t>(o.max_host_bytes); },
+                  [](EngineOptions *o, int64_t v) { o->max_host_bytes = static_cast<uint64_t>(v); },
+                  "most bytes of host memory registered at once"));
+  t.push_back(Int("adxl.HeartbeatMs", K::kProject, "ADXL_HEARTBEAT_MS", false, false, 10, kU32, 0,
+                  [](const EngineOptions &o) -> int64_t { return o.heartbeat_ms; },
+                  [](EngineOptions *o, int64_t v) { o->heartbeat_ms = static_cast<uint32_t>(v); },
+                  "ping period of the control channel in ms; a peer silent for 3 periods is dead"));
+  t.push_back(Int("adxl.HccsCopyThreads", K::kProject, "ADXL_HCCS_COPY_THREADS", false, false, 0, 64, 0,
+                  [](const EngineOptions &o) -> int64_t { return o.hccs_copy_threads; },
+                  [](EngineOptions *o, int64_t v) { o->hccs_copy_threads = static_cast<uint32_t>(v); },
+                  "threads one HCCS-lane cma copy of 512 KiB or more is striped over; `0`: the CPUs of the "
+                  "transport's NUMA node, at most 4"));
+  t.push_back(Other(
+      "adxl.PluginPath", K::kProject, "ADXL_PLUGIN_PATH", false, "`:`-separated directories",
+      [](const OptionSpec &, const std::string &v, bool, EngineOptions *o, std::string *) {
+        o->plugin_path = v;
+        return true;
+      },
+      [](const EngineOptions &o) { return o.plugin_path; },
+      "where the transport plugin is searched before the `adxl/` directory beside `libadxl.so`"));
+  t.push_back(Other("adxl.Plugin", K::kProject, "ADXL_PLUGIN", false, "a name without `/`", ApplyPlugin,
+                    [](const EngineOptions &o) { return o.plugin; },
+                    "the transport plugin: the file `libadxl_plugin_NAME.so`"));
+  t.push_back(Other("adxl.AuthToken", K::kProject, "ADXL_AUTH_TOKEN", true, "1 to 1024 bytes", ApplyAuthToken,
+                    [](const EngineOptions &o) { return o.auth_token; },
+                    "shared secret: when set, only peers with the same token are linked, after a mutual "
+                    "HMAC-SHA256 challenge-response at the handshake in which the token never crosses the "
+                    "wire; a refused `Connect` is `FAILED`, logged on both sides, and the refused peer gets no "
+                    "region table; an empty environment value counts as unset"));
+  t.push_back(EnvOnly("ADXL_LOG_LEVEL", "`error`, `warn`, `info`, `debug`",
+                      "log level (default `warn`; another value also means `warn`)"));
+  t.push_back(EnvOnly("ADXL_NODE_ID", "a string",
+                      "node identity override (default: from the boot id, machine id and network namespace); "
+                      "a different one makes a same-host peer look remote"));
+  t.push_back(EnvOnly("ADXL_NIC", "a network interface, e.g. `eth0`",
+                      "the RDMA lane's NIC, whose NUMA node `MallocMem` places host memory on (default: the "
+                      "default route's)"));
+  t.push_back(EnvOnly("ADXL_NUMA_NODE", "a NUMA node number",
+                      "the NUMA node `MallocMem` places host memory on, overriding the NIC's"));
+  return t;
+}
+
+std::string HumanBytes(uint64_t n) {
+  static const char *const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (u < 6 && n != 0 && n % 1024 == 0) {
+    n /= 1024;
+    ++u;
+  }
+  return std::to_string(n) + " " + kUnits[u];
+}
+
+// Markdown to plain text: code spans lose their backticks.
+std::string Plain(const std::string &s) {
+  std::string out;
+  for (char c : s) {
+    if (c != '`') out += c;
+  }
+  return out;
+}
+
+std::string Code(const std::string &s) { return s.empty() ? s : "`" + s + "`"; }
+
+}  // namespace
+
+bool OptionSpec::Apply(const std::string &value, bool from_env, EngineOptions *o, std::string *why) const {
+  if (!is_int()) return apply != nullptr && apply(*this, value, from_env, o, why);
+  int64_t n = 0;
+  if (ParseInt(value, lo, hi, &n) && (multiple == 0 || n % multiple == 0)) {
+    set(o, n);
+    return true;
+  }
+  if (kind == OptionKind::kVendor) {
+    *why = std::string(key) + " '" + value + "': expected an integer in [" + std::to_string(lo) + "," +
+           std::to_string(hi) + "]" + (multiple != 0 ? " that is a multiple of " + std::to_string(multiple) : "") +
+           (from_env ? std::string(" (from ") + env + ")" : "");
+  } else {
+    const bool open = hi == INT64_MAX || hi == static_cast<int64_t>(UINT32_MAX);
+    *why = std::string(key) + " '" + value + "': expected an integer " +
+           (open ? ">= " + std::to_string(lo) : "in [" + std::to_string(lo) + "," + std::to_string(hi) + "]") +
+           " (option or " + env + ")";
+  }
+  return false;
+}
+
+std::string OptionSpec::Show(const EngineOptions &o) const {
+  if (is_int()) return std::to_string(get(o));
+  return show != nullptr ? show(o) : "";
+}
+
+std::string OptionSpec::Values() const {
+  if (!is_int()) return values != nullptr ? values : "";
+  const bool open = hi == INT64_MAX || hi == static_cast<int64_t>(UINT32_MAX);
+  std::string s = open ? "integer >= " + std::to_string(lo)
+                       : "integer in [" + std::to_string(lo) + "," + std::to_string(hi) + "]";
+  if (multiple != 0) s += ", multiple of " + std::to_string(multiple);
+  if (bytes) s += " (bytes)";
+  return s;
+}
+
+std::string OptionSpec::DefaultText() const {
+  if (kind == OptionKind::kEnvOnly) return "";
+  std::string v = Show(EngineOptions{});
+  if (v.empty()) return "none";
+  if (bytes) return v + " (" + HumanBytes(std::strtoull(v.c_str(), nullptr, 10)) + ")";
+  return v;
+}
+
+std::string OptionSpec::Name() const {
+  if (kind == OptionKind::kEnvOnly) return env;
+  return key;
+}
+
+const std::vector<OptionSpec> &OptionTable() {
+  static const std::vector<OptionSpec> kTable = BuildTable();
+  return kTable;
+}
+
+std::string OptionTableMarkdown() {
+  std::string out = "| key | environment | values | default | description |\n|---|---|---|---|---|\n";
+  for (const OptionSpec &s : OptionTable()) {
+    std::string key = s.kind == OptionKind::kEnvOnly ? "" : Code(s.key);
+    std::string def = s.DefaultText();
+    if (def != "none" && !def.empty() && !s.bytes) def = Code(def);
+    out += "| " + key + " | " + (s.env != nullptr ? Code(s.env) : "") + " | " + s.Values() + " | " + def + " | " +
+           s.description + " |\n";
+  }
+  return out;
+}
+
+std::string OptionTableText() {
+  std::string out;
+  for (const OptionSpec &s : OptionTable()) {
+    out += s.Name() + "\n";
+    if (s.kind == OptionKind::kVendor) out += "    also:        adxl." + std::string(s.key) + " (the un-prefixed one wins)\n";
+    if (s.kind != OptionKind::kEnvOnly && s.env != nullptr) out += "    environment: " + std::string(s.env) + "\n";
+    if (s.kind == OptionKind::kEnvOnly) out += "    environment only\n";
+    out += "    values:      " + Plain(s.Values()) + "\n";
+    if (s.kind != OptionKind::kEnvOnly) out += "    default:     " + s.DefaultText() + "\n";
+    out += "    " + Plain(s.description) + "\n\n";
+  }
+  return out;
+}
+
+}  // namespace adxl
