@@ -837,6 +837,103 @@ TEST_F(HandshakeStallTest, ClientThatNeverReadsItsHelloAckStallsNobody) {
   server.Finalize();
 }
 
+// Subscribers that never acknowledge (issue: 20 such clients made every
+// RegisterMem and DeregisterMem wait 3 s for their acknowledgements).  A
+// registration waits for no peer: a real peer that is linked learns the new
+// region on its first transfer naming it (refresh on miss).  A withdrawal
+// waits one short deadline for all of them at once and cuts off those that
+// missed it; the real peer, which acknowledges, keeps its link.
+class SilentSubscribersTest : public PeerTest {};
+
+TEST_F(SilentSubscribersTest, RegistrationWaitsForNoneAndAWithdrawalCutsThemOff) {
+  signal(SIGPIPE, SIG_IGN);
+  constexpr int kSilent = 20;
+  constexpr double kMaxDelayMs = 50;
+  const uint16_t port = FreePort();
+  const std::string name = LoopbackName(port);
+  AdxlEngine server;
+  // Heartbeat as the peer's (200 ms); the silent clients ping every 100 ms,
+  // so the heartbeat does not forget them: only the withdrawal cuts them off.
+  ASSERT_EQ(server.Initialize(name.c_str(), {{"adxl.HeartbeatMs", kHeartbeatMs}}), SUCCESS);
+  AlignedBuffer target(1u << 20);
+  MemHandle target_handle = nullptr;
+  ASSERT_EQ(server.RegisterMem({target.addr(), target.size()}, MEM_HOST, target_handle), SUCCESS);
+  ASSERT_EQ(server.Connect(peer_name_.c_str(), 5000), SUCCESS);
+  ASSERT_EQ(peer_->Command("connect " + name + " 5000"), "ok");
+
+  // The silent clients: Hello, read the HelloAck, then only ever send Pings.
+  std::vector<std::unique_ptr<RawConn>> silent;
+  for (int i = 0; i < kSilent; ++i) {
+    auto c = std::make_unique<RawConn>(port, 4096);
+    ASSERT_TRUE(c->ok());
+    ASSERT_TRUE(c->Send(HelloFrame("127.0.0.1:" + std::to_string(1000 + i), name)));
+    uint16_t type = 0;
+    uint64_t seq = 0;
+    std::string p;
+    ASSERT_TRUE(c->ReadFrame(3000, &type, &seq, &p)) << "client " << i << " got no HelloAck";
+    ASSERT_EQ(type, kHelloAck);
+    silent.push_back(std::move(c));
+  }
+  std::atomic<bool> stop{false};
+  std::thread pinger([&] {
+    while (!stop.load()) {
+      for (auto &c : silent) c->Send(Frame(kPing, "", 0));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+
+  // Registrations, each used by the real peer right after it returned.
+  AlignedBuffer fresh(16u << 12);
+  std::vector<MemHandle> registered;
+  double worst_reg = 0, worst_sync = 0, worst_peer_write = 0;
+  for (int i = 0; i < 16; ++i) {
+    const uintptr_t page = fresh.addr() + static_cast<size_t>(i) * 4096;
+    auto t = std::chrono::steady_clock::now();
+    MemHandle h = nullptr;
+    ASSERT_EQ(server.RegisterMem({page, 4096}, MEM_HOST, h), SUCCESS);
+    worst_reg = std::max(worst_reg, MsSince(t));
+    registered.push_back(h);
+    t = std::chrono::steady_clock::now();
+    ASSERT_EQ(peer_->Command("write " + name + " 5000 0 0 " + std::to_string(page) + " 4096"), "ok")
+        << "the peer could not use a region registered before it transferred";
+    worst_peer_write = std::max(worst_peer_write, MsSince(t));
+    t = std::chrono::steady_clock::now();
+    ASSERT_EQ(server.TransferSync(peer_name_.c_str(), WRITE, {{target.addr(), remote_, 65536}}, 5000), SUCCESS);
+    worst_sync = std::max(worst_sync, MsSince(t));
+  }
+  std::printf("[ INFO     ] %d silent subscribers: worst RegisterMem %.1f ms, peer's first write to the new region "
+              "%.1f ms, server's TransferSync %.1f ms\n",
+              kSilent, worst_reg, worst_peer_write, worst_sync);
+  EXPECT_LT(worst_reg, kMaxDelayMs) << "RegisterMem waited for subscribers";
+  EXPECT_LT(worst_sync, kMaxDelayMs) << "the server's transfers were slowed by the silent subscribers";
+  EXPECT_LT(worst_peer_write, kMaxDelayMs) << "the peer's transfers were slowed";
+
+  // A withdrawal: one deadline for all the silent ones, who are cut off; the
+  // real peer acknowledged and keeps its link.
+  auto t = std::chrono::steady_clock::now();
+  ASSERT_EQ(server.DeregisterMem(registered.back()), SUCCESS);
+  const double first_dereg = MsSince(t);
+  registered.pop_back();
+  for (int i = 0; i < kSilent; ++i) {
+    EXPECT_TRUE(silent[i]->ClosedByServer(1000)) << "silent client " << i << " was not cut off";
+  }
+  t = std::chrono::steady_clock::now();
+  ASSERT_EQ(server.DeregisterMem(registered.back()), SUCCESS);
+  const double second_dereg = MsSince(t);
+  registered.pop_back();
+  std::printf("[ INFO     ] DeregisterMem with %d silent subscribers %.1f ms, after they were cut off %.1f ms\n",
+              kSilent, first_dereg, second_dereg);
+  EXPECT_LT(first_dereg, 1000 + 2 * kMaxDelayMs) << "one deadline for all subscribers, not one each";
+  EXPECT_LT(second_dereg, kMaxDelayMs);
+  EXPECT_EQ(peer_->Command("write " + name + " 5000 0 0 " + std::to_string(target.addr()) + " 4096"), "ok")
+      << "the peer that acknowledged lost its link";
+  stop.store(true);
+  pinger.join();
+  for (MemHandle h : registered) EXPECT_EQ(server.DeregisterMem(h), SUCCESS);
+  EXPECT_EQ(peer_->Command("disconnect " + name + " 5000"), "ok");
+  server.Finalize();
+}
+
 // Before its Hello a connection may not make the server buffer a large frame:
 // a server accepts at most wire::kMaxClientPayload (64 KiB) per frame from a
 // client and closes a connection announcing more, so 40 connections each
