@@ -111,7 +111,8 @@ TEST_F(TransferTest, AsyncRequestLimitHoldsUnderConcurrentCallers) {
   EXPECT_EQ(status, TransferStatus::COMPLETED);
 }
 
-// A peer on "another host" over TCP: UCP RMA there needs the target to progress.
+// A peer on "another host" over TCP: the network lane, active-message
+// rendezvous without an RDMA device, which needs the target to progress.
 const std::vector<std::string> kRemoteTcpPeer = {"ADXL_NODE_ID=another-host", "UCX_TLS=tcp"};
 
 TEST_F(TransferTest, HccsLaneIsOneSidedAgainstAStoppedTarget) {
