@@ -88,7 +88,9 @@ class Conformance : public ::testing::TestWithParam<Lane> {
     const auto t0 = std::chrono::steady_clock::now();
     const adxl::Status st = engine_.TransferSync(peer_name_.c_str(), op, d, timeout_ms);
     const double ms = MsSince(t0);
-    if (st == adxl::TIMEOUT) EXPECT_TRUE(TimeoutCameOnTime(ms, timeout_ms)) << "lane " << lane().name;
+    if (st == adxl::TIMEOUT) {
+      EXPECT_TRUE(TimeoutCameOnTime(ms, timeout_ms)) << "lane " << lane().name;
+    }
     return st;
   }
   // Polls an async request until it leaves WAITING (or 10 s pass); *rc gets

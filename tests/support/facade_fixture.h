@@ -97,7 +97,9 @@ class FacadeTest : public ::testing::Test {
     const auto t0 = std::chrono::steady_clock::now();
     const adxl::Status st = engine_.TransferSync(peer_name_.c_str(), op, d, timeout_ms);
     const double ms = MsSince(t0);
-    if (st == adxl::TIMEOUT) EXPECT_TRUE(TimeoutCameOnTime(ms, timeout_ms));
+    if (st == adxl::TIMEOUT) {
+      EXPECT_TRUE(TimeoutCameOnTime(ms, timeout_ms));
+    }
     return st;
   }
 
