@@ -367,9 +367,17 @@ TEST_F(AuthTest, TokenNeverCrossesTheWire) {
   g_redirect_from.store(port_);
   EXPECT_EQ(other.Connect(peer_name_.c_str(), 3000), FAILED);
   g_redirect_from.store(0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(WaitUntil([&] { return relay.connections() >= 2; }, 2000)) << relay.connections();
+  // The relay copies on its own thread: wait until the capture stops growing.
+  size_t captured = 0;
+  WaitUntil(
+      [&] {
+        const size_t before = captured;
+        captured = relay.Captured().size();
+        return captured == before && captured > 0;
+      },
+      2000, 20);
   const std::string wire = relay.Captured();
-  EXPECT_GE(relay.connections(), 2);
   // The capture is real: it holds the control channel's frames and names.
   EXPECT_NE(wire.find("ADXL"), std::string::npos);
   EXPECT_NE(wire.find(peer_name_), std::string::npos);

@@ -75,6 +75,9 @@ TYPED_TEST(AutoConnect, DeadPeerIsDroppedByTheHeartbeatAndTheNextCallReconnects)
   // silent periods) can tell.  With AutoConnect the dead link is removed,
   // not kept FAILED, so Disconnect afterwards finds nothing.
   ASSERT_TRUE(StopProcess(this->peer_->pid()));
+  // A fixed wait on purpose: the only probe both facades have, Disconnect,
+  // removes the link it finds, so it cannot be polled; 1500 ms is the bound
+  // (2.5 times the 600 ms of the heartbeat) by which the link must be gone.
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   EXPECT_EQ(this->engine_.Disconnect(this->peer_name_.c_str(), 1000), adxl::NOT_CONNECTED);
   // A new engine under the same name: the next call connects to it.
@@ -90,6 +93,8 @@ TYPED_TEST(AutoConnect, KilledPeerIsDroppedAtOnceAndTheNextCallReconnects) {
   ASSERT_EQ(this->Sync(adxl::WRITE, {{this->local_.addr(), this->remote_, 64}}), adxl::SUCCESS);
   const uint16_t port = static_cast<uint16_t>(std::stoi(this->peer_name_.substr(this->peer_name_.rfind(':') + 1)));
   this->peer_->KillAndWait();  // its sockets close: the control connection ends
+  // A fixed bound on purpose (Disconnect cannot be polled, see above): "at
+  // once" is within 300 ms.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(this->engine_.Disconnect(this->peer_name_.c_str(), 1000), adxl::NOT_CONNECTED);
   EXPECT_EQ(this->Sync(adxl::WRITE, {{this->local_.addr(), this->remote_, 64}}, 500), adxl::FAILED);  // nobody there
@@ -106,8 +111,12 @@ TYPED_TEST(AutoConnect, TimeoutDropsTheLinkAndTheNextCallReconnects) {
   ASSERT_TRUE(StopProcess(this->peer_->pid()));
   // 64 MiB (the same remote range 16 times): more than any socket buffer holds.
   const std::vector<adxl::TransferOpDesc> big(16, {this->local_.addr(), this->remote_, this->kRemoteSize});
-  EXPECT_EQ(this->Sync(adxl::WRITE, big, 300), adxl::TIMEOUT);
+  ASSERT_EQ(this->Sync(adxl::WRITE, big, 300), adxl::TIMEOUT);  // on time: Sync checks it
+  // §6.4 holds with AutoConnect too: nothing of the call lands afterwards.
+  LateBytesProbe probe(adxl::WRITE, this->peer_->pid(), this->local_.addr(), this->remote_, this->kRemoteSize);
   this->peer_->Signal(SIGCONT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(kStragglerWaitMs));  // nothing may land meanwhile
+  EXPECT_TRUE(probe.NothingLanded());
   FillPattern(this->local_.data(), 4096, 24);
   EXPECT_EQ(this->Sync(adxl::WRITE, {{this->local_.addr(), this->remote_, 4096}}, 5000), adxl::SUCCESS);
   EXPECT_EQ(this->RemoteHash(0, 4096), Hash(this->local_.data(), 4096));

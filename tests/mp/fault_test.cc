@@ -63,6 +63,10 @@ TEST_P(KillTargetTest, KillDuringInFlightTransfersThenReconnect) {
         sync_calls.fetch_add(1);
         if (ms > kSyncTimeoutMs + kHeartbeatBoundMs + kSlackMs) fail("sync call took " + std::to_string(ms) + " ms");
         if (st != SUCCESS && st != FAILED && st != TIMEOUT) fail("sync status " + std::to_string(st));
+        if (st == TIMEOUT) {  // docs/contract.md §6.4: on time, whatever else happens
+          const ::testing::AssertionResult on_time = TimeoutCameOnTime(ms, kSyncTimeoutMs);
+          if (!on_time) fail(on_time.message());
+        }
         if (started_after_kill) {
           if (st == SUCCESS) fail("a sync transfer started after the kill succeeded");
           ++after_kill;

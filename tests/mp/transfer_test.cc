@@ -111,7 +111,8 @@ TEST_F(TransferTest, AsyncRequestLimitHoldsUnderConcurrentCallers) {
   EXPECT_EQ(status, TransferStatus::COMPLETED);
 }
 
-// A peer on "another host" over TCP: UCP RMA there needs the target to progress.
+// A peer on "another host" over TCP: the network lane, active-message
+// rendezvous without an RDMA device, which needs the target to progress.
 const std::vector<std::string> kRemoteTcpPeer = {"ADXL_NODE_ID=another-host", "UCX_TLS=tcp"};
 
 TEST_F(TransferTest, HccsLaneIsOneSidedAgainstAStoppedTarget) {
@@ -160,6 +161,37 @@ TEST_F(TransferTest, SharedMallocMemIsReachedByDirectMappingOneSided) {
   EXPECT_EQ(Sync(WRITE, {{local_.addr(), remote_ + kRemoteSize - 8, 16}}), PARAM_INVALID);
   peer_->Signal(SIGCONT);
   EXPECT_EQ(RemoteHash(0, kRemoteSize), Hash(want.data(), kRemoteSize));
+}
+
+}  // namespace
+
+namespace {
+
+// The §6.4 checks of timeout_checks.h can fail: LateBytesProbe sees bytes
+// that land after it was made, in either direction, and TimeoutCameOnTime
+// refuses a late and an early TIMEOUT.
+class TimeoutChecksTest : public PeerTest {};
+
+TEST_F(TimeoutChecksTest, TheChecksSeeWhatTheyAreFor) {
+  ASSERT_EQ(Connect(), SUCCESS);
+  constexpr size_t kLen = 65536;
+  FillPattern(local_.data(), kLen, 7);
+  LateBytesProbe write_probe(WRITE, peer_->pid(), local_.addr(), remote_, kLen);
+  EXPECT_TRUE(write_probe.NothingLanded());
+  // A WRITE that lands now carries the poison the probe put in its source.
+  ASSERT_EQ(engine_.TransferSync(peer_name_.c_str(), WRITE, {{local_.addr() + 4096, remote_ + 4096, 4096}}, 5000),
+            SUCCESS);
+  EXPECT_FALSE(write_probe.NothingLanded());
+  memset(local_.data(), 0x11, kLen);
+  LateBytesProbe read_probe(READ, peer_->pid(), local_.addr(), remote_, kLen);
+  EXPECT_TRUE(read_probe.NothingLanded());
+  ASSERT_EQ(engine_.TransferSync(peer_name_.c_str(), READ, {{local_.addr(), remote_, 4096}}, 5000), SUCCESS);
+  EXPECT_FALSE(read_probe.NothingLanded());
+  EXPECT_EQ(local_.data()[0], LateBytesProbe::kPoison);
+  EXPECT_TRUE(TimeoutCameOnTime(300, 300));
+  EXPECT_TRUE(TimeoutCameOnTime(300 + kTimeoutLateMs + kSchedulingSlackMs - 1, 300));
+  EXPECT_FALSE(TimeoutCameOnTime(300 + kTimeoutLateMs + kSchedulingSlackMs + 1, 300));
+  EXPECT_FALSE(TimeoutCameOnTime(250, 300));
 }
 
 }  // namespace

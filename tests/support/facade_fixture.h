@@ -91,8 +91,16 @@ class FacadeTest : public ::testing::Test {
     ASSERT_EQ(engine_.RegisterMem(d, adxl::MEM_HOST, local_handle_), adxl::SUCCESS);
   }
 
+  // TransferSync to the peer; every TIMEOUT it returns is checked to come on
+  // time (docs/contract.md §6.4, TimeoutCameOnTime in timeout_checks.h).
   adxl::Status Sync(adxl::TransferOp op, const std::vector<adxl::TransferOpDesc> &d, int32_t timeout_ms = 5000) {
-    return engine_.TransferSync(peer_name_.c_str(), op, d, timeout_ms);
+    const auto t0 = std::chrono::steady_clock::now();
+    const adxl::Status st = engine_.TransferSync(peer_name_.c_str(), op, d, timeout_ms);
+    const double ms = MsSince(t0);
+    if (st == adxl::TIMEOUT) {
+      EXPECT_TRUE(TimeoutCameOnTime(ms, timeout_ms));
+    }
+    return st;
   }
 
   uint64_t RemoteHash(size_t off, size_t len) {
@@ -136,8 +144,10 @@ inline bool StopProcess(pid_t pid) {
   return false;
 }
 
-// A peer on "another host" over TCP: UCP RMA there needs the target to
-// progress, so a stopped target keeps transfers waiting.
+// A peer on "another host" over TCP: the network lane, which without an RDMA
+// device moves bytes by active-message rendezvous (plugin/ucx, README
+// "ADXL_UCX_RDMA_PROTOCOL"); that needs the target to progress, so a stopped
+// target keeps transfers waiting.
 inline const std::vector<std::string> &RemoteTcpPeerEnv() {
   static const std::vector<std::string> env = {"ADXL_NODE_ID=another-host", "UCX_TLS=tcp"};
   return env;

@@ -10,11 +10,13 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "adxl/adxl_engine.h"
 #include "pattern.h"
 #include "peer_process.h"
+#include "timeout_checks.h"
 
 namespace adxl_test {
 
@@ -39,6 +41,20 @@ class AlignedBuffer {
 
 inline double MsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Polls `pred` every `poll_ms` until it holds or `timeout_ms` passed; returns
+// whether it held (checked once more at the end).  For tests that wait for
+// something to happen: they pass as soon as it did, and fail only at a
+// generous bound instead of after a guessed fixed sleep.
+template <typename Pred>
+bool WaitUntil(Pred pred, double timeout_ms, int poll_ms = 5) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (MsSince(t0) < timeout_ms) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(poll_ms));
+  }
+  return pred();
 }
 
 class PeerTest : public ::testing::Test {
