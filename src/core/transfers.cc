@@ -90,6 +90,16 @@ Status Transfers::Sync(const std::string &remote, TransferOp op, const std::vect
                remote.c_str(), timeout_ms);
     return TIMEOUT;
   };
+  if (Clock::now() >= deadline) {
+    // Planning used the whole deadline (a large plan on a loaded machine):
+    // nothing was posted, so there is nothing to fence, but the call ends as
+    // every TIMEOUT does (docs/contract.md §6.4).
+    link->Fail("a transfer timed out");
+    ADXL_ERROR("TransferSync %s to '%s': timed out after %d ms before anything was posted; the link is failed until "
+               "reconnected",
+               OpName(op), remote.c_str(), timeout_ms);
+    return TIMEOUT;
+  }
   Status refused = SUCCESS;  // a slice the transport refused: the earlier ones still finish first
   std::vector<adxl_plugin_iov_t> slice;
   SyncSlicer slicer(plan.iov);
