@@ -73,14 +73,14 @@ std::unique_ptr<BufferPool> BufferPool::Create(const std::shared_ptr<Transport> 
     b->region->len = bytes;
     b->region->type = MEM_HOST;
     pool->regions_.Insert(b->region);
-    pool->free_.push_back(b.get());
+    pool->Release(b.get());  // not shared yet; the lock only satisfies the analysis
     pool->buffers_.push_back(std::move(b));
   }
   return pool;
 }
 
 BufferPool::Buffer *BufferPool::TryAcquire() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (free_.empty()) return nullptr;
   Buffer *b = free_.back();
   free_.pop_back();
@@ -88,8 +88,8 @@ BufferPool::Buffer *BufferPool::TryAcquire() {
 }
 
 BufferPool::Buffer *BufferPool::AcquireUntil(Clock::time_point deadline) {
-  std::unique_lock<std::mutex> l(mu_);
-  if (!cv_.wait_until(l, deadline, [&] { return !free_.empty(); })) return nullptr;
+  MutexLock l(&mu_);
+  if (!cv_.WaitUntil(&mu_, deadline, [&]() ADXL_REQUIRES(mu_) { return !free_.empty(); })) return nullptr;
   Buffer *b = free_.back();
   free_.pop_back();
   return b;
@@ -97,10 +97,10 @@ BufferPool::Buffer *BufferPool::AcquireUntil(Clock::time_point deadline) {
 
 void BufferPool::Release(Buffer *b) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     free_.push_back(b);
   }
-  cv_.notify_one();
+  cv_.NotifyOne();
 }
 
 namespace {

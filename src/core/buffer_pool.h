@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "adxl/adxl_types.h"
+#include "common/thread_annotations.h"
 #include "core/link.h"
 #include "memory/registry.h"
 #include "core/transfer_plan.h"
@@ -78,9 +79,9 @@ class BufferPool {
   size_t bytes_;
   std::vector<std::unique_ptr<Buffer>> buffers_;
   Registry regions_;  // the buffers as local regions, for BuildTransferPlan; fixed after Create
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<Buffer *> free_;
+  Mutex mu_;  // a leaf: held only to take or give back a buffer
+  CondVar cv_;
+  std::vector<Buffer *> free_ ADXL_GUARDED_BY(mu_);
 };
 
 }  // namespace adxl

@@ -11,7 +11,7 @@ ConnectPool::ConnectPool(Ops ops, uint32_t threads, uint32_t capacity) : ops_(st
 }
 
 Status ConnectPool::Submit(const std::string &remote, bool connect, int32_t timeout_ms) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (stop_) return FAILED;
   if (queued_ >= capacity_) return RESOURCE_EXHAUSTED;
   Remote &r = remotes_[remote];
@@ -22,16 +22,16 @@ Status ConnectPool::Submit(const std::string &remote, bool connect, int32_t time
   ++queued_;
   if (!r.busy && r.queue.size() == 1) {
     ready_.push_back(remote);
-    cv_.notify_one();
+    cv_.NotifyOne();
   }
   return SUCCESS;
 }
 
 void ConnectPool::Work() {
-  std::unique_lock<std::mutex> l(mu_);
+  mu_.Lock();
   while (true) {
-    cv_.wait(l, [&] { return stop_ || !ready_.empty(); });
-    if (stop_) return;
+    cv_.Wait(&mu_, [&]() ADXL_REQUIRES(mu_) { return stop_ || !ready_.empty(); });
+    if (stop_) break;
     const std::string name = ready_.front();
     ready_.pop_front();
     Remote &r = remotes_[name];
@@ -40,9 +40,9 @@ void ConnectPool::Work() {
     --queued_;
     r.busy = true;
     if (t.seq == r.latest) r.state = t.connect ? AsyncConnectStatus::CONNECTING : AsyncConnectStatus::DISCONNECTING;
-    l.unlock();
+    mu_.Unlock();  // connecting waits on the peer
     const Status st = t.connect ? ops_.connect(name, t.timeout_ms) : ops_.disconnect(name, t.timeout_ms);
-    l.lock();
+    mu_.Lock();
     auto it = remotes_.find(name);
     if (it == remotes_.end()) continue;  // stopped meanwhile
     Remote &after = it->second;
@@ -60,9 +60,10 @@ void ConnectPool::Work() {
     }
     if (!after.queue.empty()) {
       ready_.push_back(name);
-      cv_.notify_one();
+      cv_.NotifyOne();
     }
   }
+  mu_.Unlock();
 }
 
 bool ConnectPool::Reconcile(std::map<std::string, Remote>::iterator it) {
@@ -82,14 +83,14 @@ bool ConnectPool::Reconcile(std::map<std::string, Remote>::iterator it) {
 }
 
 AsyncConnectStatus ConnectPool::Get(const std::string &remote) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto it = remotes_.find(remote);
   if (it == remotes_.end() || !Reconcile(it)) return AsyncConnectStatus::NOT_CONNECT;
   return it->second.state;
 }
 
 std::map<std::string, AsyncConnectStatus> ConnectPool::GetAll() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   std::map<std::string, AsyncConnectStatus> out;
   for (auto it = remotes_.begin(); it != remotes_.end();) {
     auto next = std::next(it);
@@ -100,18 +101,18 @@ std::map<std::string, AsyncConnectStatus> ConnectPool::GetAll() {
 }
 
 void ConnectPool::Stop() {
-  std::lock_guard<std::mutex> once(stop_mu_);
+  MutexLock once(&stop_mu_);
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     stop_ = true;
     ready_.clear();
     for (auto &kv : remotes_) kv.second.queue.clear();
     queued_ = 0;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   for (auto &t : threads_) t.join();
   threads_.clear();
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   remotes_.clear();
 }
 

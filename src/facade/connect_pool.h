@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/thread_annotations.h"
 #include "hixl/hixl_types.h"
 
 namespace adxl {
@@ -66,22 +67,27 @@ class ConnectPool {
     hixl::AsyncConnectStatus state = hixl::AsyncConnectStatus::NOT_CONNECT;
   };
 
-  void Work();
-  // Reconciles a settled CONNECTED entry with the engine; under mu_.  Returns
-  // false when the entry was erased.
-  bool Reconcile(std::map<std::string, Remote>::iterator it);
+  void Work() ADXL_EXCLUDES(mu_);
+  // Reconciles a settled CONNECTED entry with the engine (ops_.probe, which
+  // only reads the engine's link table).  Returns false when the entry was
+  // erased.
+  bool Reconcile(std::map<std::string, Remote>::iterator it) ADXL_REQUIRES(mu_);
 
   Ops ops_;
   const size_t capacity_;
-  std::mutex stop_mu_;  // serialises Stop() (joins threads_)
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::string, Remote> remotes_;
-  std::deque<std::string> ready_;  // remotes with queued tasks and no running one
-  size_t queued_ = 0;
-  uint64_t next_seq_ = 1;
-  bool stop_ = false;
-  std::vector<std::thread> threads_;
+  // Locks: stop_mu_ -> mu_.  mu_ is never held across ops_.connect or
+  // ops_.disconnect (they wait on a peer); it is held across ops_.probe,
+  // which takes the engine's lifecycle lock (shared) and its link table's
+  // leaf lock, never anything of this pool.
+  Mutex stop_mu_;  // serialises Stop() (joins threads_)
+  Mutex mu_ ADXL_ACQUIRED_AFTER(stop_mu_);
+  CondVar cv_;
+  std::map<std::string, Remote> remotes_ ADXL_GUARDED_BY(mu_);
+  std::deque<std::string> ready_ ADXL_GUARDED_BY(mu_);  // remotes with queued tasks and no running one
+  size_t queued_ ADXL_GUARDED_BY(mu_) = 0;
+  uint64_t next_seq_ ADXL_GUARDED_BY(mu_) = 1;
+  bool stop_ ADXL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_ ADXL_GUARDED_BY(stop_mu_);
 };
 
 }  // namespace adxl

@@ -9,6 +9,7 @@
 
 #include "adxl/adxl_engine.h"
 #include "facade/connect_pool.h"
+#include "common/thread_annotations.h"
 #include "core/engine.h"
 #include "common/engine_name.h"
 #include "common/log.h"
@@ -23,7 +24,7 @@ class Hixl::HixlImpl {
   ~HixlImpl() { Finalize(); }
 
   Status Initialize(const AscendString &local_engine, const std::map<AscendString, AscendString> &options) {
-    std::unique_lock<std::shared_mutex> l(mu_);
+    adxl::WriterLock l(&mu_);
     Status st = core_.Initialize(local_engine, options);
     if (st != SUCCESS) return st;
     local_name_ = local_engine.GetString();
@@ -41,13 +42,13 @@ class Hixl::HixlImpl {
   }
 
   void Finalize() {
-    std::unique_lock<std::shared_mutex> l(mu_);
+    adxl::WriterLock l(&mu_);
     pool_.reset();  // drops queued tasks, waits for running ones
     core_.Finalize();
   }
 
   Status Submit(const char *api, const AscendString &remote_engine, bool connect, int32_t timeout_ms) {
-    std::shared_lock<std::shared_mutex> l(mu_);
+    adxl::ReaderLock l(&mu_);
     const std::string remote = remote_engine.GetString();
     if (!pool_) {
       ADXL_ERROR("%s: engine is not initialized", api);
@@ -80,7 +81,7 @@ class Hixl::HixlImpl {
   }
 
   Status GetAsyncConnectStatus(const AscendString &remote, AsyncConnectStatus &status) {
-    std::shared_lock<std::shared_mutex> l(mu_);
+    adxl::ReaderLock l(&mu_);
     if (!pool_) {
       ADXL_ERROR("GetAsyncConnectStatus: engine is not initialized");
       return FAILED;
@@ -90,7 +91,7 @@ class Hixl::HixlImpl {
   }
 
   Status GetAsyncConnectStatus(std::map<AscendString, AsyncConnectStatus> &statuses) {
-    std::shared_lock<std::shared_mutex> l(mu_);
+    adxl::ReaderLock l(&mu_);
     if (!pool_) {
       ADXL_ERROR("GetAsyncConnectStatus: engine is not initialized");
       return FAILED;
@@ -118,9 +119,12 @@ class Hixl::HixlImpl {
   adxl::Engine core_;
 
  private:
-  std::shared_mutex mu_;  // the pool's lifetime: shared by calls, exclusive in Initialize / Finalize
-  std::unique_ptr<ConnectPool> pool_;
-  std::string local_name_;
+  // The pool's lifetime: shared by calls, exclusive in Initialize /
+  // Finalize.  Taken before any lock of the core or the pool; held across
+  // Finalize's wait for running connect tasks, which take no lock of ours.
+  adxl::SharedMutex mu_;
+  std::unique_ptr<ConnectPool> pool_ ADXL_GUARDED_BY(mu_);
+  std::string local_name_ ADXL_GUARDED_BY(mu_);
 };
 
 Hixl::Hixl() : impl_(std::make_unique<HixlImpl>()) {}

@@ -1,5 +1,6 @@
 // The device runtime seen by the engine; see device_memory.h.
 #include "memory/device_memory.h"
+#include "common/thread_annotations.h"
 
 #ifdef ADXL_HAVE_CUDA
 
@@ -46,21 +47,21 @@ class Blocks {
     return *b;
   }
   void Add(void *p, size_t size) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     blocks_[p] = size;
   }
   bool Remove(void *p) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return blocks_.erase(p) != 0;
   }
   bool Has(const void *p) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return blocks_.count(const_cast<void *>(p)) != 0;
   }
 
  private:
-  std::mutex mu_;
-  std::map<void *, size_t> blocks_;
+  Mutex mu_;  // a leaf
+  std::map<void *, size_t> blocks_ ADXL_GUARDED_BY(mu_);
 };
 
 const char *TypeName(cudaMemoryType t) {

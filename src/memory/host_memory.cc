@@ -1,5 +1,6 @@
 // NUMA-placed shareable host memory and its registry; see host_memory.h.
 #include "memory/host_memory.h"
+#include "common/thread_annotations.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -119,12 +120,12 @@ class BlockRegistry {
     return *instance;
   }
   void Add(Block block) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto key = reinterpret_cast<uintptr_t>(block.info.base);
     blocks_.emplace(key, std::move(block));
   }
   bool Export(const void *addr, ShareableHandle *handle) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = blocks_.find(reinterpret_cast<uintptr_t>(addr));
     if (it == blocks_.end()) return false;
     *handle = it->second.info.handle;
@@ -133,12 +134,12 @@ class BlockRegistry {
   // Removes the block; its pages are released when the returned node dies,
   // outside the lock (munmap of a large block takes a while).
   std::map<uintptr_t, Block>::node_type Remove(const void *addr) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return blocks_.extract(reinterpret_cast<uintptr_t>(addr));
   }
   bool Find(const void *addr, HostBlockInfo *info) {
     auto a = reinterpret_cast<uintptr_t>(addr);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = blocks_.upper_bound(a);
     if (it == blocks_.begin()) return false;
     --it;
@@ -148,8 +149,8 @@ class BlockRegistry {
   }
 
  private:
-  std::mutex mu_;
-  std::map<uintptr_t, Block> blocks_;  // keyed by start address
+  Mutex mu_;  // a leaf: never held across mmap / munmap
+  std::map<uintptr_t, Block> blocks_ ADXL_GUARDED_BY(mu_);  // keyed by start address
 };
 
 std::string Errno(const std::string &what, int err) { return what + ": " + std::strerror(err); }

@@ -90,7 +90,7 @@ int Endpoint::Create(std::shared_ptr<Transport> t, const std::string &address, u
 }
 
 int Endpoint::Post(int op, const adxl_plugin_iov_t *iov, size_t count, std::unique_ptr<Batch> *out) {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  ReaderLock lock(&mu_);
   if (ep_ == nullptr) return ADXL_PLUGIN_ERR_IO;
   adxl_plugin_batch_t *b = nullptr;
   int rc = t_->ops().post(ep_, op, iov, count, &b);
@@ -100,14 +100,14 @@ int Endpoint::Post(int op, const adxl_plugin_iov_t *iov, size_t count, std::uniq
 }
 
 void Endpoint::Cancel() {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  WriterLock lock(&mu_);
   if (ep_ == nullptr) return;
   t_->ops().ep_destroy(ep_, 1);
   ep_ = nullptr;
 }
 
 std::string Endpoint::Describe() {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  ReaderLock lock(&mu_);
   if (ep_ == nullptr) return "closed";
   char buf[256];
   if (t_->ops().ep_describe(ep_, buf, sizeof(buf)) != ADXL_PLUGIN_OK) return "unknown";
@@ -116,7 +116,7 @@ std::string Endpoint::Describe() {
 
 int RemoteKey::Unpack(const std::shared_ptr<Endpoint> &ep, const std::string &packed,
                       std::unique_ptr<RemoteKey> *out) {
-  std::shared_lock<std::shared_mutex> lock(ep->mu_);
+  ReaderLock lock(&ep->mu_);
   if (ep->ep_ == nullptr) return ADXL_PLUGIN_ERR_IO;
   adxl_plugin_rkey_t *k = nullptr;
   int rc = ep->t_->ops().rkey_unpack(ep->ep_, packed.data(), packed.size(), &k);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "adxl/plugin/adxl_plugin.h"
+#include "common/thread_annotations.h"
 #include "transport/plugin_loader.h"
 
 namespace adxl {
@@ -125,8 +126,12 @@ class Endpoint {
   friend class RemoteKey;
   Endpoint(std::shared_ptr<Transport> t, adxl_plugin_ep_t *ep) : t_(std::move(t)), ep_(ep) {}
   std::shared_ptr<Transport> t_;
-  std::shared_mutex mu_;
-  adxl_plugin_ep_t *ep_;  // null once cancelled
+  // Shared by every call on the endpoint (held across the plugin call: a
+  // same-node post copies inside it), exclusive in Cancel, which so waits
+  // for copies in progress.  The plugin never calls back into the engine,
+  // so nothing nests inside it.
+  SharedMutex mu_;
+  adxl_plugin_ep_t *ep_ ADXL_GUARDED_BY(mu_);  // null once cancelled
   uint32_t lane_ = 0;
 };
 
