@@ -87,9 +87,10 @@ Status Engine::Initialize(const AscendString &local_engine, const std::map<Ascen
     }
   }
   name_ = name;
+  node_id_ = LocalNodeId();
   options_ = o;
   transport_ = transport;
-  const HandshakeIdentity self{name.text, LocalNodeId(), o.auth_token};
+  const HandshakeIdentity self{name.text, node_id_, o.auth_token};
   registrar_ = std::make_unique<Registrar>(transport, o);
   connector_ = std::make_unique<Connector>(self, o, transport, &loop_, &links_);
   transfers_ = std::make_unique<Transfers>(transport, o, registrar_.get(), connector_.get());
@@ -234,7 +235,7 @@ Status Engine::GetLinkInfo(const AscendString &remote, ext::LinkInfo &info) {
   if (!initialized_.load()) return FAILED;
   std::shared_ptr<Link> link = links_.Find(remote.GetString());
   if (!link || link->state() == LinkState::kConnecting) return NOT_CONNECTED;
-  info.same_node = link->peer_node_id == LocalNodeId();
+  info.same_node = link->peer_node_id == node_id_;
   info.lane = LaneName(link->endpoint ? link->endpoint->lane() : 0);
   info.transports = link->transports;
   info.failed = link->state() == LinkState::kFailed;

@@ -105,6 +105,7 @@ class Engine : public ControlHandler {
   std::atomic<bool> initialized_{false};
   // Set by Initialize before initialized_ and constant until Finalize.
   EngineName name_;
+  std::string node_id_;
   EngineOptions options_;
   std::shared_ptr<Transport> transport_;
   ControlLoop loop_;
