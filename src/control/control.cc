@@ -73,29 +73,34 @@ bool ControlConn::EncodeFrame(const wire::Body &body, uint64_t seq, std::string 
 
 void ControlConn::Enqueue(std::string frame, Clock::time_point deadline, bool answer) {
   if (!out_.empty()) deadline = std::max(deadline, out_.back().deadline);
-  out_bytes_ += frame.size();
+  out_bytes_ += frame.size() + kFrameCost;
   enqueued_ += frame.size();
   out_.push_back(OutFrame{std::move(frame), deadline, answer});
 }
 
 size_t ControlConn::QueuedBehind() const {
-  return out_.empty() ? 0 : out_bytes_ - out_.front().bytes.size();
+  return out_.empty() ? 0 : out_bytes_ - (out_.front().bytes.size() + kFrameCost);
 }
 
 bool ControlConn::Send(const wire::Body &body, uint64_t seq, Clock::time_point deadline) {
   std::string frame;
   if (!EncodeFrame(body, seq, &frame)) return false;
   const wire::Type type = wire::TypeOf(body);
-  FlushResult r;
+  FlushResult r = FlushResult::kPending;
   uint64_t end = 0;
   size_t behind = 0;
   std::shared_ptr<ControlWaker> waker;
+  bool loop_told = false;
   {
     MutexLock q(&out_mu_);
     if (closed_.load()) return false;
+    // With frames waiting and a loop, the loop was told of them already (or
+    // is about to write a handshake answer) and writes this one behind
+    // them: no write attempt that would find the socket full.
+    loop_told = !out_.empty() && waker_ != nullptr;
     Enqueue(std::move(frame), deadline, false);
     end = enqueued_;
-    r = WriteQueue();
+    if (!loop_told) r = WriteQueue();
     behind = QueuedBehind();
     waker = waker_;
   }
@@ -112,7 +117,7 @@ bool ControlConn::Send(const wire::Body &body, uint64_t seq, Clock::time_point d
     Close();
     return false;
   }
-  if (r == FlushResult::kDrained) return true;
+  if (r == FlushResult::kDrained || loop_told) return true;
   if (waker) {
     waker->WantWrite(fd_.get());
     return true;
@@ -147,11 +152,11 @@ bool ControlConn::WriteOut(uint64_t end, Clock::time_point deadline, wire::Type 
       Close();
       return false;
     }
-    // Socket space, not a lock: the loop of another thread or Close() may
-    // write or end the queue meanwhile.
+    // Socket space, not a lock: a loop that adds the connection, or Close(),
+    // may write or end the queue meanwhile (hence the short slices).
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
     pollfd p{fd_.get(), POLLOUT, 0};
-    poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
+    poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 20)));
   }
 }
 
@@ -223,7 +228,7 @@ ControlConn::FlushResult ControlConn::WriteQueue() {
     out_off_ += static_cast<size_t>(n);
     if (out_off_ == f.bytes.size()) {
       if (f.answer) answer_sent_.store(true);
-      out_bytes_ -= f.bytes.size();
+      out_bytes_ -= f.bytes.size() + kFrameCost;
       written_ += f.bytes.size();
       out_.pop_front();
       out_off_ = 0;

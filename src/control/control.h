@@ -151,12 +151,15 @@ class ControlConn {
   void Close() ADXL_EXCLUDES(out_mu_, mu_);
   bool closed() const { return closed_.load(); }
 
-  // Bound on the bytes queued behind the frame being written.  Far above
-  // what a reading peer ever has waiting (answers, heartbeats, region pushes
+  // Bound on the bytes queued behind the frame being written, each frame
+  // counted with kFrameCost more (what holding it costs besides its bytes:
+  // a flood of tiny answers costs what it takes in memory).  Far above what
+  // a reading peer ever has waiting (answers, heartbeats, region pushes
   // behind a handshake answer, which itself - up to wire::kMaxPayload - does
-  // not count while it is being written); a peer that sends and does not read
-  // reaches it within a few reads of the loop.
+  // not count while it is being written); a peer that sends and does not
+  // read reaches it within a few reads of the loop.
   static constexpr size_t kMaxQueuedBehind = 1u << 20;
+  static constexpr size_t kFrameCost = 64;
 
   // Loop-thread state.
   wire::FrameReader reader;
@@ -206,7 +209,7 @@ class ControlConn {
   mutable Mutex out_mu_;
   std::deque<OutFrame> out_ ADXL_GUARDED_BY(out_mu_);  // whole frames; the front one written up to out_off_
   size_t out_off_ ADXL_GUARDED_BY(out_mu_) = 0;
-  size_t out_bytes_ ADXL_GUARDED_BY(out_mu_) = 0;      // sum of the sizes of out_'s frames
+  size_t out_bytes_ ADXL_GUARDED_BY(out_mu_) = 0;      // sum over out_'s frames of size + kFrameCost
   uint64_t enqueued_ ADXL_GUARDED_BY(out_mu_) = 0;     // stream bytes ever queued
   uint64_t written_ ADXL_GUARDED_BY(out_mu_) = 0;      // stream bytes of frames written completely
   std::shared_ptr<ControlWaker> waker_ ADXL_GUARDED_BY(out_mu_);  // set once added to a loop
