@@ -483,8 +483,12 @@ void ControlLoop::CloseOverdue(const std::vector<std::shared_ptr<ControlConn>> &
   const Clock::time_point t = Clock::now();
   for (const auto &c : conns) {
     if (c->closed() || !c->QueueOverdue(t)) continue;
-    ADXL_WARN("control connection %s %s ('%s') does not read what is sent to it; closing it",
-              c->role() == ControlConn::Role::kServer ? "from" : "to", c->desc().c_str(), c->peer_name().c_str());
+    if (c->role() == ControlConn::Role::kServer) {
+      ADXL_WARN("control connection from %s ('%s') does not read what is sent to it; closing it", c->desc().c_str(),
+                c->peer_name().c_str());
+    } else {
+      ADXL_WARN("control connection to '%s' does not read what is sent to it; closing it", c->desc().c_str());
+    }
     Drop(c);
   }
 }

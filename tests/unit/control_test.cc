@@ -137,13 +137,15 @@ TEST_F(ControlQueueTest, FramesArriveWholeAndInOrder) {
   ASSERT_TRUE(p.conn->StartQueued(ack, 1, Clock::now() + std::chrono::seconds(10)));
   ASSERT_TRUE(loop_.Add(p.conn));
   ASSERT_TRUE(p.conn->queued());  // added without a handler run: the loop writes it on a wake-up
+  // About 0.5 MB in all: under the bound on what may wait, however slowly
+  // the reader below gets to run.
   constexpr int kThreads = 4, kPerThread = 200;
   std::vector<std::thread> senders;
   for (int t = 0; t < kThreads; ++t) {
     senders.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i) {
         const uint64_t seq = (static_cast<uint64_t>(t + 1) << 32) | static_cast<uint64_t>(i);
-        EXPECT_TRUE(p.conn->Send(Big(100 + (i * 37) % 3000, static_cast<char>('a' + t)), seq,
+        EXPECT_TRUE(p.conn->Send(Big(100 + (i * 37) % 1000, static_cast<char>('a' + t)), seq,
                                  Clock::now() + std::chrono::seconds(10)));
       }
     });
@@ -172,7 +174,7 @@ TEST_F(ControlQueueTest, FramesArriveWholeAndInOrder) {
       EXPECT_EQ(i, next[t]) << "thread " << t << "'s frames out of order";
       next[t] = i + 1;
       const auto &n = std::get<wire::Notify>(m.body);
-      EXPECT_EQ(n.msg, std::string(100 + (i * 37) % 3000, static_cast<char>('a' + t)));
+      EXPECT_EQ(n.msg, std::string(100 + (i * 37) % 1000, static_cast<char>('a' + t)));
     }
     ASSERT_NE(r, wire::FrameReader::Result::kError) << why;
   }
