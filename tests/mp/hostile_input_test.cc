@@ -674,7 +674,8 @@ long PeerRssKb(pid_t pid) {
 
 // A client that completes its Hello, then sends Pings and never reads the
 // Pongs, must not stall the server's one control thread: answers from that
-// thread wait at most 50 ms for socket space, then the flooder is closed.
+// thread never wait for socket space; they are queued, and the flooder is
+// closed once they are overdue or too many wait (src/control/control.h).
 // (Before the fix each answer could block 1 s, the legitimate client's Pings
 // went unanswered, and its link was declared dead.)
 TEST_F(HostileInputTest, PingFloodFromAClientThatNeverReads) {
