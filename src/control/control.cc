@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -17,6 +18,32 @@
 
 namespace adxl {
 
+void ControlWaker::WantWrite(int fd) {
+  MutexLock l(&mu_);
+  if (wake_fd_ < 0) return;  // the loop stopped
+  if (std::find(want_.begin(), want_.end(), fd) != want_.end()) return;  // the loop was told already
+  const bool first = want_.empty();
+  want_.push_back(fd);
+  if (first) {
+    uint64_t one = 1;
+    ssize_t rc = write(wake_fd_, &one, sizeof(one));
+    (void)rc;  // EAGAIN: the counter is full, the loop wakes anyway
+  }
+}
+
+std::vector<int> ControlWaker::Take() {
+  MutexLock l(&mu_);
+  std::vector<int> out;
+  out.swap(want_);
+  return out;
+}
+
+void ControlWaker::Stop() {
+  MutexLock l(&mu_);
+  wake_fd_ = -1;
+  want_.clear();
+}
+
 ControlConn::ControlConn(Fd fd, Role role, std::string peer_desc)
     : fd_(std::move(fd)), role_(role), desc_(std::move(peer_desc)) {
   created_ms = ControlLoop::NowMs();
@@ -28,12 +55,12 @@ ControlConn::ControlConn(Fd fd, Role role, std::string peer_desc)
 ControlConn::~ControlConn() = default;
 
 std::string ControlConn::peer_name() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return peer_name_;
 }
 
 void ControlConn::set_peer_name(const std::string &n) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   peer_name_ = n;
 }
 
@@ -44,38 +71,93 @@ bool ControlConn::EncodeFrame(const wire::Body &body, uint64_t seq, std::string 
   return false;
 }
 
+void ControlConn::Enqueue(std::string frame, Clock::time_point deadline, bool answer) {
+  if (!out_.empty()) deadline = std::max(deadline, out_.back().deadline);
+  out_bytes_ += frame.size() + kFrameCost;
+  enqueued_ += frame.size();
+  out_.push_back(OutFrame{std::move(frame), deadline, answer});
+}
+
+size_t ControlConn::QueuedBehind() const {
+  return out_.empty() ? 0 : out_bytes_ - (out_.front().bytes.size() + kFrameCost);
+}
+
 bool ControlConn::Send(const wire::Body &body, uint64_t seq, Clock::time_point deadline) {
   std::string frame;
   if (!EncodeFrame(body, seq, &frame)) return false;
+  const wire::Type type = wire::TypeOf(body);
+  FlushResult r = FlushResult::kPending;
+  uint64_t end = 0;
+  size_t behind = 0;
+  std::shared_ptr<ControlWaker> waker;
+  bool loop_told = false;
   {
-    std::lock_guard<std::mutex> q(out_mu_);
+    MutexLock q(&out_mu_);
     if (closed_.load()) return false;
-    if (queued_ && queued_after_answer_ + frame.size() <= kMaxQueuedAfterAnswer) {
-      queued_after_answer_ += frame.size();
-      out_.push_back(std::move(frame));
+    // With frames waiting and a loop, the loop was told of them already (or
+    // is about to write a handshake answer) and writes this one behind
+    // them: no write attempt that would find the socket full.
+    loop_told = !out_.empty() && waker_ != nullptr;
+    Enqueue(std::move(frame), deadline, false);
+    end = enqueued_;
+    if (!loop_told) r = WriteQueue();
+    behind = QueuedBehind();
+    waker = waker_;
+  }
+  if (r == FlushResult::kBroken) {
+    ADXL_WARN("control %s: send of %s failed (connection broken); closing", desc_.c_str(), wire::TypeName(type));
+    Close();
+    return false;
+  }
+  if (behind > kMaxQueuedBehind) {
+    // A peer that keeps talking but does not read what it is sent: the
+    // queue would grow without bound.
+    ADXL_WARN("control %s: peer does not read what is sent to it and more than %zu bytes wait; closing",
+              desc_.c_str(), kMaxQueuedBehind);
+    Close();
+    return false;
+  }
+  if (r == FlushResult::kDrained || loop_told) return true;
+  if (waker) {
+    waker->WantWrite(fd_.get());
+    return true;
+  }
+  return WriteOut(end, deadline, type);
+}
+
+bool ControlConn::WriteOut(uint64_t end, Clock::time_point deadline, wire::Type type) {
+  while (true) {
+    std::shared_ptr<ControlWaker> waker;
+    FlushResult r = FlushResult::kPending;
+    {
+      MutexLock q(&out_mu_);
+      if (closed_.load()) return false;
+      if (written_ >= end) return true;
+      waker = waker_;
+      if (!waker) {
+        r = WriteQueue();
+        if (written_ >= end) return true;
+      }
+    }
+    if (waker) {
+      // Added to a loop meanwhile: the loop writes the rest.
+      waker->WantWrite(fd_.get());
       return true;
     }
+    const auto now = Clock::now();
+    if (r == FlushResult::kBroken || now >= deadline) {
+      // A partial frame leaves the stream unusable.
+      ADXL_WARN("control %s: send of %s failed (%s); closing", desc_.c_str(), wire::TypeName(type),
+                r == FlushResult::kBroken ? "connection broken" : "peer not reading");
+      Close();
+      return false;
+    }
+    // Socket space, not a lock: a loop that adds the connection, or Close(),
+    // may write or end the queue meanwhile (hence the short slices).
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
+    pollfd p{fd_.get(), POLLOUT, 0};
+    poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 20)));
   }
-  if (queued()) {
-    // A peer that keeps talking but does not read its handshake answer: the
-    // queue would grow without bound.  Closing it is what a direct send to a
-    // peer that does not read does too.
-    ADXL_WARN("control %s: peer does not read its handshake answer and more than %zu bytes wait behind it; closing",
-              desc_.c_str(), kMaxQueuedAfterAnswer);
-    Close();
-    return false;
-  }
-  std::lock_guard<std::mutex> l(send_mu_);
-  if (closed_.load()) return false;
-  NetResult r = SendAll(fd_.get(), frame.data(), frame.size(), deadline);
-  if (r != NetResult::kOk) {
-    // A partial frame leaves the stream unusable.
-    ADXL_WARN("control %s: send of %s failed (%s); closing", desc_.c_str(), wire::TypeName(wire::TypeOf(body)),
-              r == NetResult::kTimeout ? "peer not reading" : "connection broken");
-    Close();
-    return false;
-  }
-  return true;
 }
 
 ControlConn::Outcome ControlConn::Request(const wire::Body &body, Clock::time_point deadline, uint32_t *ack_status) {
@@ -87,24 +169,31 @@ ControlConn::Outcome ControlConn::Request(const wire::Body &body, Clock::time_po
 uint64_t ControlConn::StartRequest(const wire::Body &body, Clock::time_point deadline) {
   const uint64_t seq = next_seq_.fetch_add(1);
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     pending_[seq] = -1;
   }
   if (Send(body, seq, deadline)) return seq;
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   pending_.erase(seq);
   return 0;
 }
 
 ControlConn::Outcome ControlConn::AwaitAck(uint64_t seq, Clock::time_point deadline, uint32_t *ack_status) {
-  std::unique_lock<std::mutex> l(mu_);
-  cv_.wait_until(l, deadline, [&] { return pending_[seq] >= 0 || closed_.load(); });
-  Outcome out;
+  MutexLock l(&mu_);
+  {
+    WaitLock w{&mu_};
+    while (pending_[seq] < 0 && !closed_.load()) {
+      if (cv_.wait_until(w, deadline) == std::cv_status::timeout) break;
+    }
+  }
+  Outcome out = Outcome::kClosed;
   if (pending_[seq] >= 0) {
     *ack_status = static_cast<uint32_t>(pending_[seq]);
     out = Outcome::kAcked;
-  } else {
-    out = closed_.load() ? Outcome::kClosed : Outcome::kTimeout;
+  } else if (Clock::now() >= deadline) {
+    // Also when the connection was closed for it: a frame not written by its
+    // deadline closes the connection (the loop, or Send itself).
+    out = Outcome::kTimeout;
   }
   pending_.erase(seq);
   return out;
@@ -117,52 +206,61 @@ bool ControlConn::Post(const wire::Body &body, Clock::time_point deadline) {
 bool ControlConn::StartQueued(const wire::Body &body, uint64_t seq, Clock::time_point deadline) {
   std::string frame;
   if (!EncodeFrame(body, seq, &frame)) return false;
-  std::lock_guard<std::mutex> q(out_mu_);
-  queued_ = true;
-  out_.push_back(std::move(frame));
-  out_deadline_ = deadline;
+  MutexLock q(&out_mu_);
+  Enqueue(std::move(frame), deadline, true);
   return true;
 }
 
 bool ControlConn::queued() const {
-  std::lock_guard<std::mutex> q(out_mu_);
-  return queued_;
+  MutexLock q(&out_mu_);
+  return !out_.empty();
+}
+
+bool ControlConn::AttachWaker(std::shared_ptr<ControlWaker> waker) {
+  MutexLock q(&out_mu_);
+  waker_ = std::move(waker);
+  return !out_.empty();
 }
 
 ControlConn::FlushResult ControlConn::Flush() {
   if (closed_.load()) return FlushResult::kBroken;
-  return FlushQueue();
+  MutexLock q(&out_mu_);
+  return WriteQueue();
 }
 
-ControlConn::FlushResult ControlConn::FlushQueue() {
-  std::lock_guard<std::mutex> q(out_mu_);
+ControlConn::FlushResult ControlConn::WriteQueue() {
   while (!out_.empty()) {
-    const std::string &f = out_.front();
-    ssize_t n = send(fd_.get(), f.data() + out_off_, f.size() - out_off_, MSG_NOSIGNAL | MSG_DONTWAIT);
+    const OutFrame &f = out_.front();
+    ssize_t n = send(fd_.get(), f.bytes.data() + out_off_, f.bytes.size() - out_off_, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return FlushResult::kPending;
       return FlushResult::kBroken;
     }
     out_off_ += static_cast<size_t>(n);
-    if (out_off_ == f.size()) {
-      if (answer_sent_.load()) queued_after_answer_ -= std::min(queued_after_answer_, f.size());
+    if (out_off_ == f.bytes.size()) {
+      if (f.answer) answer_sent_.store(true);
+      out_bytes_ -= f.bytes.size() + kFrameCost;
+      written_ += f.bytes.size();
       out_.pop_front();
       out_off_ = 0;
-      answer_sent_.store(true);
     }
   }
-  queued_ = false;
   return FlushResult::kDrained;
 }
 
 bool ControlConn::QueueOverdue(Clock::time_point now) const {
-  std::lock_guard<std::mutex> q(out_mu_);
-  return queued_ && now >= out_deadline_;
+  MutexLock q(&out_mu_);
+  return !out_.empty() && now >= out_.front().deadline;
+}
+
+Clock::time_point ControlConn::QueueDeadline() const {
+  MutexLock q(&out_mu_);
+  return out_.empty() ? Clock::time_point::max() : out_.front().deadline;
 }
 
 void ControlConn::CompleteAck(uint64_t seq, uint32_t status) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto it = pending_.find(seq);
   if (it == pending_.end()) return;  // late or unsolicited: ignored
   it->second = status;
@@ -171,11 +269,18 @@ void ControlConn::CompleteAck(uint64_t seq, uint32_t status) {
 
 void ControlConn::Close() {
   if (closed_.exchange(true)) return;
-  // What is queued and fits the socket now still leaves (a HelloAck queued
-  // just before a protocol violation closed the connection), without waiting.
-  FlushQueue();
+  {
+    // What is queued and fits the socket now still leaves (a refusal, or a
+    // HelloAck queued just before a protocol violation closed the
+    // connection), without waiting; the rest is dropped.
+    MutexLock q(&out_mu_);
+    WriteQueue();
+    out_.clear();
+    out_off_ = 0;
+    out_bytes_ = 0;
+  }
   shutdown(fd_.get(), SHUT_RDWR);  // the loop sees EOF and drops it; the fd closes with the object
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   cv_.notify_all();
 }
 
@@ -201,35 +306,54 @@ bool ControlLoop::Start(Fd listen_fd, ControlHandler *handler, int tick_ms, int 
   epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, wake_fd_.get(), &ev);
   listening_ = false;
   SetListening(true);
+  {
+    MutexLock l(&mu_);
+    waker_ = std::make_shared<ControlWaker>(wake_fd_.get());
+  }
   stop_.store(false);
   thread_ = std::thread([this] { Run(); });
   return true;
 }
 
 bool ControlLoop::Add(const std::shared_ptr<ControlConn> &conn) {
-  std::lock_guard<std::mutex> l(mu_);
-  if (stop_.load() || conn->closed()) return false;
-  conns_[conn->fd()] = conn;
-  epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLRDHUP;
-  ev.data.fd = conn->fd();
-  if (epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, conn->fd(), &ev) != 0) {
-    conns_.erase(conn->fd());
-    return false;
+  std::shared_ptr<ControlWaker> waker;
+  {
+    MutexLock l(&mu_);
+    if (stop_.load() || conn->closed() || !waker_) return false;
+    conns_[conn->fd()] = conn;
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.fd = conn->fd();
+    if (epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, conn->fd(), &ev) != 0) {
+      conns_.erase(conn->fd());
+      return false;
+    }
+    waker = waker_;
   }
+  // Frames queued before (a client's, during its handshake) go out now.
+  if (conn->AttachWaker(waker)) waker->WantWrite(conn->fd());
   return true;
 }
 
 void ControlLoop::Stop() {
   if (!thread_.joinable()) return;
   stop_.store(true);
+  std::shared_ptr<ControlWaker> waker;
+  {
+    MutexLock l(&mu_);
+    waker = waker_;
+  }
+  // Before the eventfd closes: connections that outlive the loop must not
+  // write to it (nor to a descriptor that reuses its number).
+  waker->Stop();
   uint64_t one = 1;
   ssize_t rc = write(wake_fd_.get(), &one, sizeof(one));
   (void)rc;
   thread_.join();
+  writers_.clear();
   std::map<int, std::shared_ptr<ControlConn>> conns;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     conns.swap(conns_);
   }
   for (auto &kv : conns) kv.second->Close();
@@ -238,13 +362,30 @@ void ControlLoop::Stop() {
   wake_fd_.Reset();
 }
 
+int ControlLoop::WaitMs(int64_t next_tick) const {
+  int64_t wait = next_tick - NowMs();
+  if (!writers_.empty()) {
+    Clock::time_point first = Clock::time_point::max();
+    for (const auto &kv : writers_) first = std::min(first, kv.second->QueueDeadline());
+    if (first != Clock::time_point::max()) {
+      // Rounded up: woken before the deadline, nothing would be overdue yet.
+      const auto left = std::chrono::duration_cast<std::chrono::microseconds>(first - Clock::now()).count();
+      wait = std::min<int64_t>(wait, left <= 0 ? 0 : (left + 999) / 1000);
+    }
+  }
+  return wait < 0 ? 0 : static_cast<int>(wait);
+}
+
 void ControlLoop::Run() {
+  std::shared_ptr<ControlWaker> waker;
+  {
+    MutexLock l(&mu_);
+    waker = waker_;
+  }
   std::vector<epoll_event> events(64);
   int64_t next_tick = NowMs() + tick_ms_;
   while (!stop_.load()) {
-    int64_t wait = next_tick - NowMs();
-    int n = epoll_wait(epoll_fd_.get(), events.data(), static_cast<int>(events.size()),
-                       wait < 0 ? 0 : static_cast<int>(wait));
+    int n = epoll_wait(epoll_fd_.get(), events.data(), static_cast<int>(events.size()), WaitMs(next_tick));
     for (int i = 0; i < n && !stop_.load(); ++i) {
       int fd = events[i].data.fd;
       if (fd == wake_fd_.get()) {
@@ -254,17 +395,23 @@ void ControlLoop::Run() {
       } else if (fd == listen_fd_.get()) {
         Accept();
       } else {
-        std::shared_ptr<ControlConn> conn;
-        {
-          std::lock_guard<std::mutex> l(mu_);
-          auto it = conns_.find(fd);
-          if (it != conns_.end()) conn = it->second;
-        }
+        std::shared_ptr<ControlConn> conn = Find(fd);
         if (!conn) continue;
         if ((events[i].events & EPOLLOUT) != 0) FlushTo(conn);
         // ReadFrom also drops a connection that was closed meanwhile.
         if ((events[i].events & ~static_cast<uint32_t>(EPOLLOUT)) != 0) ReadFrom(conn);
       }
+    }
+    if (stop_.load()) break;
+    // Frames that senders could not write at once.  (A descriptor reused by
+    // a newer connection meanwhile only gets a needless write attempt.)
+    for (int fd : waker->Take()) {
+      if (std::shared_ptr<ControlConn> conn = Find(fd)) FlushTo(conn);
+    }
+    if (!writers_.empty()) {
+      std::vector<std::shared_ptr<ControlConn>> writers;
+      for (const auto &kv : writers_) writers.push_back(kv.second);
+      CloseOverdue(writers);
     }
     if (NowMs() >= next_tick && !stop_.load()) {
       SetListening(true);  // resumes accepting after descriptor exhaustion
@@ -273,6 +420,12 @@ void ControlLoop::Run() {
       next_tick = NowMs() + tick_ms_;
     }
   }
+}
+
+std::shared_ptr<ControlConn> ControlLoop::Find(int fd) {
+  MutexLock l(&mu_);
+  auto it = conns_.find(fd);
+  return it == conns_.end() ? nullptr : it->second;
 }
 
 void ControlLoop::Accept() {
@@ -322,45 +475,54 @@ void ControlLoop::SetListening(bool on) {
 
 void ControlLoop::CloseStaleHandshakes() {
   const int64_t now = NowMs();
-  std::vector<std::shared_ptr<ControlConn>> stale;
+  std::vector<std::shared_ptr<ControlConn>> all;
   {
-    std::lock_guard<std::mutex> l(mu_);
-    for (const auto &kv : conns_) {
-      const auto &c = kv.second;
-      if (c->role() == ControlConn::Role::kServer && !c->hello_done() && now - c->created_ms > hello_timeout_ms_) {
-        stale.push_back(c);
-      }
+    MutexLock l(&mu_);
+    for (const auto &kv : conns_) all.push_back(kv.second);
+  }
+  for (const auto &c : all) {
+    if (c->role() == ControlConn::Role::kServer && !c->hello_done() && now - c->created_ms > hello_timeout_ms_) {
+      ADXL_WARN("control connection from %s sent no Hello within %d ms; closing it", c->desc().c_str(),
+                hello_timeout_ms_);
+      Drop(c);
     }
   }
-  for (const auto &c : stale) {
-    ADXL_WARN("control connection from %s sent no Hello within %d ms; closing it", c->desc().c_str(),
-              hello_timeout_ms_);
-    Drop(c);
-  }
-  // Peers that do not read what is queued for them (their handshake answer).
+  // Peers that do not read what is queued for them.
+  CloseOverdue(all);
+}
+
+void ControlLoop::CloseOverdue(const std::vector<std::shared_ptr<ControlConn>> &conns) {
   const Clock::time_point t = Clock::now();
-  std::vector<std::shared_ptr<ControlConn>> overdue;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    for (const auto &kv : conns_) {
-      if (kv.second->QueueOverdue(t)) overdue.push_back(kv.second);
+  for (const auto &c : conns) {
+    if (c->closed() || !c->QueueOverdue(t)) continue;
+    if (c->role() == ControlConn::Role::kServer) {
+      ADXL_WARN("control connection from %s ('%s') does not read what is sent to it; closing it", c->desc().c_str(),
+                c->peer_name().c_str());
+    } else {
+      ADXL_WARN("control connection to '%s' does not read what is sent to it; closing it", c->desc().c_str());
     }
-  }
-  for (const auto &c : overdue) {
-    ADXL_WARN("control connection from %s ('%s') does not read what is sent to it; closing it", c->desc().c_str(),
-              c->peer_name().c_str());
     Drop(c);
   }
 }
 
 void ControlLoop::WatchWrites(const std::shared_ptr<ControlConn> &conn, bool on) {
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = conns_.find(conn->fd());
-  if (it == conns_.end() || it->second != conn) return;
-  epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLRDHUP | (on ? EPOLLOUT : 0u);
-  ev.data.fd = conn->fd();
-  epoll_ctl(epoll_fd_.get(), EPOLL_CTL_MOD, conn->fd(), &ev);
+  auto w = writers_.find(conn->fd());
+  const bool watched = w != writers_.end() && w->second == conn;
+  if (watched == on) return;
+  {
+    MutexLock l(&mu_);
+    auto it = conns_.find(conn->fd());
+    if (it == conns_.end() || it->second != conn) return;
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP | (on ? EPOLLOUT : 0u);
+    ev.data.fd = conn->fd();
+    epoll_ctl(epoll_fd_.get(), EPOLL_CTL_MOD, conn->fd(), &ev);
+  }
+  if (on) {
+    writers_[conn->fd()] = conn;
+  } else {
+    writers_.erase(w);
+  }
 }
 
 void ControlLoop::FlushTo(const std::shared_ptr<ControlConn> &conn) {
@@ -414,18 +576,20 @@ void ControlLoop::ReadFrom(const std::shared_ptr<ControlConn> &conn) {
   if (eof || conn->closed()) {
     Drop(conn);
   } else if (conn->queued()) {
-    FlushTo(conn);  // what the socket takes now; the rest when it is writable
+    FlushTo(conn);  // what the socket takes now (a handshake answer); the rest when it is writable
   }
 }
 
 void ControlLoop::Drop(const std::shared_ptr<ControlConn> &conn) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     auto it = conns_.find(conn->fd());
     if (it == conns_.end() || it->second != conn) return;
     epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, conn->fd(), nullptr);
     conns_.erase(it);
   }
+  auto w = writers_.find(conn->fd());
+  if (w != writers_.end() && w->second == conn) writers_.erase(w);
   conn->Close();
   handler_->OnClosed(conn);
 }

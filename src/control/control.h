@@ -3,30 +3,52 @@
 //
 // ControlConn is one connection, either the client end of a link (this
 // engine connected out) or a server end (a peer connected in).  Any thread
-// may Send() on it (one sender at a time, whole frames) or issue a Request()
-// and wait for its Ack; only the loop thread reads.
+// may Send() on it or issue a Request() and wait for its Ack; only the loop
+// thread reads.
 //
-// Queued sending.  A server end answers a Hello with StartQueued(): the
-// answer becomes the first frame of an outbound queue, and until the queue
-// is empty every Send() from any thread appends its frame to the queue, in
-// call order, instead of writing the socket.  The loop thread writes the
-// queue as the socket accepts it (EPOLLOUT, non-blocking), then the
-// connection is back to direct sends.  So no thread waits on a client that
-// does not read its handshake answer, the answer is never preceded by
-// another frame, and frames sent after it keep their order.  A queue not
-// drained by its deadline closes the connection (checked every tick).
+// Sending never waits on the peer.  Every frame is encoded and appended to
+// the connection's outbound queue, then the queue is written as far as the
+// socket takes it at once (non-blocking).  Whatever is left is written by the
+// loop thread as the socket becomes writable (EPOLLOUT): Send() tells the
+// loop through the ControlWaker it was given by ControlLoop::Add.  Frames
+// leave whole, in the order of the Send() calls.  So no thread - the loop's
+// own included, which answers Pings, Notifies and Fences - waits on a peer
+// that does not read.  Such a peer is cut off instead:
+//  - each queued frame carries its send deadline; once the frame being
+//    written is past it the loop closes the connection (a frame's deadline
+//    is never earlier than that of the frame ahead of it: it cannot leave
+//    before that one);
+//  - at most kMaxQueuedBehind bytes may wait behind the frame being written;
+//    a Send() that would exceed it closes the connection (logged).
+// A connection not (yet) added to a loop - the client end during its
+// handshake, read synchronously by the connecting thread - has nobody to
+// write its queue later: there Send() writes its frame out itself, waiting
+// for socket space up to the frame's deadline (that thread is the API
+// caller's, which may wait), and closes the connection when it cannot.
 //
-// Locks of a ControlConn: send_mu_ (held across a direct send with its
-// deadline), out_mu_ (the queue; held across non-blocking writes only), mu_
-// (peer name, pending requests).  The one nesting is send_mu_ -> out_mu_ (a
-// failed send closes the connection, and Close() writes what is queued);
-// none is held while calling out.
+// The handshake answer.  A server end answers a Hello with StartQueued():
+// the answer becomes the first frame of the queue without any socket I/O,
+// and the loop writes it once the handler returns.  Frames sent after it wait
+// behind it; answer_sent() turns true once it was written completely.
+//
+// Locks.  ControlConn::out_mu_ guards the outbound queue (frames, write
+// offset, byte counts, the loop's waker) and is held across non-blocking
+// writes only.  ControlConn::mu_ guards the peer name and pending requests
+// (with cv_ for Request()).  ControlLoop::mu_ guards the connection map and
+// the epoll registrations.  ControlWaker::mu_ guards the loop's "wants
+// write" list and its eventfd.  No two of these are ever held together (each
+// is a leaf: a method takes one, releases it, then may take another), and
+// none is held while calling a ControlHandler.  Callers may hold their own
+// locks around StartQueued() (no I/O) and Send() (no wait); the engine queues
+// a handshake answer under its reg_mu_ (core/engine.h).
 //
 // ControlLoop owns an epoll set with the listening socket and every
 // registered connection.  It accepts, reads, decodes, completes Acks itself
 // and hands every other message to a ControlHandler, on its own thread, in
-// arrival order per connection.  It also calls OnTick() every tick_ms (the
-// heartbeat).  A connection that sends an undecodable frame is closed.
+// arrival order per connection.  It writes what senders left queued, closes
+// connections whose queue is overdue (its epoll wait ends by the earliest
+// such deadline), and calls OnTick() every tick_ms (the heartbeat).  A
+// connection that sends an undecodable frame is closed.
 #ifndef ADXL_SRC_CONTROL_CONTROL_H_
 #define ADXL_SRC_CONTROL_CONTROL_H_
 
@@ -35,14 +57,36 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "common/thread_annotations.h"
 #include "control/socket.h"
 #include "control/wire.h"
 
 namespace adxl {
+
+// How connections tell their loop that frames wait to be written: the loop
+// and every connection added to it share one.  Once the loop stops it does
+// nothing, so a connection that outlives its loop never touches the loop's
+// (closed, maybe reused) eventfd.
+class ControlWaker {
+ public:
+  explicit ControlWaker(int wake_fd) : wake_fd_(wake_fd) {}
+  // Any thread: connection `fd` has frames the socket did not take; the loop
+  // wakes and writes them (and watches for EPOLLOUT until they are gone).
+  void WantWrite(int fd) ADXL_EXCLUDES(mu_);
+  // Loop thread: the connections named since the last call.
+  std::vector<int> Take() ADXL_EXCLUDES(mu_);
+  // The loop stops: from now on WantWrite does nothing.
+  void Stop() ADXL_EXCLUDES(mu_);
+
+ private:
+  Mutex mu_;
+  int wake_fd_ ADXL_GUARDED_BY(mu_);  // not owned; -1 once stopped
+  std::vector<int> want_ ADXL_GUARDED_BY(mu_);
+};
 
 class ControlConn {
  public:
@@ -57,49 +101,70 @@ class ControlConn {
   int fd() const { return fd_.get(); }
   Role role() const { return role_; }
   // For server ends: the client's engine name once its Hello was accepted.
-  std::string peer_name() const;
-  void set_peer_name(const std::string &n);
+  std::string peer_name() const ADXL_EXCLUDES(mu_);
+  void set_peer_name(const std::string &n) ADXL_EXCLUDES(mu_);
   bool hello_done() const { return hello_done_.load(); }
   void set_hello_done() { hello_done_.store(true); }
 
-  // Sends one frame (seq as given); false when the connection is closed or
-  // broke (then it is closed).  In queued mode the frame is appended to the
-  // queue and true returned at once.
-  bool Send(const wire::Body &body, uint64_t seq, Clock::time_point deadline);
-  // Sends a request and waits for its Ack.
-  Outcome Request(const wire::Body &body, Clock::time_point deadline, uint32_t *ack_status);
+  // Queues one frame (seq as given) to be written by `deadline` and writes
+  // what the socket takes now (see the top of this file).  False only when
+  // the connection is closed (also: it broke, or its peer reads too little,
+  // and it was closed now) or the frame is over the wire limits.  On a
+  // connection not added to a loop, waits until the frame is written, at
+  // most until `deadline` (then closes).
+  bool Send(const wire::Body &body, uint64_t seq, Clock::time_point deadline) ADXL_EXCLUDES(out_mu_, mu_);
+  // Sends a request and waits for its Ack until `deadline` (kTimeout); kClosed
+  // when the connection closed first.
+  Outcome Request(const wire::Body &body, Clock::time_point deadline, uint32_t *ack_status)
+      ADXL_EXCLUDES(out_mu_, mu_);
   // The two halves of Request, for waiting on several connections at once:
   // StartRequest sends and returns the seq to await (0: not sent, the
   // connection is closed); AwaitAck waits for it and forgets it.  Every
   // started request must be awaited.
-  uint64_t StartRequest(const wire::Body &body, Clock::time_point deadline);
-  Outcome AwaitAck(uint64_t seq, Clock::time_point deadline, uint32_t *ack_status);
+  uint64_t StartRequest(const wire::Body &body, Clock::time_point deadline) ADXL_EXCLUDES(out_mu_, mu_);
+  Outcome AwaitAck(uint64_t seq, Clock::time_point deadline, uint32_t *ack_status) ADXL_EXCLUDES(out_mu_, mu_);
   // Sends a request under a fresh seq without waiting for (or tracking) its Ack.
-  bool Post(const wire::Body &body, Clock::time_point deadline);
+  bool Post(const wire::Body &body, Clock::time_point deadline) ADXL_EXCLUDES(out_mu_, mu_);
 
-  // Queued sending (see the top of this file).  Encodes `body` as the first
-  // frame of the queue and enters queued mode; the queue must be drained by
-  // `deadline`.  No socket I/O, so callers may hold their own locks.  Only
-  // for a server end no other thread knows of yet (no send can be under
-  // way), and only once.  False: the frame is over the wire limits, nothing
-  // is queued.  The loop (ControlLoop) arms writing when the handler returns.
-  bool StartQueued(const wire::Body &body, uint64_t seq, Clock::time_point deadline);
+  // The handshake answer (see the top of this file).  Encodes `body` as the
+  // first frame of the queue, to be written by `deadline`.  No socket I/O,
+  // so callers may hold their own locks.  Only for a server end no other
+  // thread knows of yet (nothing is queued), and only once.  False: the
+  // frame is over the wire limits, nothing is queued.  The loop (ControlLoop)
+  // writes it when the handler returns.
+  bool StartQueued(const wire::Body &body, uint64_t seq, Clock::time_point deadline) ADXL_EXCLUDES(out_mu_);
   // Frames wait in the queue.
-  bool queued() const;
-  // The first queued frame (the handshake answer) was written completely.
+  bool queued() const ADXL_EXCLUDES(out_mu_);
+  // The StartQueued() frame (the handshake answer) was written completely.
   bool answer_sent() const { return answer_sent_.load(); }
   // Loop thread: writes what the socket takes now.
   enum class FlushResult { kDrained, kPending, kBroken };
-  FlushResult Flush();
-  // Frames are still queued past the queue's deadline.
-  bool QueueOverdue(Clock::time_point now) const;
+  FlushResult Flush() ADXL_EXCLUDES(out_mu_);
+  // The frame being written is past its deadline.
+  bool QueueOverdue(Clock::time_point now) const ADXL_EXCLUDES(out_mu_);
+  // The deadline of the frame being written; time_point::max() when none is.
+  Clock::time_point QueueDeadline() const ADXL_EXCLUDES(out_mu_);
   // Called by the loop for an incoming Ack.
-  void CompleteAck(uint64_t seq, uint32_t status);
+  void CompleteAck(uint64_t seq, uint32_t status) ADXL_EXCLUDES(mu_);
+  // Called by ControlLoop::Add: from now on the loop writes what Send()
+  // leaves queued.  True when frames wait already (the caller wakes it).
+  bool AttachWaker(std::shared_ptr<ControlWaker> waker) ADXL_EXCLUDES(out_mu_);
 
   // Shuts the connection down; pending and future Requests end kClosed.
-  // Queued frames that the socket takes at once still leave first.
-  void Close();
+  // Queued frames that the socket takes at once still leave first (a refusal
+  // sent just before Close()); the rest is dropped.
+  void Close() ADXL_EXCLUDES(out_mu_, mu_);
   bool closed() const { return closed_.load(); }
+
+  // Bound on the bytes queued behind the frame being written, each frame
+  // counted with kFrameCost more (what holding it costs besides its bytes:
+  // a flood of tiny answers costs what it takes in memory).  Far above what
+  // a reading peer ever has waiting (answers, heartbeats, region pushes
+  // behind a handshake answer, which itself - up to wire::kMaxPayload - does
+  // not count while it is being written); a peer that sends and does not
+  // read reaches it within a few reads of the loop.
+  static constexpr size_t kMaxQueuedBehind = 1u << 20;
+  static constexpr size_t kFrameCost = 64;
 
   // Loop-thread state.
   wire::FrameReader reader;
@@ -114,29 +179,50 @@ class ControlConn {
   const std::string &desc() const { return desc_; }
 
  private:
+  struct OutFrame {
+    std::string bytes;
+    Clock::time_point deadline;
+    bool answer = false;  // the StartQueued() frame
+  };
+  // condition_variable_any's handle on mu_.  The analysis sees mu_ held
+  // across a wait, as it is whenever the wait returns.
+  struct WaitLock {
+    Mutex *mu;
+    void lock() ADXL_NO_THREAD_SAFETY_ANALYSIS { mu->Lock(); }
+    void unlock() ADXL_NO_THREAD_SAFETY_ANALYSIS { mu->Unlock(); }
+  };
+
+  // Encodes one frame; false (logged) when it is over the wire limits.
+  bool EncodeFrame(const wire::Body &body, uint64_t seq, std::string *frame) const;
+  // Appends a frame; its deadline is raised to that of the frame ahead.
+  void Enqueue(std::string frame, Clock::time_point deadline, bool answer) ADXL_REQUIRES(out_mu_);
+  // Writes what the socket takes now.
+  FlushResult WriteQueue() ADXL_REQUIRES(out_mu_);
+  // Bytes queued behind the frame being written.
+  size_t QueuedBehind() const ADXL_REQUIRES(out_mu_);
+  // No loop: writes the queue up to stream offset `end` (the end of the
+  // caller's frame), waiting for socket space until `deadline`.
+  bool WriteOut(uint64_t end, Clock::time_point deadline, wire::Type type) ADXL_EXCLUDES(out_mu_, mu_);
+
   Fd fd_;
   Role role_;
   std::string desc_;
   std::atomic<bool> closed_{false};
   std::atomic<bool> hello_done_{false};
   std::atomic<bool> answer_sent_{false};
-  mutable std::mutex out_mu_;  // queued_, out_, out_off_, out_deadline_
-  bool queued_ = false;
-  std::deque<std::string> out_;  // whole frames; the front one written up to out_off_
-  size_t out_off_ = 0;
-  size_t queued_after_answer_ = 0;  // bytes queued behind the handshake answer
-  // Bound on queued_after_answer_: region updates and answers of a peer that
-  // has not read its handshake answer yet.
-  static constexpr size_t kMaxQueuedAfterAnswer = 64 << 10;
-  Clock::time_point out_deadline_{};
-  FlushResult FlushQueue();  // Flush without the closed check (Close uses it)
-  // Encodes one frame; false (logged) when it is over the wire limits.
-  bool EncodeFrame(const wire::Body &body, uint64_t seq, std::string *frame) const;
-  std::mutex send_mu_;
-  mutable std::mutex mu_;  // peer_name_, pending_
-  std::condition_variable cv_;
-  std::string peer_name_;
-  std::map<uint64_t, int64_t> pending_;  // seq -> ack status, -1 while waiting
+
+  mutable Mutex out_mu_;
+  std::deque<OutFrame> out_ ADXL_GUARDED_BY(out_mu_);  // whole frames; the front one written up to out_off_
+  size_t out_off_ ADXL_GUARDED_BY(out_mu_) = 0;
+  size_t out_bytes_ ADXL_GUARDED_BY(out_mu_) = 0;      // sum over out_'s frames of size + kFrameCost
+  uint64_t enqueued_ ADXL_GUARDED_BY(out_mu_) = 0;     // stream bytes ever queued
+  uint64_t written_ ADXL_GUARDED_BY(out_mu_) = 0;      // stream bytes of frames written completely
+  std::shared_ptr<ControlWaker> waker_ ADXL_GUARDED_BY(out_mu_);  // set once added to a loop
+
+  mutable Mutex mu_;
+  std::condition_variable_any cv_;  // with mu_: an Ack arrived, or the connection closed
+  std::string peer_name_ ADXL_GUARDED_BY(mu_);
+  std::map<uint64_t, int64_t> pending_ ADXL_GUARDED_BY(mu_);  // seq -> ack status, -1 while waiting
   std::atomic<uint64_t> next_seq_{1};
 };
 
@@ -156,23 +242,28 @@ class ControlLoop {
   // listen_fd may be invalid (client-only engine).  A peer that has not
   // completed its Hello within hello_timeout_ms is disconnected (slow loris).
   bool Start(Fd listen_fd, ControlHandler *handler, int tick_ms, int hello_timeout_ms, std::string *why);
-  // Starts reading a connection (any thread).  A connection whose handler
-  // left frames queued (ControlConn::StartQueued) is written as the socket
-  // takes them; one whose queue is overdue is closed at the next tick.
-  bool Add(const std::shared_ptr<ControlConn> &conn);
+  // Starts reading a connection (any thread) and writing what is queued on
+  // it (ControlConn::Send, StartQueued) as the socket takes it; one whose
+  // queue is overdue is closed.
+  bool Add(const std::shared_ptr<ControlConn> &conn) ADXL_EXCLUDES(mu_);
   // Closes every connection and joins the thread.  Idempotent.
-  void Stop();
+  void Stop() ADXL_EXCLUDES(mu_);
   static int64_t NowMs();
 
  private:
-  void Run();
-  void Accept();
-  void ReadFrom(const std::shared_ptr<ControlConn> &conn);
-  void Drop(const std::shared_ptr<ControlConn> &conn);
+  void Run() ADXL_EXCLUDES(mu_);
+  void Accept() ADXL_EXCLUDES(mu_);
+  void ReadFrom(const std::shared_ptr<ControlConn> &conn) ADXL_EXCLUDES(mu_);
+  void Drop(const std::shared_ptr<ControlConn> &conn) ADXL_EXCLUDES(mu_);
+  std::shared_ptr<ControlConn> Find(int fd) ADXL_EXCLUDES(mu_);
   // Watches a connection for writability (its queue) or stops.
-  void WatchWrites(const std::shared_ptr<ControlConn> &conn, bool on);
-  void FlushTo(const std::shared_ptr<ControlConn> &conn);
-  void CloseStaleHandshakes();
+  void WatchWrites(const std::shared_ptr<ControlConn> &conn, bool on) ADXL_EXCLUDES(mu_);
+  void FlushTo(const std::shared_ptr<ControlConn> &conn) ADXL_EXCLUDES(mu_);
+  // Closes connections whose queue is overdue: of `conns`, or of writers_.
+  void CloseOverdue(const std::vector<std::shared_ptr<ControlConn>> &conns) ADXL_EXCLUDES(mu_);
+  void CloseStaleHandshakes() ADXL_EXCLUDES(mu_);
+  // Milliseconds until the next tick or the earliest deadline of writers_.
+  int WaitMs(int64_t next_tick) const;
   void SetListening(bool on);
 
   Fd listen_fd_;
@@ -184,8 +275,12 @@ class ControlLoop {
   bool listening_ = false;  // the listening socket is in the epoll set
   std::atomic<bool> stop_{false};
   std::thread thread_;
-  std::mutex mu_;
-  std::map<int, std::shared_ptr<ControlConn>> conns_;
+  Mutex mu_;
+  std::map<int, std::shared_ptr<ControlConn>> conns_ ADXL_GUARDED_BY(mu_);
+  // Set by Start (before the thread runs), shared with the added connections.
+  std::shared_ptr<ControlWaker> waker_ ADXL_GUARDED_BY(mu_);
+  // Loop thread only: connections watched for EPOLLOUT (their queue waits).
+  std::map<int, std::shared_ptr<ControlConn>> writers_;
 };
 
 }  // namespace adxl

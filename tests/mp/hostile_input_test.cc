@@ -675,7 +675,8 @@ long PeerRssKb(pid_t pid) {
 
 // A client that completes its Hello, then sends Pings and never reads the
 // Pongs, must not stall the server's one control thread: answers from that
-// thread wait at most 50 ms for socket space, then the flooder is closed.
+// thread never wait for socket space; they are queued, and the flooder is
+// closed once they are overdue or too many wait (src/control/control.h).
 // (Before the fix each answer could block 1 s, the legitimate client's Pings
 // went unanswered, and its link was declared dead.)
 TEST_F(HostileInputTest, PingFloodFromAClientThatNeverReads) {
@@ -930,6 +931,116 @@ TEST_F(SilentSubscribersTest, RegistrationWaitsForNoneAndAWithdrawalCutsThemOff)
   stop.store(true);
   pinger.join();
   for (MemHandle h : registered) EXPECT_EQ(server.DeregisterMem(h), SUCCESS);
+  EXPECT_EQ(peer_->Command("disconnect " + name + " 5000"), "ok");
+  server.Finalize();
+}
+
+// No send of a server's control thread waits on a peer: answers to a client
+// that does not read are queued, and the client is cut off once they are
+// overdue.  The engine under attack runs in this process; clients, two at a
+// time and one pair after the other for 2 s, complete their Hello (reading
+// the HelloAck), send 2000 Pings and never read a Pong (their server ends get
+// a small send buffer, so the Pongs cannot all leave).  Meanwhile a real
+// peer process's SendNotify (answered by the server's control thread) and
+// transfers into the server must each take < 50 ms, and every flooder must
+// be closed soon.  (With a blocking send of 50 ms per answer, each pair held
+// the control thread 100 ms.)
+TEST_F(HandshakeStallTest, ControlThreadIsNotBlockedByClientsThatNeverRead) {
+  signal(SIGPIPE, SIG_IGN);
+  constexpr double kMaxDelayMs = 50;
+  const uint16_t port = FreePort();
+  const std::string name = LoopbackName(port);
+  AdxlEngine server;
+  ASSERT_EQ(server.Initialize(name.c_str(), {{"adxl.HeartbeatMs", kHeartbeatMs}}), SUCCESS);
+  AlignedBuffer target(1u << 20);  // the peer writes here
+  MemHandle target_handle = nullptr;
+  ASSERT_EQ(server.RegisterMem({target.addr(), target.size()}, MEM_HOST, target_handle), SUCCESS);
+  ASSERT_EQ(peer_->Command("connect " + name + " 5000"), "ok");
+  const std::string write = "write " + name + " 2000 0 0 " + std::to_string(target.addr()) + " 65536";
+  ASSERT_EQ(peer_->Command("notify " + name + " warm up 2000"), "ok");
+  ASSERT_EQ(peer_->Command(write), "ok");
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> flooders{0}, cut_off{0};
+  std::atomic<int64_t> worst_cut_us{0};
+  std::thread flood([&] {
+    std::string burst;
+    for (int i = 0; i < 2000; ++i) burst += Frame(kPing, "", 0);
+    const std::string one = Frame(kPing, "", 0);
+    while (!stop.load()) {
+      std::vector<std::unique_ptr<RawConn>> pair;
+      for (int k = 0; k < 2; ++k) {
+        auto c = std::make_unique<RawConn>(port, 4096);
+        uint16_t type = 0;
+        uint64_t seq = 0;
+        std::string p;
+        if (!c->ok() || !c->Send(HelloFrame("127.0.0.1:1", name)) || !c->ReadFrame(3000, &type, &seq, &p) ||
+            type != kHelloAck) {
+          ADD_FAILURE() << "a flooder's Hello was not answered";
+          return;
+        }
+        const int server_end = ServerEndOf(*c, 3000);
+        const int sndbuf = 4096;
+        if (server_end < 0 || setsockopt(server_end, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)) != 0) {
+          ADD_FAILURE() << "the server end of a flooder was not found";
+          return;
+        }
+        pair.push_back(std::move(c));
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      for (auto &c : pair) c->Send(burst);
+      flooders.fetch_add(static_cast<int>(pair.size()));
+      // Pings now and then (not silent, so not forgotten by the heartbeat),
+      // and never a read; a Ping after the server closed draws a reset.
+      for (auto &c : pair) {
+        bool closed = false;
+        while (!closed && MsSince(t0) < 2000) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          closed = c->ClosedNow() || !c->Send(one);
+        }
+        if (closed) {
+          cut_off.fetch_add(1);
+          const auto us = static_cast<int64_t>(MsSince(t0) * 1000);
+          if (us > worst_cut_us.load()) worst_cut_us.store(us);
+        }
+      }
+    }
+  });
+  double worst_notify = 0, worst_write = 0;
+  int rounds = 0, slow = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (MsSince(t0) < 2000) {
+    auto t = std::chrono::steady_clock::now();
+    std::string r = peer_->Command("notify " + name + " flood " + std::to_string(rounds) + " 2000");
+    if (r != "ok") {
+      ADD_FAILURE() << "the peer's SendNotify: " << r;
+      break;
+    }
+    worst_notify = std::max(worst_notify, MsSince(t));
+    slow += MsSince(t) > kMaxDelayMs / 2 ? 1 : 0;
+    t = std::chrono::steady_clock::now();
+    r = peer_->Command(write);
+    if (r != "ok") {
+      ADD_FAILURE() << "the peer's write: " << r;
+      break;
+    }
+    worst_write = std::max(worst_write, MsSince(t));
+    ++rounds;
+    std::vector<NotifyDesc> got;
+    if (rounds % 100 == 0) server.GetNotifies(got);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  stop.store(true);
+  flood.join();
+  std::printf("[ INFO     ] %d rounds beside %d clients that never read (%d cut off, the last at most %.0f ms after "
+              "its Pings): worst peer's SendNotify %.1f ms (%d over %.0f ms), write %.1f ms\n",
+              rounds, flooders.load(), cut_off.load(), worst_cut_us.load() / 1000.0, worst_notify, slow,
+              kMaxDelayMs / 2, worst_write);
+  EXPECT_GE(flooders.load(), 4);
+  EXPECT_EQ(cut_off.load(), flooders.load()) << "the server kept a client that never reads";
+  EXPECT_LT(worst_cut_us.load(), 500 * 1000) << "a client that never reads was cut off late (by the heartbeat?)";
+  EXPECT_LT(worst_notify, kMaxDelayMs) << "the server's control thread was stalled by clients that never read";
+  EXPECT_LT(worst_write, kMaxDelayMs) << "the peer's transfers were stalled";
   EXPECT_EQ(peer_->Command("disconnect " + name + " 5000"), "ok");
   server.Finalize();
 }
