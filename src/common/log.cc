@@ -1,11 +1,13 @@
 #include "common/log.h"
 
+#include <strings.h>
 #include <unistd.h>
 
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+
+#include "adxl/plugin/adxl_plugin.h"
 
 namespace adxl {
 namespace {
@@ -28,6 +30,15 @@ const char *Name(LogLevel l) {
   }
 }
 
+LogLevel FromPluginLevel(int level) {
+  switch (level) {
+    case ADXL_PLUGIN_LOG_ERROR: return LogLevel::kError;
+    case ADXL_PLUGIN_LOG_WARN: return LogLevel::kWarn;
+    case ADXL_PLUGIN_LOG_INFO: return LogLevel::kInfo;
+    default: return LogLevel::kDebug;
+  }
+}
+
 }  // namespace
 
 bool LogEnabled(LogLevel level) {
@@ -35,14 +46,21 @@ bool LogEnabled(LogLevel level) {
   return level <= configured;
 }
 
-void LogWrite(LogLevel level, const char *fmt, ...) {
+void LogWrite(const char *component, LogLevel level, const char *fmt, ...) {
   char msg[1024];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
   // One fprintf per line keeps lines from different threads whole.
-  fprintf(stderr, "[adxl %s %d] %s\n", Name(level), static_cast<int>(getpid()), msg);
+  fprintf(stderr, "[%s %s %d] %s\n", component, Name(level), static_cast<int>(getpid()), msg);
+}
+
+void PluginLogCallback(void *arg, int level, const char *msg) {
+  const LogLevel l = FromPluginLevel(level);
+  if (!LogEnabled(l)) return;
+  const char *plugin = arg != nullptr ? static_cast<const char *>(arg) : "?";
+  LogWrite("adxl", l, "plugin %s: %s", plugin, msg != nullptr ? msg : "");
 }
 
 }  // namespace adxl
