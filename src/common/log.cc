@@ -12,13 +12,15 @@
 namespace adxl {
 namespace {
 
-LogLevel LevelFromEnv() {
+// The most verbose level written; -1 writes nothing.
+int LevelFromEnv() {
   const char *v = getenv("ADXL_LOG_LEVEL");
-  if (v == nullptr) return LogLevel::kWarn;
-  if (strcasecmp(v, "error") == 0) return LogLevel::kError;
-  if (strcasecmp(v, "info") == 0) return LogLevel::kInfo;
-  if (strcasecmp(v, "debug") == 0) return LogLevel::kDebug;
-  return LogLevel::kWarn;
+  if (v == nullptr) return static_cast<int>(LogLevel::kWarn);
+  if (strcasecmp(v, "off") == 0) return -1;
+  if (strcasecmp(v, "error") == 0) return static_cast<int>(LogLevel::kError);
+  if (strcasecmp(v, "info") == 0) return static_cast<int>(LogLevel::kInfo);
+  if (strcasecmp(v, "debug") == 0) return static_cast<int>(LogLevel::kDebug);
+  return static_cast<int>(LogLevel::kWarn);
 }
 
 const char *Name(LogLevel l) {
@@ -42,8 +44,8 @@ LogLevel FromPluginLevel(int level) {
 }  // namespace
 
 bool LogEnabled(LogLevel level) {
-  static const LogLevel configured = LevelFromEnv();
-  return level <= configured;
+  static const int configured = LevelFromEnv();
+  return static_cast<int>(level) <= configured;
 }
 
 void LogWrite(const char *component, LogLevel level, const char *fmt, ...) {

@@ -8,7 +8,7 @@
 // PluginLogCallback (adxl_plugin_config_t::log) and are written under the
 // engine's component, prefixed with the plugin's name.
 //
-// The level comes from ADXL_LOG_LEVEL (error, warn, info, debug; default
+// The level comes from ADXL_LOG_LEVEL (off, error, warn, info, debug; default
 // warn) for every component and for plugins alike.  Every rejected call logs
 // one ERROR line saying what was wrong, so a user who gets PARAM_INVALID can
 // read why.
