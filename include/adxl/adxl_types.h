@@ -28,15 +28,42 @@ constexpr const char OPTION_BUFFER_POOL[] = "adxl.BufferPool";
 constexpr const char OPTION_LOCAL_COMM_RES[] = "adxl.LocalCommRes";
 constexpr const char OPTION_AUTO_CONNECT[] = "AutoConnect";
 
-constexpr Status SUCCESS = 0U;
-constexpr Status PARAM_INVALID = 103900U;
-constexpr Status TIMEOUT = 103901U;
-constexpr Status NOT_CONNECTED = 103902U;
-constexpr Status ALREADY_CONNECTED = 103903U;
-constexpr Status NOTIFY_FAILED = 103904U;
-constexpr Status UNSUPPORTED = 103905U;
-constexpr Status FAILED = 503900U;
-constexpr Status RESOURCE_EXHAUSTED = 203900U;
+// Statuses: the one table, X(name, value, description).  The constants
+// below (adxl::SUCCESS, adxl::PARAM_INVALID, ...), kStatusTable, StatusName
+// and the Python package's statuses (adxl.Status, adxl.SUCCESS, ...) all come
+// from it.  Names and values are the vendor's (docs/contract.md §1.2).
+#define ADXL_STATUS_TABLE(X)                                                          \
+  X(SUCCESS, 0U, "success")                                                           \
+  X(PARAM_INVALID, 103900U, "invalid parameter")                                      \
+  X(TIMEOUT, 103901U, "timed out")                                                    \
+  X(NOT_CONNECTED, 103902U, "not connected to that engine")                           \
+  X(ALREADY_CONNECTED, 103903U, "already connected to that engine")                   \
+  X(NOTIFY_FAILED, 103904U, "the notify could not be delivered")                      \
+  X(UNSUPPORTED, 103905U, "unsupported parameter or operation")                       \
+  X(FAILED, 503900U, "failed")                                                        \
+  X(RESOURCE_EXHAUSTED, 203900U, "a resource or limit is exhausted")
+
+#define ADXL_STATUS_CONSTANT_(name, value, description) constexpr Status name = value;
+ADXL_STATUS_TABLE(ADXL_STATUS_CONSTANT_)
+#undef ADXL_STATUS_CONSTANT_
+
+// One row of a status table.
+struct StatusInfo {
+  const char *name;         // "PARAM_INVALID"
+  Status value;             // 103900
+  const char *description;  // "invalid parameter"
+};
+#define ADXL_STATUS_INFO_(name, value, description) StatusInfo{#name, value, description},
+inline constexpr StatusInfo kStatusTable[] = {ADXL_STATUS_TABLE(ADXL_STATUS_INFO_)};
+#undef ADXL_STATUS_INFO_
+
+// "SUCCESS", "PARAM_INVALID", ...; "UNKNOWN" for a value not in the table.
+constexpr const char *StatusName(Status status) {
+  for (const StatusInfo &s : kStatusTable) {
+    if (s.value == status) return s.name;
+  }
+  return "UNKNOWN";
+}
 
 // Values are fixed; new capabilities are only appended.
 enum FeatureType : int32_t {

@@ -19,23 +19,53 @@
 
 namespace llm_datadist {
 
-// Statuses.  Where a cache-layer status means the same as an engine status,
-// the value is the engine's (a status coming from AdxlEngine passes through
-// unchanged); the cache-specific ones are this project's own values.
+// Statuses: the one table, X(name, value, description), and the other names
+// of some of its values, X(alias, name).  The constants below, kStatusTable,
+// kStatusAliases, StatusName and the Python package's LLMStatusCode all come
+// from them.
+//
+// Names: the vendor's LLMStatusCode names.  LLM_UNSUPPORTED and
+// LLM_RESOURCE_EXHAUSTED, this header's earlier names, stay as aliases of the
+// vendor's LLM_FEATURE_NOT_ENABLED and LLM_OUT_OF_MEMORY.  Values: where a
+// cache-layer status means the same as an engine status, the value is the
+// engine's (a status coming from AdxlEngine passes through unchanged); the
+// cache-specific ones are this project's own.  The vendor's LLM-DataDist has
+// codes of its own; its Python LLMStatusCode is compared by name, which is
+// what this package keeps.
 using Status = uint32_t;
-constexpr Status LLM_SUCCESS = adxl::SUCCESS;
-constexpr Status LLM_PARAM_INVALID = adxl::PARAM_INVALID;        // bad argument (Python: ValueError)
-constexpr Status LLM_TIMEOUT = adxl::TIMEOUT;                    // sync_kv_timeout passed
-constexpr Status LLM_NOT_YET_LINK = adxl::NOT_CONNECTED;         // cluster not linked
-constexpr Status LLM_ALREADY_LINK = adxl::ALREADY_CONNECTED;     // cluster already linked
-constexpr Status LLM_UNSUPPORTED = adxl::UNSUPPORTED;            // e.g. device memory without a device runtime
-constexpr Status LLM_FAILED = adxl::FAILED;                      // not initialized, or the engine failed
-constexpr Status LLM_RESOURCE_EXHAUSTED = adxl::RESOURCE_EXHAUSTED;  // 240-address limit, metadata full
-constexpr Status LLM_KV_CACHE_NOT_EXIST = 103910U;               // no such cache / key (local or remote)
-constexpr Status LLM_EXIST_LINK = 103911U;  // remote-accessible device cache registered while a link exists
-constexpr Status LLM_CACHE_KEY_ALREADY_EXIST = 103912U;          // key registered twice
+#define LLM_DATADIST_STATUS_TABLE(X)                                                                      \
+  X(LLM_SUCCESS, adxl::SUCCESS, "success")                                                                \
+  X(LLM_PARAM_INVALID, adxl::PARAM_INVALID, "invalid argument")                                           \
+  X(LLM_TIMEOUT, adxl::TIMEOUT, "sync_kv_timeout passed")                                                 \
+  X(LLM_NOT_YET_LINK, adxl::NOT_CONNECTED, "cluster not linked")                                          \
+  X(LLM_ALREADY_LINK, adxl::ALREADY_CONNECTED, "cluster already linked")                                  \
+  X(LLM_FEATURE_NOT_ENABLED, adxl::UNSUPPORTED, "not supported here (e.g. device memory without a device runtime)") \
+  X(LLM_FAILED, adxl::FAILED, "not initialized, or the engine failed")                                    \
+  X(LLM_OUT_OF_MEMORY, adxl::RESOURCE_EXHAUSTED, "a limit is reached (240 addresses, metadata full)")     \
+  X(LLM_KV_CACHE_NOT_EXIST, 103910U, "no such cache or key (local or remote)")                            \
+  X(LLM_EXIST_LINK, 103911U, "remote-accessible device cache registered while a link exists")             \
+  X(LLM_CACHE_KEY_ALREADY_EXIST, 103912U, "key registered twice")
+#define LLM_DATADIST_STATUS_ALIASES(X)              \
+  X(LLM_UNSUPPORTED, LLM_FEATURE_NOT_ENABLED)       \
+  X(LLM_RESOURCE_EXHAUSTED, LLM_OUT_OF_MEMORY)
 
-// Returns "LLM_SUCCESS", "LLM_PARAM_INVALID", ... ("LLM_UNKNOWN" otherwise).
+#define LLM_DATADIST_STATUS_CONSTANT_(name, value, description) constexpr Status name = value;
+#define LLM_DATADIST_STATUS_ALIAS_(alias, name) constexpr Status alias = name;
+LLM_DATADIST_STATUS_TABLE(LLM_DATADIST_STATUS_CONSTANT_)
+LLM_DATADIST_STATUS_ALIASES(LLM_DATADIST_STATUS_ALIAS_)
+#undef LLM_DATADIST_STATUS_CONSTANT_
+#undef LLM_DATADIST_STATUS_ALIAS_
+
+using adxl::StatusInfo;
+#define LLM_DATADIST_STATUS_INFO_(name, value, description) StatusInfo{#name, value, description},
+#define LLM_DATADIST_STATUS_ALIAS_INFO_(alias, name) StatusInfo{#alias, name, "same as " #name},
+inline constexpr StatusInfo kStatusTable[] = {LLM_DATADIST_STATUS_TABLE(LLM_DATADIST_STATUS_INFO_)};
+inline constexpr StatusInfo kStatusAliases[] = {LLM_DATADIST_STATUS_ALIASES(LLM_DATADIST_STATUS_ALIAS_INFO_)};
+#undef LLM_DATADIST_STATUS_INFO_
+#undef LLM_DATADIST_STATUS_ALIAS_INFO_
+
+// The name of a status in kStatusTable ("LLM_SUCCESS", "LLM_OUT_OF_MEMORY",
+// ...); "LLM_UNKNOWN" for a value not in it.
 const char *StatusName(Status status);
 
 // Element types (values follow the reference's DataType enum).

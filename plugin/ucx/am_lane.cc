@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -107,20 +106,9 @@ AmLane::Staging AmLane::NewStaging(size_t n) {
   return s;
 }
 
-void AmLane::Log(int level, const char *fmt, ...) {
-  if (log_ == nullptr) return;
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  log_(log_arg_, level, buf);
-}
-
-bool AmLane::Init(ucp_worker_h worker, LogFn log, void *log_arg, Faults faults, std::string *why) {
+bool AmLane::Init(ucp_worker_h worker, PluginLog log, Faults faults, std::string *why) {
   worker_ = worker;
   log_ = log;
-  log_arg_ = log_arg;
   faults_ = faults;
   ucp_worker_attr_t attr{};
   attr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
@@ -335,7 +323,7 @@ void AmLane::Pump() {
     if (m->local.size() > 1) {
       m->staging = NewStaging(m->bytes);
       if (m->staging.data() == nullptr) {
-        Log(ADXL_PLUGIN_LOG_ERROR, "no memory for a %zu-byte staging buffer", m->bytes);
+        log_(ADXL_PLUGIN_LOG_ERROR, "no memory for a %zu-byte staging buffer", m->bytes);
         SendFailed(m, ADXL_PLUGIN_ERR_NO_RESOURCE);
         return;
       }
@@ -367,7 +355,7 @@ void AmLane::Pump() {
       r = ucp_am_send_nbx(ep, kReadRequest, m->header.data(), m->header.size() * sizeof(uint64_t), nullptr, 0, &p);
     }
     if (UCS_PTR_IS_ERR(r)) {
-      Log(ADXL_PLUGIN_LOG_ERROR, "AM %s: %s; the rest of the batch is not sent", write ? "write" : "read request",
+      log_(ADXL_PLUGIN_LOG_ERROR, "AM %s: %s; the rest of the batch is not sent", write ? "write" : "read request",
           ucs_status_string(UCS_PTR_STATUS(r)));
       SendFailed(m, ADXL_PLUGIN_ERR_IO);
       return;
@@ -488,7 +476,7 @@ void AmLane::Abandon(uint64_t ep_id, int why) {
     }
     if (!busy) break;
     if (std::chrono::steady_clock::now() > until) {
-      Log(ADXL_PLUGIN_LOG_WARN, "requests of a cancelled endpoint did not finish in time");
+      log_(ADXL_PLUGIN_LOG_WARN, "requests of a cancelled endpoint did not finish in time");
       break;
     }
     ucp_worker_progress(worker_);
@@ -659,7 +647,7 @@ void AmLane::ReleaseTargetOps(uintptr_t addr, size_t len) {
     }
   }
   if (eps.empty()) return;
-  Log(ADXL_PLUGIN_LOG_INFO, "closing %zu peer endpoint(s) with %zu request(s) pending on memory going away",
+  log_(ADXL_PLUGIN_LOG_INFO, "closing %zu peer endpoint(s) with %zu request(s) pending on memory going away",
       eps.size(), ids.size());
   for (ucp_ep_h ep : eps) {
     ucp_request_param_t p{};
@@ -676,7 +664,7 @@ void AmLane::ReleaseTargetOps(uintptr_t addr, size_t len) {
     }
     if (!busy) break;
     if (std::chrono::steady_clock::now() > until) {
-      Log(ADXL_PLUGIN_LOG_WARN, "requests of closed peer endpoints did not finish in time");
+      log_(ADXL_PLUGIN_LOG_WARN, "requests of closed peer endpoints did not finish in time");
       break;
     }
     ucp_worker_progress(worker_);
@@ -715,7 +703,7 @@ bool AmLane::ReadTargetRequest(const void *header, size_t header_len, const ucp_
   } catch (...) {
     req->valid = false;  // out of memory: refused like an invalid request
   }
-  if (!parsed) Log(ADXL_PLUGIN_LOG_ERROR, "malformed AM %s (%zu header bytes) dropped", what, header_len);
+  if (!parsed) log_(ADXL_PLUGIN_LOG_ERROR, "malformed AM %s (%zu header bytes) dropped", what, header_len);
   return parsed;
 }
 
@@ -732,7 +720,7 @@ ucs_status_t AmLane::OnWrite(void *arg, const void *header, size_t header_len, v
   std::vector<ucp_dt_iov_t> iov = std::move(req.iov);
   const ucp_mem_h memh = req.memh;
   if (!req.valid || req.total != len) {
-    self->Log(ADXL_PLUGIN_LOG_ERROR,
+    self->log_(ADXL_PLUGIN_LOG_ERROR,
               "AM write of %zu bytes in %zu operations refused: not all inside registered memory", len, req.ops);
     self->SendAck(param->reply_ep, token, msg, ADXL_PLUGIN_ERR_INVALID);
     return UCS_OK;
@@ -807,14 +795,14 @@ ucs_status_t AmLane::OnReadRequest(void *arg, const void *header, size_t header_
   const uint32_t msg = req.msg;
   const size_t total = req.total;
   if (!req.valid) {
-    self->Log(ADXL_PLUGIN_LOG_ERROR, "AM read of %zu operations refused: not all inside registered memory", req.ops);
+    self->log_(ADXL_PLUGIN_LOG_ERROR, "AM read of %zu operations refused: not all inside registered memory", req.ops);
     const uint64_t answer[kReadDataWords] = {token, Pack32(msg, ADXL_PLUGIN_ERR_INVALID), 0};
     self->TargetSend(param->reply_ep, kReadData, answer, sizeof(answer), {}, nullptr);
     return UCS_OK;
   }
   const uint64_t answer[kReadDataWords] = {token, Pack32(msg, ADXL_PLUGIN_OK), total};
   if (!self->TargetSend(param->reply_ep, kReadData, answer, sizeof(answer), std::move(req.iov), req.memh)) {
-    self->Log(ADXL_PLUGIN_LOG_WARN, "AM read answer of %zu bytes could not be sent", total);
+    self->log_(ADXL_PLUGIN_LOG_WARN, "AM read answer of %zu bytes could not be sent", total);
   }
   return UCS_OK;
 }
@@ -870,7 +858,7 @@ ucs_status_t AmLane::OnReadData(void *arg, const void *header, size_t header_len
     }
   }
   if (malformed) {
-    self->Log(ADXL_PLUGIN_LOG_ERROR, "AM read data of %zu bytes does not match the request; dropped", len);
+    self->log_(ADXL_PLUGIN_LOG_ERROR, "AM read data of %zu bytes does not match the request; dropped", len);
     self->MessageDone(token, msg, ADXL_PLUGIN_ERR_INVALID);
     return UCS_OK;
   }

@@ -83,13 +83,13 @@
 #include <ucp/api/ucp.h>
 
 #include "common/thread_annotations.h"
+#include "plugin_log.h"
 #include "staging_pool.h"
 
 class AmLane {
  public:
   // Called exactly once per batch with its final status (ADXL_PLUGIN_*).
   using DoneFn = void (*)(void *arg, int status);
-  using LogFn = void (*)(void *arg, int level, const char *msg);
 
   struct Op {
     void *local;
@@ -122,7 +122,7 @@ class AmLane {
   static constexpr size_t kStagingBuffers = 2 * kWindowMessages;
 
   // Installs the AM handlers on the worker.
-  bool Init(ucp_worker_h worker, LogFn log, void *log_arg, Faults faults, std::string *why);
+  bool Init(ucp_worker_h worker, PluginLog log, Faults faults, std::string *why);
   // Registered staging buffers come from `ucp` (optional: without it staging
   // is heap memory).  Call once, after Init.
   void UseStagingFrom(ucp_context_h ucp) { staging_pool_.Init(ucp, kStagingBuffers); }
@@ -290,11 +290,9 @@ class AmLane {
   bool TargetOpLive(uint64_t id) ADXL_EXCLUDES(mu_);
   // The request ended; returns whether it may be answered (not released).
   bool TargetOpDone(uint64_t id) ADXL_EXCLUDES(mu_);
-  void Log(int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
   ucp_worker_h worker_ = nullptr;
-  LogFn log_ = nullptr;
-  void *log_arg_ = nullptr;
+  PluginLog log_;
   Faults faults_;
   StagingPool staging_pool_;
   size_t max_message_ops_ = kMaxMessageOps;  // also bounded by UCP's AM header limit

@@ -29,7 +29,7 @@ void RmaLane::Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, s
   if (device) {
     for (size_t i = 0; i < count; ++i) {
       if (ep->ep == nullptr || iov[i].remote == nullptr || iov[i].remote->rkey == nullptr) {
-        ctx->Log(ADXL_PLUGIN_LOG_ERROR, "device memory cannot move over this endpoint: %s",
+        ctx->log(ADXL_PLUGIN_LOG_ERROR, "device memory cannot move over this endpoint: %s",
                  !ctx->device_memory ? ctx->device_why.c_str() : "no UCP endpoint or remote key for the region");
         batch->status.store(ADXL_PLUGIN_ERR_UNSUPPORTED, std::memory_order_release);
         return;
@@ -55,7 +55,7 @@ void RmaLane::Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, s
       // What was queued still drains through the flush below; the batch
       // then completes with this error.
       batch->post_error = FromUcs(UCS_PTR_STATUS(r));
-      ctx->Log(ADXL_PLUGIN_LOG_ERROR, "post of operation %zu failed: %s", i, ucs_status_string(UCS_PTR_STATUS(r)));
+      ctx->log(ADXL_PLUGIN_LOG_ERROR, "post of operation %zu failed: %s", i, ucs_status_string(UCS_PTR_STATUS(r)));
       break;
     }
     if (r != nullptr) ucp_request_free(r);  // completion is observed through the flush

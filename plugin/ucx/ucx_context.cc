@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -79,7 +78,7 @@ bool TlsMayUse(const char *tls, std::initializer_list<const char *> names) {
 void ApplyUcxSettings(adxl_plugin_context *ctx, ucp_config_t *config, const UcxParams &params) {
   auto set = [ctx, config](const char *key, const char *value) {
     ucs_status_t st = ucp_config_modify(config, key, value);
-    ctx->Log(st == UCS_OK ? ADXL_PLUGIN_LOG_DEBUG : ADXL_PLUGIN_LOG_WARN, "UCX setting %s=%s: %s", key, value,
+    ctx->log(st == UCS_OK ? ADXL_PLUGIN_LOG_DEBUG : ADXL_PLUGIN_LOG_WARN, "UCX setting %s=%s: %s", key, value,
              ucs_status_string(st));
   };
   const char *tls = getenv("UCX_TLS");
@@ -192,7 +191,7 @@ void PinToCpus(adxl_plugin_context *ctx, pthread_t thread, const std::string &li
     if (*end != ',' && *end != '\0') return;
   }
   int rc = pthread_setaffinity_np(thread, sizeof(set), &set);
-  ctx->Log(rc == 0 ? ADXL_PLUGIN_LOG_DEBUG : ADXL_PLUGIN_LOG_WARN, "progress thread on CPUs %s: %s", list.c_str(),
+  ctx->log(rc == 0 ? ADXL_PLUGIN_LOG_DEBUG : ADXL_PLUGIN_LOG_WARN, "progress thread on CPUs %s: %s", list.c_str(),
            rc == 0 ? "bound" : strerror(rc));
 }
 
@@ -215,7 +214,7 @@ void ProgressLoop(adxl_plugin_context *ctx) {
     ucs_status_t st = ucp_worker_arm(ctx->worker);
     if (st == UCS_ERR_BUSY) continue;  // events arrived meanwhile
     if (st != UCS_OK) {
-      ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_worker_arm failed: %s; progress thread polls", ucs_status_string(st));
+      ctx->log(ADXL_PLUGIN_LOG_ERROR, "ucp_worker_arm failed: %s; progress thread polls", ucs_status_string(st));
     }
     int n = epoll_wait(ctx->epoll_fd, events, 4, st == UCS_OK ? -1 : 1);
     for (int i = 0; i < n; ++i) {
@@ -237,13 +236,13 @@ bool StartAmLane(adxl_plugin_context *ctx, const UcxParams &params) {
   AmLane::Faults faults;
   faults.read_data_delay_us = params.test_read_data_delay_us;
   try {
-    if (ctx->am.Init(ctx->worker, ctx->log_fn, ctx->log_arg, faults, &why)) {
+    if (ctx->am.Init(ctx->worker, ctx->log, faults, &why)) {
       ctx->am.UseStagingFrom(ctx->ucp);
       return want;
     }
   } catch (...) {
   }
-  ctx->Log(ADXL_PLUGIN_LOG_WARN, "active-message protocol unavailable (%s): the RDMA lane uses UCP RMA", why.c_str());
+  ctx->log(ADXL_PLUGIN_LOG_WARN, "active-message protocol unavailable (%s): the RDMA lane uses UCP RMA", why.c_str());
   return false;
 }
 
@@ -252,7 +251,7 @@ bool StartProgressThread(adxl_plugin_context *ctx, const UcxParams &params) {
   int efd = -1;
   ucs_status_t st = ucp_worker_get_efd(ctx->worker, &efd);
   if (st != UCS_OK) {
-    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_worker_get_efd: %s", ucs_status_string(st));
+    ctx->log(ADXL_PLUGIN_LOG_ERROR, "ucp_worker_get_efd: %s", ucs_status_string(st));
     return false;
   }
   ctx->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
@@ -271,7 +270,7 @@ bool StartProgressThread(adxl_plugin_context *ctx, const UcxParams &params) {
       ok = false;
     }
   }
-  if (!ok) ctx->Log(ADXL_PLUGIN_LOG_ERROR, "progress thread set-up failed: %s", strerror(errno));
+  if (!ok) ctx->log(ADXL_PLUGIN_LOG_ERROR, "progress thread set-up failed: %s", strerror(errno));
   return ok;
 }
 
@@ -294,16 +293,6 @@ UcxParams UcxParams::Parse(const adxl_plugin_config_t *cfg) {
   return p;
 }
 
-void adxl_plugin_context::Log(int level, const char *fmt, ...) const {
-  if (log_fn == nullptr) return;
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  log_fn(log_arg, level, buf);
-}
-
 void adxl_plugin_context::Wake() const {
   uint64_t one = 1;
   ssize_t rc = write(wake_fd, &one, sizeof(one));
@@ -313,14 +302,13 @@ void adxl_plugin_context::Wake() const {
 int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_context **out) {
   std::unique_ptr<adxl_plugin_context> ctx(new adxl_plugin_context());
   if (cfg != nullptr) {
-    ctx->log_fn = cfg->log;
-    ctx->log_arg = cfg->log_arg;
+    ctx->log = PluginLog{cfg->log, cfg->log_arg};
   }
   const UcxParams params = UcxParams::Parse(cfg);
   ucp_config_t *config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) {
-    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_config_read: %s", ucs_status_string(st));
+    ctx->log(ADXL_PLUGIN_LOG_ERROR, "ucp_config_read: %s", ucs_status_string(st));
     return FromUcs(st);
   }
   ucp_params_t uparams{};
@@ -338,7 +326,7 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
   st = ucp_init(&uparams, config, &ctx->ucp);
   ucp_config_release(config);
   if (st != UCS_OK) {
-    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_init: %s", ucs_status_string(st));
+    ctx->log(ADXL_PLUGIN_LOG_ERROR, "ucp_init: %s", ucs_status_string(st));
     return FromUcs(st);
   }
   // From here on a failure must undo ucp_init: what could throw is caught.
@@ -347,7 +335,7 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
     if (ctx->cma.Open(params.hccs_copy_threads, &cma_why)) {
       for (pthread_t t : ctx->cma.copy_threads()) PinToCpus(ctx.get(), t, params.progress_cpus);
     } else {
-      ctx->Log(ADXL_PLUGIN_LOG_INFO, "HCCS lane unavailable: %s; same-node peers use the RDMA lane", cma_why.c_str());
+      ctx->log(ADXL_PLUGIN_LOG_INFO, "HCCS lane unavailable: %s; same-node peers use the RDMA lane", cma_why.c_str());
     }
   } catch (...) {
   }
@@ -356,7 +344,7 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
   } catch (...) {
     ctx->device_memory = false;
   }
-  ctx->Log(ADXL_PLUGIN_LOG_INFO, "device memory: %s",
+  ctx->log(ADXL_PLUGIN_LOG_INFO, "device memory: %s",
            ctx->device_memory ? (ctx->device_mem_type == UCS_MEMORY_TYPE_CUDA ? "CUDA" : "ROCm")
                               : ("unsupported: " + ctx->device_why).c_str());
   ucp_worker_params_t wparams{};
@@ -364,7 +352,7 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
   wparams.thread_mode = UCS_THREAD_MODE_MULTI;
   st = ucp_worker_create(ctx->ucp, &wparams, &ctx->worker);
   if (st != UCS_OK) {
-    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp worker set-up: %s", ucs_status_string(st));
+    ctx->log(ADXL_PLUGIN_LOG_ERROR, "ucp worker set-up: %s", ucs_status_string(st));
     ucp_cleanup(ctx->ucp);
     return FromUcs(st);
   }
@@ -450,7 +438,7 @@ ucp_ep_h CreateUcpEp(adxl_plugin_context *ctx, const std::string &address, ucp_e
   ucp_ep_h ep = nullptr;
   *st = ucp_ep_create(ctx->worker, &p, &ep);
   if (*st != UCS_OK) {
-    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_ep_create: %s", ucs_status_string(*st));
+    ctx->log(ADXL_PLUGIN_LOG_ERROR, "ucp_ep_create: %s", ucs_status_string(*st));
     return nullptr;
   }
   ctx->Wake();  // wire-up messages need progress

@@ -23,8 +23,8 @@
 // thread progresses.  Nesting: UCP worker lock -> AmLane's locks (am_lane.h);
 // CmaLane's stripe locks are never held with either (cma_lane.h).
 //
-// Thread-safety: Log, Wake and the UCP helpers may be called from any
-// thread, including from UCP callbacks (Log and Wake only).
+// Thread-safety: log, Wake and the UCP helpers may be called from any
+// thread, including from UCP callbacks (log and Wake only).
 #ifndef ADXL_PLUGIN_UCX_UCX_CONTEXT_H_
 #define ADXL_PLUGIN_UCX_UCX_CONTEXT_H_
 
@@ -38,6 +38,7 @@
 #include "adxl/plugin/adxl_plugin.h"
 #include "am_lane.h"
 #include "cma_lane.h"
+#include "plugin_log.h"
 
 // The plugin parameters of open() (adxl_plugin_config_t::params) this
 // plugin knows; unknown keys are ignored.
@@ -66,14 +67,12 @@ struct adxl_plugin_context {
   std::atomic<bool> stop{false};
   std::thread progress_thread;
   std::atomic<uint64_t> next_ep_id{1};  // adxl_plugin_ep::id
-  void (*log_fn)(void *, int, const char *) = nullptr;
-  void *log_arg = nullptr;
+  PluginLog log;  // the engine's logger (plugin_log.h), set by Open
 
   // open() and close() of the ABI.  Open returns an ADXL_PLUGIN_* status.
   static int Open(const adxl_plugin_config_t *cfg, adxl_plugin_context **out);
   static void Close(adxl_plugin_context *ctx);
 
-  void Log(int level, const char *fmt, ...) const __attribute__((format(printf, 3, 4)));
   // Wakes the progress thread (posted work it must drive, deferred work).
   void Wake() const;
 };

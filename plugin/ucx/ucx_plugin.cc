@@ -123,7 +123,7 @@ int MemReg(adxl_plugin_context_t *ctx, void *addr, size_t len, int mem_type, con
            uint64_t share_offset, adxl_plugin_mem_t **out) {
   if (ctx == nullptr || addr == nullptr || len == 0 || out == nullptr) return ADXL_PLUGIN_ERR_INVALID;
   if (mem_type == ADXL_PLUGIN_MEM_DEVICE && !ctx->device_memory) {
-    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "device memory is not supported: %s", ctx->device_why.c_str());
+    ctx->log(ADXL_PLUGIN_LOG_ERROR, "device memory is not supported: %s", ctx->device_why.c_str());
     return ADXL_PLUGIN_ERR_UNSUPPORTED;
   }
   if (mem_type != ADXL_PLUGIN_MEM_DEVICE && mem_type != ADXL_PLUGIN_MEM_HOST) return ADXL_PLUGIN_ERR_INVALID;
@@ -144,7 +144,7 @@ int MemReg(adxl_plugin_context_t *ctx, void *addr, size_t len, int mem_type, con
   }
   ucs_status_t st = ucp_mem_map(ctx->ucp, &p, &mem->memh);
   if (st != UCS_OK) {
-    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_mem_map(%p, %zu, %s memory): %s", addr, len,
+    ctx->log(ADXL_PLUGIN_LOG_ERROR, "ucp_mem_map(%p, %zu, %s memory): %s", addr, len,
              mem->device ? "device" : "host", ucs_status_string(st));
     return FromUcs(st);
   }
@@ -161,7 +161,7 @@ int MemReg(adxl_plugin_context_t *ctx, void *addr, size_t len, int mem_type, con
     std::string why;
     try {
       mem->cma_ok = ctx->cma.Register(addr, len, &mem->cma_memh, &mem->cma_key, &why);
-      if (!mem->cma_ok) ctx->Log(ADXL_PLUGIN_LOG_WARN, "%s: the HCCS lane cannot reach this region", why.c_str());
+      if (!mem->cma_ok) ctx->log(ADXL_PLUGIN_LOG_WARN, "%s: the HCCS lane cannot reach this region", why.c_str());
     } catch (...) {
       mem->cma_ok = false;  // registered for the other lanes: keep it
     }
@@ -203,7 +203,7 @@ void EpError(void *arg, ucp_ep_h, ucs_status_t status) {
   auto *ep = static_cast<adxl_plugin_ep *>(arg);
   const int why = FromUcs(status) == ADXL_PLUGIN_OK ? ADXL_PLUGIN_ERR_IO : FromUcs(status);
   ep->failed.store(why);
-  ep->ctx->Log(ADXL_PLUGIN_LOG_WARN, "UCX endpoint failed: %s", ucs_status_string(status));
+  ep->ctx->log(ADXL_PLUGIN_LOG_WARN, "UCX endpoint failed: %s", ucs_status_string(status));
   // Inside ucp_worker_progress: the AM lane's batches on this endpoint are
   // ended by the progress thread, outside it.
   if (ep->am) {
@@ -216,7 +216,7 @@ int EpCreate(adxl_plugin_context_t *ctx, const void *address, size_t len, uint32
   if (ctx == nullptr || address == nullptr || len == 0 || out == nullptr) return ADXL_PLUGIN_ERR_INVALID;
   ucx_blob::Address a;
   if (!ucx_blob::ParseAddress(address, len, &a)) {
-    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "malformed peer address (%zu bytes)", len);
+    ctx->log(ADXL_PLUGIN_LOG_ERROR, "malformed peer address (%zu bytes)", len);
     return ADXL_PLUGIN_ERR_INVALID;
   }
   auto ep = std::make_unique<adxl_plugin_ep>();
@@ -230,12 +230,12 @@ int EpCreate(adxl_plugin_context_t *ctx, const void *address, size_t len, uint32
       // Device memory on this lane goes through UCP (cuda_ipc on one node).
       if (ctx->device_memory && !a.ucp.empty() &&
           (ep->ep = CreateUcpEp(ctx, a.ucp, EpError, ep.get(), &st)) == nullptr) {
-        ctx->Log(ADXL_PLUGIN_LOG_WARN, "HCCS lane: no UCP endpoint for device memory; only host memory moves");
+        ctx->log(ADXL_PLUGIN_LOG_WARN, "HCCS lane: no UCP endpoint for device memory; only host memory moves");
       }
       *out = ep.release();
       return ADXL_PLUGIN_OK;
     }
-    ctx->Log(ADXL_PLUGIN_LOG_INFO, "HCCS lane (cma) cannot reach the peer%s",
+    ctx->log(ADXL_PLUGIN_LOG_INFO, "HCCS lane (cma) cannot reach the peer%s",
              (lanes & ADXL_PLUGIN_LANE_RDMA) ? "; using the RDMA lane" : "");
   }
   if (!(lanes & ADXL_PLUGIN_LANE_RDMA) || a.ucp.empty()) return ADXL_PLUGIN_ERR_UNSUPPORTED;
@@ -288,7 +288,7 @@ bool UnpackHccs(adxl_plugin_context *ctx, const ucx_blob::Key &k, adxl_plugin_rk
   if (!k.share_path.empty()) {
     std::string map_why;
     if (!MappedLane::Map(k.share_path, k.base, k.len, k.offset, &rkey->mapped, &map_why)) {
-      ctx->Log(ADXL_PLUGIN_LOG_INFO, "cannot map the peer's shared region %s (%s); using cma", k.share_path.c_str(),
+      ctx->log(ADXL_PLUGIN_LOG_INFO, "cannot map the peer's shared region %s (%s); using cma", k.share_path.c_str(),
                map_why.c_str());
     }
   }
@@ -301,7 +301,7 @@ int RkeyUnpack(adxl_plugin_ep_t *ep, const void *packed, size_t len, adxl_plugin
   adxl_plugin_context *ctx = ep->ctx;
   ucx_blob::Key k;
   if (!ucx_blob::ParseKey(packed, len, &k)) {
-    ctx->Log(ADXL_PLUGIN_LOG_ERROR, "malformed remote key (%zu bytes)", len);
+    ctx->log(ADXL_PLUGIN_LOG_ERROR, "malformed remote key (%zu bytes)", len);
     return ADXL_PLUGIN_ERR_INVALID;
   }
   std::unique_ptr<adxl_plugin_rkey, void (*)(adxl_plugin_rkey *)> rkey(new adxl_plugin_rkey(), RkeyDestroy);
@@ -310,20 +310,20 @@ int RkeyUnpack(adxl_plugin_ep_t *ep, const void *packed, size_t len, adxl_plugin
   if (rkey->device && (!ctx->device_memory || ep->ep == nullptr)) {
     // The peer's device memory stays out of reach from here, but its host
     // regions do not: keep the link, and fail transfers to this one (Post).
-    ctx->Log(ADXL_PLUGIN_LOG_INFO, "a peer region is device memory, which this side cannot reach (%s)",
+    ctx->log(ADXL_PLUGIN_LOG_INFO, "a peer region is device memory, which this side cannot reach (%s)",
              ctx->device_memory ? "no UCP endpoint to the peer" : ctx->device_why.c_str());
   } else if (rkey->device || ep->lane == ADXL_PLUGIN_LANE_RDMA) {
     ucs_status_t st = ucp_ep_rkey_unpack(ep->ep, k.ucp.data(), &rkey->rkey);
     if (st != UCS_OK) {
       rkey->rkey = nullptr;
-      ctx->Log(ADXL_PLUGIN_LOG_ERROR, "ucp_ep_rkey_unpack%s: %s", rkey->device ? " (device region)" : "",
+      ctx->log(ADXL_PLUGIN_LOG_ERROR, "ucp_ep_rkey_unpack%s: %s", rkey->device ? " (device region)" : "",
                ucs_status_string(st));
       return FromUcs(st);
     }
   } else {
     std::string why;
     if (!UnpackHccs(ctx, k, rkey.get(), &why)) {
-      ctx->Log(ADXL_PLUGIN_LOG_ERROR, "HCCS lane key: %s", why.empty() ? "region not reachable over cma" : why.c_str());
+      ctx->log(ADXL_PLUGIN_LOG_ERROR, "HCCS lane key: %s", why.empty() ? "region not reachable over cma" : why.c_str());
       return ADXL_PLUGIN_ERR_INVALID;
     }
     if (rkey->mapped.mapped != nullptr) ep->mapped_regions.fetch_add(1);
@@ -356,7 +356,7 @@ void PostHccs(adxl_plugin_ep_t *ep, bool put, const adxl_plugin_iov_t *iov, size
   }
   ucs_status_t st = ep->ctx->cma.Copy(put, ep->cma_ep, ops.data(), ops.size());
   if (st != UCS_OK) {
-    ep->ctx->Log(ADXL_PLUGIN_LOG_ERROR, "cma %s batch of %zu operations failed: %s (peer gone?)",
+    ep->ctx->log(ADXL_PLUGIN_LOG_ERROR, "cma %s batch of %zu operations failed: %s (peer gone?)",
                  put ? "put" : "get", count, ucs_status_string(st));
     ep->failed.store(ADXL_PLUGIN_ERR_IO);
     batch->status.store(ADXL_PLUGIN_ERR_IO);
@@ -444,10 +444,7 @@ const adxl_plugin_ops_t kOps = {
 
 extern "C" __attribute__((visibility("default"))) const adxl_plugin_ops_t *adxl_plugin_get_ops(
     uint32_t engine_abi_version) {
-  if (engine_abi_version != ADXL_PLUGIN_ABI_VERSION) {
-    fprintf(stderr, "adxl ucx plugin: engine ABI version %u, plugin ABI version %u: refusing to load\n",
-            engine_abi_version, ADXL_PLUGIN_ABI_VERSION);
-    return nullptr;
-  }
-  return &kOps;
+  // A refusal is the engine's to report (it names both versions): the
+  // plugin has no logger before open().
+  return engine_abi_version == ADXL_PLUGIN_ABI_VERSION ? &kOps : nullptr;
 }

@@ -25,19 +25,14 @@ _NUM_TENSORS_PER_LAYER = 2
 _U64 = 2 ** 64
 
 
-class LLMStatusCode(enum.IntEnum):
-    LLM_SUCCESS = 0
-    LLM_PARAM_INVALID = 103900
-    LLM_TIMEOUT = 103901
-    LLM_NOT_YET_LINK = 103902
-    LLM_ALREADY_LINK = 103903
-    LLM_FEATURE_NOT_ENABLED = 103905
-    LLM_FAILED = 503900
-    LLM_OUT_OF_MEMORY = 203900
-    LLM_KV_CACHE_NOT_EXIST = 103910
-    LLM_EXIST_LINK = 103911
-    LLM_CACHE_KEY_ALREADY_EXIST = 103912
-    LLM_UNKNOWN = 0xFFFFFFFF
+# Built from the C++ status table (include/llm_datadist/cache_types.h): its
+# rows, then the other names of some values (LLM_UNSUPPORTED,
+# LLM_RESOURCE_EXHAUSTED: aliases, the C++ header's earlier names), then
+# LLM_UNKNOWN, this package's answer for a value outside the table.
+LLMStatusCode = enum.IntEnum(
+    "LLMStatusCode", [(name, value) for name, value, _ in _native.status_table()] + [("LLM_UNKNOWN", 0xFFFFFFFF)],
+    module=__name__)
+LLMStatusCode.__doc__ = "LLM-DataDist statuses (the vendor's names), from the C++ status table."
 
 
 class LLMException(RuntimeError):

@@ -22,15 +22,19 @@ std::map<AscendString, AscendString> Options(const std::map<std::string, std::st
 
 PYBIND11_MODULE(_adxl, m) {
   m.doc() = "ADXL transfer engine (bindings of include/adxl/adxl_engine.h)";
-  m.attr("SUCCESS") = SUCCESS;
-  m.attr("PARAM_INVALID") = PARAM_INVALID;
-  m.attr("TIMEOUT") = TIMEOUT;
-  m.attr("NOT_CONNECTED") = NOT_CONNECTED;
-  m.attr("ALREADY_CONNECTED") = ALREADY_CONNECTED;
-  m.attr("NOTIFY_FAILED") = NOTIFY_FAILED;
-  m.attr("UNSUPPORTED") = UNSUPPORTED;
-  m.attr("FAILED") = FAILED;
-  m.attr("RESOURCE_EXHAUSTED") = RESOURCE_EXHAUSTED;
+  // Statuses, from the one table (include/adxl/adxl_types.h): the constants
+  // (adxl.SUCCESS, ...), the table itself, and StatusName.  adxl.Status (an
+  // IntEnum) is built from the table in adxl/__init__.py.
+  for (const StatusInfo &s : kStatusTable) m.attr(s.name) = s.value;
+  m.def(
+      "status_table",
+      [] {
+        py::list table;
+        for (const StatusInfo &s : kStatusTable) table.append(py::make_tuple(s.name, s.value, s.description));
+        return table;
+      },
+      "The statuses as (name, value, description) tuples, from the C++ table.");
+  m.def("status_name", [](Status s) { return StatusName(s); }, "StatusName: 'SUCCESS', ...; 'UNKNOWN' otherwise.");
   m.attr("OPTION_RDMA_TRAFFIC_CLASS") = OPTION_RDMA_TRAFFIC_CLASS;
   m.attr("OPTION_RDMA_SERVICE_LEVEL") = OPTION_RDMA_SERVICE_LEVEL;
   m.attr("OPTION_BUFFER_POOL") = OPTION_BUFFER_POOL;

@@ -62,7 +62,16 @@ PYBIND11_MODULE(_native, m) {
       .value("DT_BF16", DataType::DT_BF16);
   py::enum_<Placement>(m, "Placement").value("HOST", Placement::HOST).value("DEVICE", Placement::DEVICE);
   m.def("data_type_size", [](DataType t) { return DataTypeSize(t); });
+  // Statuses, from the one table (include/llm_datadist/cache_types.h): the
+  // rows first, then the aliases, as (name, value, description) tuples;
+  // LLMStatusCode is built from them in llm_datadist/__init__.py.
   m.def("status_name", &StatusName);
+  m.def("status_table", [] {
+    py::list table;
+    for (const StatusInfo &s : kStatusTable) table.append(py::make_tuple(s.name, s.value, s.description));
+    for (const StatusInfo &s : kStatusAliases) table.append(py::make_tuple(s.name, s.value, s.description));
+    return table;
+  });
   m.attr("MAX_REGISTERED_ADDRS") = kMaxRegisteredAddrs;
 
   py::class_<CacheDesc>(m, "CacheDesc")

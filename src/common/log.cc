@@ -1,22 +1,26 @@
 #include "common/log.h"
 
+#include <strings.h>
 #include <unistd.h>
 
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+
+#include "adxl/plugin/adxl_plugin.h"
 
 namespace adxl {
 namespace {
 
-LogLevel LevelFromEnv() {
+// The most verbose level written; -1 writes nothing.
+int LevelFromEnv() {
   const char *v = getenv("ADXL_LOG_LEVEL");
-  if (v == nullptr) return LogLevel::kWarn;
-  if (strcasecmp(v, "error") == 0) return LogLevel::kError;
-  if (strcasecmp(v, "info") == 0) return LogLevel::kInfo;
-  if (strcasecmp(v, "debug") == 0) return LogLevel::kDebug;
-  return LogLevel::kWarn;
+  if (v == nullptr) return static_cast<int>(LogLevel::kWarn);
+  if (strcasecmp(v, "off") == 0) return -1;
+  if (strcasecmp(v, "error") == 0) return static_cast<int>(LogLevel::kError);
+  if (strcasecmp(v, "info") == 0) return static_cast<int>(LogLevel::kInfo);
+  if (strcasecmp(v, "debug") == 0) return static_cast<int>(LogLevel::kDebug);
+  return static_cast<int>(LogLevel::kWarn);
 }
 
 const char *Name(LogLevel l) {
@@ -28,21 +32,37 @@ const char *Name(LogLevel l) {
   }
 }
 
+LogLevel FromPluginLevel(int level) {
+  switch (level) {
+    case ADXL_PLUGIN_LOG_ERROR: return LogLevel::kError;
+    case ADXL_PLUGIN_LOG_WARN: return LogLevel::kWarn;
+    case ADXL_PLUGIN_LOG_INFO: return LogLevel::kInfo;
+    default: return LogLevel::kDebug;
+  }
+}
+
 }  // namespace
 
 bool LogEnabled(LogLevel level) {
-  static const LogLevel configured = LevelFromEnv();
-  return level <= configured;
+  static const int configured = LevelFromEnv();
+  return static_cast<int>(level) <= configured;
 }
 
-void LogWrite(LogLevel level, const char *fmt, ...) {
+void LogWrite(const char *component, LogLevel level, const char *fmt, ...) {
   char msg[1024];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
   // One fprintf per line keeps lines from different threads whole.
-  fprintf(stderr, "[adxl %s %d] %s\n", Name(level), static_cast<int>(getpid()), msg);
+  fprintf(stderr, "[%s %s %d] %s\n", component, Name(level), static_cast<int>(getpid()), msg);
+}
+
+void PluginLogCallback(void *arg, int level, const char *msg) {
+  const LogLevel l = FromPluginLevel(level);
+  if (!LogEnabled(l)) return;
+  const char *plugin = arg != nullptr ? static_cast<const char *>(arg) : "?";
+  LogWrite("adxl", l, "plugin %s: %s", plugin, msg != nullptr ? msg : "");
 }
 
 }  // namespace adxl

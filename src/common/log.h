@@ -1,23 +1,46 @@
-// Engine logging: one line per event on stderr, "[adxl LEVEL pid] message".
+// The project's one logger: one line per event on stderr,
+// "[<component> LEVEL pid] message".
 //
-// The level comes from ADXL_LOG_LEVEL (error, warn, info, debug; default warn).
-// Every rejected call logs one ERROR line saying what was wrong, so a user
-// who gets PARAM_INVALID can read why.
+// The component says which layer spoke: "adxl" for the engine (the default),
+// "llm_datadist" for the cache layer (its library is compiled with
+// ADXL_LOG_COMPONENT="llm_datadist", src/llm_datadist/CMakeLists.txt).  A
+// transport plugin logs through the engine: its messages arrive through
+// PluginLogCallback (adxl_plugin_config_t::log) and are written under the
+// engine's component, prefixed with the plugin's name.
+//
+// The level comes from ADXL_LOG_LEVEL (off, error, warn, info, debug; default
+// warn) for every component and for plugins alike.  Every rejected call logs
+// one ERROR line saying what was wrong, so a user who gets PARAM_INVALID can
+// read why.
 #ifndef ADXL_SRC_COMMON_LOG_H_
 #define ADXL_SRC_COMMON_LOG_H_
 
+// Hidden: each library that compiles log.cc (libadxl, libllm_datadist) keeps
+// its copy to itself.
+#pragma GCC visibility push(hidden)
 namespace adxl {
 
 enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
 
 bool LogEnabled(LogLevel level);
-void LogWrite(LogLevel level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void LogWrite(const char *component, LogLevel level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+// The log callback the engine hands a plugin (adxl_plugin_config_t::log):
+// `level` is an adxl_plugin_log_level_t, `arg` the plugin's name (a
+// NUL-terminated string, or NULL).
+void PluginLogCallback(void *arg, int level, const char *msg);
 
 }  // namespace adxl
+#pragma GCC visibility pop
 
-#define ADXL_LOG(level, ...)                                              \
-  do {                                                                    \
-    if (::adxl::LogEnabled(::adxl::LogLevel::level)) ::adxl::LogWrite(::adxl::LogLevel::level, __VA_ARGS__); \
+#ifndef ADXL_LOG_COMPONENT
+#define ADXL_LOG_COMPONENT "adxl"
+#endif
+
+#define ADXL_LOG(level, ...)                                                             \
+  do {                                                                                   \
+    if (::adxl::LogEnabled(::adxl::LogLevel::level))                                     \
+      ::adxl::LogWrite(ADXL_LOG_COMPONENT, ::adxl::LogLevel::level, __VA_ARGS__);        \
   } while (0)
 #define ADXL_ERROR(...) ADXL_LOG(kError, __VA_ARGS__)
 #define ADXL_WARN(...) ADXL_LOG(kWarn, __VA_ARGS__)

@@ -291,8 +291,9 @@ std::vector<OptionSpec> BuildTable() {
                     "HMAC-SHA256 challenge-response at the handshake in which the token never crosses the "
                     "wire; a refused `Connect` is `FAILED`, logged on both sides, and the refused peer gets no "
                     "region table; an empty environment value counts as unset"));
-  t.push_back(EnvOnly("ADXL_LOG_LEVEL", "`error`, `warn`, `info`, `debug`",
-                      "log level (default `warn`; another value also means `warn`)"));
+  t.push_back(EnvOnly("ADXL_LOG_LEVEL", "`off`, `error`, `warn`, `info`, `debug`",
+                      "log level of the one logger the engine, the cache layer and the plugin share (default "
+                      "`warn`; another value also means `warn`)"));
   t.push_back(EnvOnly("ADXL_NODE_ID", "a string",
                       "node identity override (default: from the boot id, machine id and network namespace); "
                       "a different one makes a same-host peer look remote"));

@@ -11,7 +11,7 @@
 #include <set>
 #include <thread>
 
-#include "dd_log.h"
+#include "common/log.h"
 #include "metadata.h"
 
 namespace llm_datadist {
@@ -57,14 +57,14 @@ bool SameKey(const CacheKey &a, const CacheKey &b) {
 Status ResolveLayers(const char *what, const CacheDesc &src, const CacheDesc &dst, const LayerRangeArgs &layers,
                      std::vector<std::pair<uint32_t, uint32_t>> *pairs) {
   if (src.data_type != dst.data_type) {
-    DD_ERROR("%s: data types differ (source %d, destination %d)", what, static_cast<int>(src.data_type),
+    ADXL_ERROR("%s: data types differ (source %d, destination %d)", what, static_cast<int>(src.data_type),
              static_cast<int>(dst.data_type));
     return LLM_PARAM_INVALID;
   }
   const uint32_t t = layers.tensor_num_per_layer;
   if (!layers.src_layer_range && !layers.dst_layer_range) {
     if (src.num_tensors != dst.num_tensors) {
-      DD_ERROR("%s: source has %u tensors, destination %u (give layer ranges to move a part)", what, src.num_tensors,
+      ADXL_ERROR("%s: source has %u tensors, destination %u (give layer ranges to move a part)", what, src.num_tensors,
                dst.num_tensors);
       return LLM_PARAM_INVALID;
     }
@@ -72,7 +72,7 @@ Status ResolveLayers(const char *what, const CacheDesc &src, const CacheDesc &ds
     return LLM_SUCCESS;
   }
   if (t == 0 || src.num_tensors % t != 0 || dst.num_tensors % t != 0) {
-    DD_ERROR("%s: tensor_num_per_layer %u does not divide the tensor counts (%u, %u)", what, t, src.num_tensors,
+    ADXL_ERROR("%s: tensor_num_per_layer %u does not divide the tensor counts (%u, %u)", what, t, src.num_tensors,
              dst.num_tensors);
     return LLM_PARAM_INVALID;
   }
@@ -80,7 +80,7 @@ Status ResolveLayers(const char *what, const CacheDesc &src, const CacheDesc &ds
   LayerRange d = layers.dst_layer_range.value_or(LayerRange{0, dst.num_tensors / t});
   if (s.begin >= s.end || s.end > src.num_tensors / t || d.begin >= d.end || d.end > dst.num_tensors / t ||
       s.end - s.begin != d.end - d.begin) {
-    DD_ERROR("%s: layer ranges [%u,%u) -> [%u,%u) are empty, out of range (%u, %u layers) or of different length",
+    ADXL_ERROR("%s: layer ranges [%u,%u) -> [%u,%u) are empty, out of range (%u, %u layers) or of different length",
              what, s.begin, s.end, d.begin, d.end, src.num_tensors / t, dst.num_tensors / t);
     return LLM_PARAM_INVALID;
   }
@@ -150,12 +150,12 @@ Status CacheManager::Impl::Start(const char *what) {
   std::string why;
   window = MetadataWindow::Create(local_name, cluster_id, &why);
   if (!window) {
-    DD_ERROR("%s: %s", what, why.c_str());
+    ADXL_ERROR("%s: %s", what, why.c_str());
     return LLM_FAILED;
   }
   Status s = engine->RegisterMem({window->addr(), window->size()}, adxl::MEM_HOST, window_handle);
   if (s != adxl::SUCCESS) {
-    DD_ERROR("%s: registering the metadata window failed (status %u)", what, s);
+    ADXL_ERROR("%s: registering the metadata window failed (status %u)", what, s);
     window.reset();
     return s;
   }
@@ -163,7 +163,7 @@ Status CacheManager::Impl::Start(const char *what) {
   s = engine->RegisterMem({reinterpret_cast<uintptr_t>(scratch.data()), scratch.size()}, adxl::MEM_HOST,
                           scratch_handle);
   if (s != adxl::SUCCESS) {
-    DD_ERROR("%s: registering the metadata buffer failed (status %u)", what, s);
+    ADXL_ERROR("%s: registering the metadata buffer failed (status %u)", what, s);
     engine->DeregisterMem(window_handle);
     window.reset();
     return s;
@@ -241,7 +241,7 @@ Status CacheManager::Impl::Refresh(uint64_t remote_cluster, RemoteCluster &rc) {
     Status s = ReadRemote(rc.engine, rc.window, kHeaderSize, reinterpret_cast<uint8_t *>(&h1));
     if (s != adxl::SUCCESS) return s;
     if (!HeaderMatches(h1, rc.engine) || h1.cluster_id != remote_cluster) {
-      DD_ERROR("metadata of %s is not a cache-layer window of cluster %lu", rc.engine.c_str(),
+      ADXL_ERROR("metadata of %s is not a cache-layer window of cluster %lu", rc.engine.c_str(),
                static_cast<unsigned long>(remote_cluster));
       return LLM_FAILED;
     }
@@ -260,14 +260,14 @@ Status CacheManager::Impl::Refresh(uint64_t remote_cluster, RemoteCluster &rc) {
     if (h2.seq != h1.seq) continue;
     std::vector<CacheRecord> records;
     if (!ParseRecords(payload.data(), payload.size(), remote_cluster, &records)) {
-      DD_ERROR("metadata of %s is malformed", rc.engine.c_str());
+      ADXL_ERROR("metadata of %s is malformed", rc.engine.c_str());
       return LLM_FAILED;
     }
     rc.records = std::move(records);
     rc.seq = h1.seq;
     return LLM_SUCCESS;
   }
-  DD_ERROR("metadata of %s kept changing while being read", rc.engine.c_str());
+  ADXL_ERROR("metadata of %s kept changing while being read", rc.engine.c_str());
   return LLM_TIMEOUT;
 }
 
@@ -276,43 +276,43 @@ Status CacheManager::Impl::Register(const char *what, const CacheDesc &desc, con
                                     bool paged, std::optional<bool> remote_accessible, Cache &cache) {
   const uint64_t bytes = TensorBytes(desc);
   if (desc.placement != Placement::HOST && desc.placement != Placement::DEVICE) {
-    DD_ERROR("%s: placement %d is neither HOST nor DEVICE", what, static_cast<int>(desc.placement));
+    ADXL_ERROR("%s: placement %d is neither HOST nor DEVICE", what, static_cast<int>(desc.placement));
     return LLM_PARAM_INVALID;
   }
   if (bytes == 0) {
-    DD_ERROR("%s: invalid cache description (data type %d, shape of %zu dims, a dimension <= 0 or too large)", what,
+    ADXL_ERROR("%s: invalid cache description (data type %d, shape of %zu dims, a dimension <= 0 or too large)", what,
              static_cast<int>(desc.data_type), desc.shape.size());
     return LLM_PARAM_INVALID;
   }
   if (desc.batch_dim_index != 0) {
-    DD_ERROR("%s: batch_dim_index %d is not supported (must be 0)", what, desc.batch_dim_index);
+    ADXL_ERROR("%s: batch_dim_index %d is not supported (must be 0)", what, desc.batch_dim_index);
     return LLM_PARAM_INVALID;
   }
   if (desc.num_tensors == 0 || addrs_in.size() != desc.num_tensors) {
-    DD_ERROR("%s: %zu addresses for num_tensors %u (one address per tensor)", what, addrs_in.size(),
+    ADXL_ERROR("%s: %zu addresses for num_tensors %u (one address per tensor)", what, addrs_in.size(),
              desc.num_tensors);
     return LLM_PARAM_INVALID;
   }
   std::set<uintptr_t> mine;
   for (uintptr_t a : addrs_in) {
     if (a == 0 || !mine.insert(a).second || addrs.count(a) != 0) {
-      DD_ERROR("%s: address 0x%lx is zero, repeated or already registered (addresses must be unique)", what,
+      ADXL_ERROR("%s: address 0x%lx is zero, repeated or already registered (addresses must be unique)", what,
                static_cast<unsigned long>(a));
       return LLM_PARAM_INVALID;
     }
   }
   if (addrs.size() + addrs_in.size() > kMaxRegisteredAddrs) {
-    DD_ERROR("%s: %zu addresses registered, %zu more would exceed the limit of %zu", what, addrs.size(),
+    ADXL_ERROR("%s: %zu addresses registered, %zu more would exceed the limit of %zu", what, addrs.size(),
              addrs_in.size(), kMaxRegisteredAddrs);
     return LLM_RESOURCE_EXHAUSTED;
   }
   if (keys.size() > static_cast<size_t>(desc.shape[0])) {
-    DD_ERROR("%s: %zu cache keys for a batch of %ld", what, keys.size(), static_cast<long>(desc.shape[0]));
+    ADXL_ERROR("%s: %zu cache keys for a batch of %ld", what, keys.size(), static_cast<long>(desc.shape[0]));
     return LLM_PARAM_INVALID;
   }
   for (size_t i = 0; i < keys.size(); ++i) {
     if (keys[i].cluster_id != cluster_id) {
-      DD_ERROR("%s: %s names cluster %lu, this is cluster %lu", what, KeyText(keys[i]).c_str(),
+      ADXL_ERROR("%s: %s names cluster %lu, this is cluster %lu", what, KeyText(keys[i]).c_str(),
                static_cast<unsigned long>(keys[i].cluster_id), static_cast<unsigned long>(cluster_id));
       return LLM_PARAM_INVALID;
     }
@@ -322,19 +322,19 @@ Status CacheManager::Impl::Register(const char *what, const CacheDesc &desc, con
       for (const auto &k : c.second.keys) dup = dup || SameKey(keys[i], k);
     }
     if (dup) {
-      DD_ERROR("%s: %s is already registered", what, KeyText(keys[i]).c_str());
+      ADXL_ERROR("%s: %s is already registered", what, KeyText(keys[i]).c_str());
       return LLM_CACHE_KEY_ALREADY_EXIST;
     }
   }
   if (bkey) {
     if (bkey->cluster_id != cluster_id) {
-      DD_ERROR("%s: BlocksCacheKey names cluster %lu, this is cluster %lu", what,
+      ADXL_ERROR("%s: BlocksCacheKey names cluster %lu, this is cluster %lu", what,
                static_cast<unsigned long>(bkey->cluster_id), static_cast<unsigned long>(cluster_id));
       return LLM_PARAM_INVALID;
     }
     for (const auto &c : caches) {
       if (c.second.blocks_key && c.second.blocks_key->model_id == bkey->model_id) {
-        DD_ERROR("%s: BlocksCacheKey(model_id=%lu) is already registered", what,
+        ADXL_ERROR("%s: BlocksCacheKey(model_id=%lu) is already registered", what,
                  static_cast<unsigned long>(bkey->model_id));
         return LLM_CACHE_KEY_ALREADY_EXIST;
       }
@@ -345,7 +345,7 @@ Status CacheManager::Impl::Register(const char *what, const CacheDesc &desc, con
   if (device && remote) {
     DrainNotifies();
     if (!links.empty() || !incoming.empty()) {
-      DD_ERROR("%s: a remote-accessible device cache must be registered before any link exists (%zu outgoing, %zu "
+      ADXL_ERROR("%s: a remote-accessible device cache must be registered before any link exists (%zu outgoing, %zu "
                "incoming links)",
                what, links.size(), incoming.size());
       return LLM_EXIST_LINK;
@@ -356,7 +356,7 @@ Status CacheManager::Impl::Register(const char *what, const CacheDesc &desc, con
     adxl::MemHandle h = nullptr;
     Status s = engine->RegisterMem({a, bytes}, device ? adxl::MEM_DEVICE : adxl::MEM_HOST, h);
     if (s != adxl::SUCCESS) {
-      DD_ERROR("%s: the engine refused tensor 0x%lx (%lu bytes): status %u", what, static_cast<unsigned long>(a),
+      ADXL_ERROR("%s: the engine refused tensor 0x%lx (%lu bytes): status %u", what, static_cast<unsigned long>(a),
                static_cast<unsigned long>(bytes), s);
       for (adxl::MemHandle done : lc.handles) engine->DeregisterMem(done);
       return s;
@@ -373,7 +373,7 @@ Status CacheManager::Impl::Register(const char *what, const CacheDesc &desc, con
   const int64_t id = lc.cache.cache_id;
   caches.emplace(id, std::move(lc));
   if (remote && PublishLocked() != LLM_SUCCESS) {
-    DD_ERROR("%s: the metadata window is full (too many keys)", what);
+    ADXL_ERROR("%s: the metadata window is full (too many keys)", what);
     for (adxl::MemHandle h : caches[id].handles) engine->DeregisterMem(h);
     caches.erase(id);
     PublishLocked();
@@ -387,7 +387,7 @@ Status CacheManager::Impl::Register(const char *what, const CacheDesc &desc, con
 Status CacheManager::Impl::Local(const char *what, const Cache &c, const LocalCache **out) {
   auto it = caches.find(c.cache_id);
   if (it == caches.end()) {
-    DD_ERROR("%s: local cache %ld is not registered", what, static_cast<long>(c.cache_id));
+    ADXL_ERROR("%s: local cache %ld is not registered", what, static_cast<long>(c.cache_id));
     return LLM_KV_CACHE_NOT_EXIST;
   }
   *out = &it->second;
@@ -397,7 +397,7 @@ Status CacheManager::Impl::Local(const char *what, const Cache &c, const LocalCa
 Status CacheManager::Impl::Run(const char *what, const std::string &engine_name, adxl::TransferOp op,
                                const std::vector<adxl::TransferOpDesc> &ops) {
   Status s = engine->TransferSync(engine_name.c_str(), op, ops, timeout_ms);
-  if (s != adxl::SUCCESS) DD_ERROR("%s: transfer with %s failed: status %u", what, engine_name.c_str(), s);
+  if (s != adxl::SUCCESS) ADXL_ERROR("%s: transfer with %s failed: status %u", what, engine_name.c_str(), s);
   return s;
 }
 
@@ -413,7 +413,7 @@ Status CacheManager::Impl::Plan(
     std::lock_guard<std::mutex> lock(mu);
     if (!live) return LLM_FAILED;
     if (remote_cluster == cluster_id) {
-      DD_ERROR("%s: cluster %lu is this process's own cluster", what, static_cast<unsigned long>(remote_cluster));
+      ADXL_ERROR("%s: cluster %lu is this process's own cluster", what, static_cast<unsigned long>(remote_cluster));
       return LLM_PARAM_INVALID;
     }
     const LocalCache *lc = nullptr;
@@ -421,12 +421,12 @@ Status CacheManager::Impl::Plan(
     if (s != LLM_SUCCESS) return s;
     auto it = links.find(remote_cluster);
     if (it == links.end()) {
-      DD_ERROR("%s: cluster %lu is not linked", what, static_cast<unsigned long>(remote_cluster));
+      ADXL_ERROR("%s: cluster %lu is not linked", what, static_cast<unsigned long>(remote_cluster));
       return LLM_NOT_YET_LINK;
     }
     s = Refresh(remote_cluster, it->second);
     if (s != LLM_SUCCESS) {
-      DD_ERROR("%s: reading the metadata of cluster %lu failed: status %u", what,
+      ADXL_ERROR("%s: reading the metadata of cluster %lu failed: status %u", what,
                static_cast<unsigned long>(remote_cluster), s);
       return s;
     }
@@ -453,13 +453,13 @@ Status CacheManager::Initialize(uint64_t cluster_id, const std::string &local_en
                                 const std::map<adxl::AscendString, adxl::AscendString> &options) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->live) {
-    DD_ERROR("Initialize: already initialized");
+    ADXL_ERROR("Initialize: already initialized");
     return LLM_FAILED;
   }
   auto engine = std::make_unique<adxl::AdxlEngine>();
   Status s = engine->Initialize(local_engine.c_str(), options);
   if (s != adxl::SUCCESS) {
-    DD_ERROR("Initialize: engine %s failed to initialize: status %u", local_engine.c_str(), s);
+    ADXL_ERROR("Initialize: engine %s failed to initialize: status %u", local_engine.c_str(), s);
     return s;
   }
   impl_->cluster_id = cluster_id;
@@ -478,7 +478,7 @@ Status CacheManager::Initialize(uint64_t cluster_id, const std::string &local_en
 Status CacheManager::Initialize(uint64_t cluster_id, adxl::AdxlEngine &engine, const std::string &local_engine) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->live) {
-    DD_ERROR("Initialize: already initialized");
+    ADXL_ERROR("Initialize: already initialized");
     return LLM_FAILED;
   }
   impl_->cluster_id = cluster_id;
@@ -498,7 +498,7 @@ Status CacheManager::SetSyncTimeout(int32_t timeout_ms) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (!impl_->live) return LLM_FAILED;
   if (timeout_ms <= 0) {
-    DD_ERROR("SetSyncTimeout: timeout %d ms must be > 0", timeout_ms);
+    ADXL_ERROR("SetSyncTimeout: timeout %d ms must be > 0", timeout_ms);
     return LLM_PARAM_INVALID;
   }
   impl_->timeout_ms = timeout_ms;
@@ -536,7 +536,7 @@ Status CacheManager::UnregisterCache(int64_t cache_id) {
   if (!impl_->live) return LLM_FAILED;
   auto it = impl_->caches.find(cache_id);
   if (it == impl_->caches.end()) {
-    DD_ERROR("UnregisterCache: cache %ld is not registered", static_cast<long>(cache_id));
+    ADXL_ERROR("UnregisterCache: cache %ld is not registered", static_cast<long>(cache_id));
     return LLM_KV_CACHE_NOT_EXIST;
   }
   const bool remote = it->second.cache.remote_accessible;
@@ -555,7 +555,7 @@ Status CacheManager::LinkClusters(const std::vector<ClusterInfo> &clusters, std:
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (!impl_->live) return LLM_FAILED;
   if (timeout_ms <= 0) {
-    DD_ERROR("LinkClusters: timeout %d ms must be > 0", timeout_ms);
+    ADXL_ERROR("LinkClusters: timeout %d ms must be > 0", timeout_ms);
     rets.assign(clusters.size(), LLM_PARAM_INVALID);
     return LLM_PARAM_INVALID;
   }
@@ -564,17 +564,17 @@ Status CacheManager::LinkClusters(const std::vector<ClusterInfo> &clusters, std:
     const ClusterInfo &c = clusters[i];
     Status s = LLM_SUCCESS;
     if (c.remote_cluster_id == impl_->cluster_id) {
-      DD_ERROR("LinkClusters: cluster %lu is this process's own cluster", static_cast<unsigned long>(c.remote_cluster_id));
+      ADXL_ERROR("LinkClusters: cluster %lu is this process's own cluster", static_cast<unsigned long>(c.remote_cluster_id));
       s = LLM_PARAM_INVALID;
     } else if (impl_->links.count(c.remote_cluster_id) != 0) {
-      DD_ERROR("LinkClusters: cluster %lu is already linked", static_cast<unsigned long>(c.remote_cluster_id));
+      ADXL_ERROR("LinkClusters: cluster %lu is already linked", static_cast<unsigned long>(c.remote_cluster_id));
       s = LLM_ALREADY_LINK;
     } else {
       s = impl_->engine->Connect(c.remote_engine.c_str(), timeout_ms);
       const bool connected_here = s == adxl::SUCCESS;
       if (s == adxl::ALREADY_CONNECTED) s = LLM_SUCCESS;  // a shared engine's existing link
       if (s != LLM_SUCCESS) {
-        DD_ERROR("LinkClusters: connecting to %s failed: status %u", c.remote_engine.c_str(), s);
+        ADXL_ERROR("LinkClusters: connecting to %s failed: status %u", c.remote_engine.c_str(), s);
       } else {
         RemoteCluster rc;
         rc.engine = c.remote_engine;
@@ -590,7 +590,7 @@ Status CacheManager::LinkClusters(const std::vector<ClusterInfo> &clusters, std:
           }
           if (!HeaderMatches(h, c.remote_engine)) continue;
           if (h.cluster_id != c.remote_cluster_id) {
-            DD_ERROR("LinkClusters: %s is cluster %lu, not %lu", c.remote_engine.c_str(),
+            ADXL_ERROR("LinkClusters: %s is cluster %lu, not %lu", c.remote_engine.c_str(),
                      static_cast<unsigned long>(h.cluster_id), static_cast<unsigned long>(c.remote_cluster_id));
             s = LLM_PARAM_INVALID;
             break;
@@ -598,7 +598,7 @@ Status CacheManager::LinkClusters(const std::vector<ClusterInfo> &clusters, std:
           s = impl_->Refresh(c.remote_cluster_id, rc);
           break;
         }
-        if (s == LLM_FAILED) DD_ERROR("LinkClusters: %s publishes no cache-layer metadata", c.remote_engine.c_str());
+        if (s == LLM_FAILED) ADXL_ERROR("LinkClusters: %s publishes no cache-layer metadata", c.remote_engine.c_str());
         if (s == LLM_SUCCESS) {
           impl_->engine->SendNotify(c.remote_engine.c_str(),
                                     {kLinkNotify, std::to_string(impl_->cluster_id).c_str()}, timeout_ms);
@@ -620,7 +620,7 @@ Status CacheManager::UnlinkClusters(const std::vector<ClusterInfo> &clusters, st
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (!impl_->live) return LLM_FAILED;
   if (timeout_ms <= 0) {
-    DD_ERROR("UnlinkClusters: timeout %d ms must be > 0", timeout_ms);
+    ADXL_ERROR("UnlinkClusters: timeout %d ms must be > 0", timeout_ms);
     rets.assign(clusters.size(), LLM_PARAM_INVALID);
     return LLM_PARAM_INVALID;
   }
@@ -629,7 +629,7 @@ Status CacheManager::UnlinkClusters(const std::vector<ClusterInfo> &clusters, st
     auto it = impl_->links.find(clusters[i].remote_cluster_id);
     Status s = LLM_SUCCESS;
     if (it == impl_->links.end()) {
-      DD_ERROR("UnlinkClusters: cluster %lu is not linked", static_cast<unsigned long>(clusters[i].remote_cluster_id));
+      ADXL_ERROR("UnlinkClusters: cluster %lu is not linked", static_cast<unsigned long>(clusters[i].remote_cluster_id));
       s = LLM_NOT_YET_LINK;
     } else {
       const std::string name = it->second.engine;
@@ -653,7 +653,7 @@ auto CacheToCache(const char *what, const LayerRangeArgs &layers, uint64_t local
   return [=](const SideView &src, const SideView &dst, uint64_t remote_index,
              std::vector<adxl::TransferOpDesc> *ops) -> Status {
     if (src.paged || dst.paged) {
-      DD_ERROR("%s: both caches must be non-paged (use the *Blocks calls for paged caches)", what);
+      ADXL_ERROR("%s: both caches must be non-paged (use the *Blocks calls for paged caches)", what);
       return LLM_PARAM_INVALID;
     }
     std::vector<std::pair<uint32_t, uint32_t>> pairs;
@@ -663,7 +663,7 @@ auto CacheToCache(const char *what, const LayerRangeArgs &layers, uint64_t local
     const uint64_t si = local_is_dst ? remote_index : local_index;
     const uint64_t di = local_is_dst ? local_index : remote_index;
     if (si >= static_cast<uint64_t>(src.desc->shape[0]) || di >= static_cast<uint64_t>(dst.desc->shape[0])) {
-      DD_ERROR("%s: batch index %lu -> %lu out of range (batches %ld, %ld)", what, static_cast<unsigned long>(si),
+      ADXL_ERROR("%s: batch index %lu -> %lu out of range (batches %ld, %ld)", what, static_cast<unsigned long>(si),
                static_cast<unsigned long>(di), static_cast<long>(src.desc->shape[0]),
                static_cast<long>(dst.desc->shape[0]));
       return LLM_PARAM_INVALID;
@@ -671,12 +671,12 @@ auto CacheToCache(const char *what, const LayerRangeArgs &layers, uint64_t local
     uint64_t len = se;
     if (size == -1) {
       if (se != de) {
-        DD_ERROR("%s: batch entries differ (%lu and %lu bytes); give a size", what, static_cast<unsigned long>(se),
+        ADXL_ERROR("%s: batch entries differ (%lu and %lu bytes); give a size", what, static_cast<unsigned long>(se),
                  static_cast<unsigned long>(de));
         return LLM_PARAM_INVALID;
       }
     } else if (size <= 0 || static_cast<uint64_t>(size) > se || static_cast<uint64_t>(size) > de) {
-      DD_ERROR("%s: size %ld is not in (0, %lu]", what, static_cast<long>(size),
+      ADXL_ERROR("%s: size %ld is not in (0, %lu]", what, static_cast<long>(size),
                static_cast<unsigned long>(std::min(se, de)));
       return LLM_PARAM_INVALID;
     } else {
@@ -700,7 +700,7 @@ auto ToBlocks(const char *what, const LayerRangeArgs &layers, std::vector<uint64
   return [=](const SideView &src, const SideView &dst, uint64_t remote_index,
              std::vector<adxl::TransferOpDesc> *ops) -> Status {
     if (!dst.paged) {
-      DD_ERROR("%s: the destination cache is not paged", what);
+      ADXL_ERROR("%s: the destination cache is not paged", what);
       return LLM_PARAM_INVALID;
     }
     std::vector<std::pair<uint32_t, uint32_t>> pairs;
@@ -710,7 +710,7 @@ auto ToBlocks(const char *what, const LayerRangeArgs &layers, std::vector<uint64
     const uint64_t dn = static_cast<uint64_t>(dst.desc->shape[0]);
     for (uint64_t b : dst_blocks) {
       if (b >= dn) {
-        DD_ERROR("%s: destination block %lu out of range (%lu blocks)", what, static_cast<unsigned long>(b),
+        ADXL_ERROR("%s: destination block %lu out of range (%lu blocks)", what, static_cast<unsigned long>(b),
                  static_cast<unsigned long>(dn));
         return LLM_PARAM_INVALID;
       }
@@ -725,18 +725,18 @@ auto ToBlocks(const char *what, const LayerRangeArgs &layers, std::vector<uint64
     if (src.paged) {
       const uint64_t sb = EntryBytes(*src.desc), sn = static_cast<uint64_t>(src.desc->shape[0]);
       if (src_blocks.empty() || src_blocks.size() != dst_blocks.size()) {
-        DD_ERROR("%s: %zu source blocks for %zu destination blocks (must be equal and > 0)", what, src_blocks.size(),
+        ADXL_ERROR("%s: %zu source blocks for %zu destination blocks (must be equal and > 0)", what, src_blocks.size(),
                  dst_blocks.size());
         return LLM_PARAM_INVALID;
       }
       if (sb != db) {
-        DD_ERROR("%s: block sizes differ (%lu and %lu bytes)", what, static_cast<unsigned long>(sb),
+        ADXL_ERROR("%s: block sizes differ (%lu and %lu bytes)", what, static_cast<unsigned long>(sb),
                  static_cast<unsigned long>(db));
         return LLM_PARAM_INVALID;
       }
       for (uint64_t b : src_blocks) {
         if (b >= sn) {
-          DD_ERROR("%s: source block %lu out of range (%lu blocks)", what, static_cast<unsigned long>(b),
+          ADXL_ERROR("%s: source block %lu out of range (%lu blocks)", what, static_cast<unsigned long>(b),
                    static_cast<unsigned long>(sn));
           return LLM_PARAM_INVALID;
         }
@@ -751,7 +751,7 @@ auto ToBlocks(const char *what, const LayerRangeArgs &layers, std::vector<uint64
     // A non-paged batch entry (remote_index) cut into destination blocks.
     const uint64_t se = EntryBytes(*src.desc);
     if (!src_blocks.empty() || dst_blocks.empty() || (se + db - 1) / db != dst_blocks.size()) {
-      DD_ERROR("%s: a %lu-byte batch entry needs %lu destination blocks of %lu bytes and no source blocks (got %zu, "
+      ADXL_ERROR("%s: a %lu-byte batch entry needs %lu destination blocks of %lu bytes and no source blocks (got %zu, "
                "%zu)",
                what, static_cast<unsigned long>(se), static_cast<unsigned long>((se + db - 1) / db),
                static_cast<unsigned long>(db), dst_blocks.size(), src_blocks.size());
@@ -778,7 +778,7 @@ auto FindByKey(const char *what, const CacheKey &key) {
         }
       }
     }
-    DD_ERROR("%s: %s is not registered (remote-accessible) at the remote cluster", what, KeyText(key).c_str());
+    ADXL_ERROR("%s: %s is not registered (remote-accessible) at the remote cluster", what, KeyText(key).c_str());
     return LLM_KV_CACHE_NOT_EXIST;
   };
 }
@@ -792,7 +792,7 @@ auto FindById(const char *what, const CacheKeyByIdAndIndex &key) {
         return LLM_SUCCESS;
       }
     }
-    DD_ERROR("%s: cache %ld is not registered (remote-accessible) at cluster %lu", what,
+    ADXL_ERROR("%s: cache %ld is not registered (remote-accessible) at cluster %lu", what,
              static_cast<long>(key.cache_id), static_cast<unsigned long>(key.cluster_id));
     return LLM_KV_CACHE_NOT_EXIST;
   };
@@ -807,7 +807,7 @@ auto FindBlocks(const char *what, const BlocksCacheKey &key) {
         return LLM_SUCCESS;
       }
     }
-    DD_ERROR("%s: BlocksCacheKey(cluster_id=%lu, model_id=%lu) is not registered at the remote cluster", what,
+    ADXL_ERROR("%s: BlocksCacheKey(cluster_id=%lu, model_id=%lu) is not registered at the remote cluster", what,
              static_cast<unsigned long>(key.cluster_id), static_cast<unsigned long>(key.model_id));
     return LLM_KV_CACHE_NOT_EXIST;
   };
@@ -819,7 +819,7 @@ auto FromBlocks(const char *what, const LayerRangeArgs &layers, std::vector<uint
   return [=](const SideView &src, const SideView &dst, uint64_t remote_index,
              std::vector<adxl::TransferOpDesc> *ops) -> Status {
     if (!src.paged) {
-      DD_ERROR("%s: the source cache is not paged", what);
+      ADXL_ERROR("%s: the source cache is not paged", what);
       return LLM_PARAM_INVALID;
     }
     return ToBlocks(what, layers, src_blocks, dst_blocks, false)(src, dst, remote_index, ops);

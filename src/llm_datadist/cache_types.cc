@@ -4,20 +4,10 @@
 namespace llm_datadist {
 
 const char *StatusName(Status status) {
-  switch (status) {
-    case LLM_SUCCESS: return "LLM_SUCCESS";
-    case LLM_PARAM_INVALID: return "LLM_PARAM_INVALID";
-    case LLM_TIMEOUT: return "LLM_TIMEOUT";
-    case LLM_NOT_YET_LINK: return "LLM_NOT_YET_LINK";
-    case LLM_ALREADY_LINK: return "LLM_ALREADY_LINK";
-    case LLM_UNSUPPORTED: return "LLM_UNSUPPORTED";
-    case LLM_FAILED: return "LLM_FAILED";
-    case LLM_RESOURCE_EXHAUSTED: return "LLM_RESOURCE_EXHAUSTED";
-    case LLM_KV_CACHE_NOT_EXIST: return "LLM_KV_CACHE_NOT_EXIST";
-    case LLM_EXIST_LINK: return "LLM_EXIST_LINK";
-    case LLM_CACHE_KEY_ALREADY_EXIST: return "LLM_CACHE_KEY_ALREADY_EXIST";
-    default: return "LLM_UNKNOWN";
+  for (const StatusInfo &s : kStatusTable) {
+    if (s.value == status) return s.name;
   }
+  return "LLM_UNKNOWN";
 }
 
 size_t DataTypeSize(DataType type) {

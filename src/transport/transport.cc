@@ -7,15 +7,6 @@
 namespace adxl {
 namespace {
 
-void PluginLog(void *, int level, const char *msg) {
-  switch (level) {
-    case ADXL_PLUGIN_LOG_ERROR: ADXL_ERROR("plugin: %s", msg); break;
-    case ADXL_PLUGIN_LOG_WARN: ADXL_WARN("plugin: %s", msg); break;
-    case ADXL_PLUGIN_LOG_INFO: ADXL_INFO("plugin: %s", msg); break;
-    default: ADXL_DEBUG("plugin: %s", msg); break;
-  }
-}
-
 // Reads a variable-size blob through the plugin's (buf, *len) convention.
 template <typename F>
 int ReadBlob(F &&f, std::string *out) {
@@ -41,7 +32,9 @@ std::shared_ptr<Transport> Transport::Open(std::unique_ptr<PluginLibrary> lib,
   t->name_ = t->lib_->ops().name != nullptr ? t->lib_->ops().name : "?";
   std::vector<adxl_plugin_param_t> p;
   for (const auto &kv : params) p.push_back({kv.first.c_str(), kv.second.c_str()});
-  adxl_plugin_config_t cfg{p.data(), p.size(), PluginLog, nullptr};
+  // The plugin logs through the engine's logger, under its own name (a
+  // static string of the plugin's, which stays mapped).
+  adxl_plugin_config_t cfg{p.data(), p.size(), PluginLogCallback, const_cast<char *>(t->lib_->ops().name)};
   int rc = t->ops().open(&cfg, &t->ctx_);
   if (rc != ADXL_PLUGIN_OK) {
     t->ctx_ = nullptr;

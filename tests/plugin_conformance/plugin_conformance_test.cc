@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "adxl/plugin/adxl_plugin.h"
+#include "common/log.h"
 #include "transport/plugin_loader.h"
 
 namespace {
@@ -126,9 +127,10 @@ bool ReadLine(int fd, std::string *buf, std::string *line, int timeout_ms) {
   }
 }
 
-void QuietLog(void *, int level, const char *msg) {
-  if (level <= ADXL_PLUGIN_LOG_WARN && getenv("ADXL_CONFORMANCE_VERBOSE") != nullptr) fprintf(stderr, "plugin: %s\n", msg);
-}
+// The plugin logs through the engine's logger, as in the engine: lines
+// "[adxl LEVEL pid] plugin <name>: ...", filtered by ADXL_LOG_LEVEL (main
+// makes "off" the default here: the suite provokes errors on purpose).
+void PluginLog(void *, int level, const char *msg) { adxl::PluginLogCallback(const_cast<char *>("under test"), level, msg); }
 
 // --------------------------------------------------------- child process
 //
@@ -145,7 +147,7 @@ int ChildMain(int fd) {
     return 1;
   }
   const adxl_plugin_ops_t &ops = lib->ops();
-  adxl_plugin_config_t cfg{nullptr, 0, QuietLog, nullptr};
+  adxl_plugin_config_t cfg{nullptr, 0, PluginLog, nullptr};
   adxl_plugin_context_t *ctx = nullptr;
   if (ops.open(&cfg, &ctx) != ADXL_PLUGIN_OK) {
     WriteLine(fd, "err open");
@@ -317,7 +319,7 @@ class PluginTest : public ::testing::Test {
   // Opens a context owned by the fixture (closed in TearDown).
   // `params`: settings for open(); a plugin ignores keys it does not know.
   adxl_plugin_context_t *Open(const std::vector<adxl_plugin_param_t> &params = {}) {
-    adxl_plugin_config_t cfg{params.data(), params.size(), QuietLog, nullptr};
+    adxl_plugin_config_t cfg{params.data(), params.size(), PluginLog, nullptr};
     adxl_plugin_context_t *ctx = nullptr;
     int rc = ops_->open(&cfg, &ctx);
     EXPECT_EQ(rc, ADXL_PLUGIN_OK);
@@ -455,7 +457,7 @@ TEST_F(PluginTest, ReportsCapabilities) {
 }
 
 TEST_F(PluginTest, OpensAndClosesRepeatedly) {
-  adxl_plugin_config_t cfg{nullptr, 0, QuietLog, nullptr};
+  adxl_plugin_config_t cfg{nullptr, 0, PluginLog, nullptr};
   for (int i = 0; i < 5; ++i) {
     adxl_plugin_context_t *a = nullptr, *b = nullptr;
     ASSERT_EQ(ops_->open(&cfg, &a), ADXL_PLUGIN_OK);
@@ -916,6 +918,7 @@ TEST_F(PluginTest, SomeLaneReachesAPeerProcess) {
 
 int main(int argc, char **argv) {
   int child_fd = -1;
+  setenv("ADXL_LOG_LEVEL", "off", 0);  // unless the user chose a level
   if (const char *e = getenv("ADXL_PLUGIN_UNDER_TEST")) g_plugin_path = e;
   std::vector<char *> rest;
   for (int i = 0; i < argc; ++i) {

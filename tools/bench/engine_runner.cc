@@ -56,21 +56,6 @@ StepResult RunParallel(int n, const std::function<void(int, StepResult *)> &body
 
 }  // namespace
 
-const char *StatusName(adxl::Status st) {
-  switch (st) {
-    case adxl::SUCCESS: return "SUCCESS";
-    case adxl::PARAM_INVALID: return "PARAM_INVALID";
-    case adxl::TIMEOUT: return "TIMEOUT";
-    case adxl::NOT_CONNECTED: return "NOT_CONNECTED";
-    case adxl::ALREADY_CONNECTED: return "ALREADY_CONNECTED";
-    case adxl::NOTIFY_FAILED: return "NOTIFY_FAILED";
-    case adxl::UNSUPPORTED: return "UNSUPPORTED";
-    case adxl::FAILED: return "FAILED";
-    case adxl::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    default: return "unknown status";
-  }
-}
-
 size_t EngineRunner::CallSize(const BlockBatch &b, const EngineSettings &s) {
   size_t per_thread = (b.count + static_cast<size_t>(s.threads) - 1) / static_cast<size_t>(s.threads);
   if (s.mode == Mode::kAsync) per_thread = std::min(per_thread, static_cast<size_t>(s.async_batch));

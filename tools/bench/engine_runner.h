@@ -29,7 +29,7 @@ struct EngineSettings {
   int timeout_ms = 30000;
 };
 
-const char *StatusName(adxl::Status st);
+using adxl::StatusName;  // include/adxl/adxl_types.h
 
 class EngineRunner {
  public:

@@ -3,8 +3,9 @@
  *
  * A plugin is a shared object exporting ADXL_PLUGIN_ENTRY.  The engine calls
  * it with the ABI version it was built for; the plugin returns its operations
- * table, or NULL (and logs why) when it cannot serve that version.  The engine
- * also refuses a table whose abi_version differs from its own.
+ * table, or NULL when it cannot serve that version (the engine reports the
+ * refusal: the plugin has no logger yet).  The engine also refuses a table
+ * whose abi_version differs from its own.
  *
  * Contract every plugin keeps (checked by tests/plugin_conformance; stated
  * in full, operation by operation, in docs/plugin_guide.md):
@@ -89,7 +90,11 @@ typedef struct {
 typedef struct {
   const adxl_plugin_param_t *params;
   size_t num_params;
-  void (*log)(void *arg, int level, const char *msg); /* may be NULL */
+  /* The engine's logger: the plugin's only way to log (no output of its
+   * own).  level: adxl_plugin_log_level_t; msg: one line, no newline; arg:
+   * log_arg.  The engine filters by its ADXL_LOG_LEVEL.  May be NULL: the
+   * plugin then logs nothing. */
+  void (*log)(void *arg, int level, const char *msg);
   void *log_arg;
 } adxl_plugin_config_t;
 
