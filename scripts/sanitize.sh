@@ -39,7 +39,7 @@ ASAN_EXCLUDE='^(install_package|bench_quick|bench_quick_adxl_memory)$'
 #    HWLOC_COMPONENTS=-pci, and the plugin is unloaded before LSan runs.
 ASAN_NO_LEAK_CHECK='^(example_mpi_blocks|NumaTopologyTest\.RealMachine)$'
 # The concurrency tests for TSan.
-TSAN_TESTS='ManyThreads|Concurrent|ThreadSafe|ConnectPool|BufferPoolTest|HostileInput|AutoConnect|ApiFuzz'
+TSAN_TESTS='ManyThreads|Concurrent|ThreadSafe|ConnectPool|BufferPoolTest|HostileInput|HandshakeStall|SilentSubscribers|ControlConn|Handshake|AutoConnect|ApiFuzz'
 
 modes=("$@")
 ((${#modes[@]} == 0)) && modes=(asan tsan)

@@ -29,12 +29,8 @@ namespace adxl {
 
 class AdxlEngine;
 namespace ext {  // extensions of this implementation: include/adxl/adxl_ext.h
-struct LinkInfo;
-Status GetLinkInfo(AdxlEngine &engine, const AscendString &remote_engine, LinkInfo &info);
+struct EngineAccess;  // how they reach the engine behind an AdxlEngine
 }  // namespace ext
-namespace detail {
-struct CoreAccess;  // the library's other facades (hixl::Hixl) reach the same engine core
-}  // namespace detail
 
 class ASCEND_FUNC_VISIBILITY AdxlEngine {
  public:
@@ -72,8 +68,7 @@ class ASCEND_FUNC_VISIBILITY AdxlEngine {
   static Status GetCapability(FeatureType feature_type, int32_t &value);
 
  private:
-  friend Status ext::GetLinkInfo(AdxlEngine &, const AscendString &, ext::LinkInfo &);
-  friend struct detail::CoreAccess;
+  friend struct ext::EngineAccess;
   class AdxlEngineImpl;
   std::unique_ptr<AdxlEngineImpl> impl_;
 };

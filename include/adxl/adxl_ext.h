@@ -1,5 +1,5 @@
 // Extensions of this ADXL implementation (not in the vendor's API): what a
-// link runs on and what it moved.
+// link runs on and what it moved; metadata an engine publishes to its peers.
 #ifndef ADXL_ADXL_EXT_H_
 #define ADXL_ADXL_EXT_H_
 
@@ -24,6 +24,27 @@ struct LinkInfo {
 // SUCCESS and *info for an existing link of `engine` to `remote_engine`;
 // NOT_CONNECTED when there is none; FAILED when the engine is not initialized.
 ASCEND_FUNC_VISIBILITY Status GetLinkInfo(AdxlEngine &engine, const AscendString &remote_engine, LinkInfo &info);
+
+// Published metadata: a small named, versioned blob (a cache table, a model
+// description) that an engine publishes and that every engine linked to it
+// (having called Connect to it) receives with the handshake and again on
+// every change, over the control channel, without asking.
+//
+// PublishMetadata creates or replaces the blob `name` (1..256 bytes) of
+// `engine`: up to 1 MiB per blob, 64 names and 2 MiB in all
+// (RESOURCE_EXHAUSTED past them, PARAM_INVALID for a name or blob over its
+// limit).  Each call makes a new version; linked peers get it without the
+// call waiting for them.
+ASCEND_FUNC_VISIBILITY Status PublishMetadata(AdxlEngine &engine, const AscendString &name, const std::string &blob);
+// The latest version of `name` that `remote_engine` published, as this
+// engine received it: *version 0 and an empty blob when it never published
+// that name.  With refresh_timeout_ms > 0 the owner is asked for its
+// current entries first (TIMEOUT when it does not answer in time), so a
+// change the owner made before this call is seen even if its push has not
+// arrived yet.  NOT_CONNECTED without a link, FAILED for a failed link.
+ASCEND_FUNC_VISIBILITY Status GetPeerMetadata(AdxlEngine &engine, const AscendString &remote_engine,
+                                              const AscendString &name, std::string &blob, uint64_t &version,
+                                              int32_t refresh_timeout_ms = 0);
 
 }  // namespace ext
 }  // namespace adxl

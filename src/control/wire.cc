@@ -19,6 +19,11 @@ class Writer {
     out_->append(s);
     return true;
   }
+  bool MetadataOut(const Metadata &m) {
+    if (!Str(m.name, kMaxMetadataName)) return false;
+    U64(m.version);
+    return Str(m.blob, kMaxMetadataBlob);
+  }
   bool RegionOut(const Region &r) {
     U64(r.id);
     U64(r.addr);
@@ -46,6 +51,9 @@ class Reader {
     s->assign(reinterpret_cast<const char *>(p_ + off_), len);
     off_ += len;
     return true;
+  }
+  bool MetadataIn(Metadata *m) {
+    return Str(&m->name, kMaxMetadataName) && U64(&m->version) && Str(&m->blob, kMaxMetadataBlob);
   }
   bool RegionIn(Region *r) { return U64(&r->id) && U64(&r->addr) && U64(&r->len) && U32(&r->mem_type) && Str(&r->rkey); }
   bool Done() const { return off_ == n_; }
@@ -85,7 +93,14 @@ bool EncodeBody(const Body &body, Writer &w) {
           for (const Region &r : m.regions) {
             if (!w.RegionOut(r)) return false;
           }
-          return w.Str(m.proof, kMaxAuthField);
+          if (!w.Str(m.proof, kMaxAuthField) || m.metadata.size() > kMaxMetadataEntries) return false;
+          w.U32(static_cast<uint32_t>(m.metadata.size()));
+          for (const Metadata &e : m.metadata) {
+            if (!w.MetadataOut(e)) return false;
+          }
+          return true;
+        } else if constexpr (std::is_same_v<M, MetadataUpdate>) {
+          return w.MetadataOut(m.entry);
         } else if constexpr (std::is_same_v<M, RegionAdd>) {
           return w.RegionOut(m.region);
         } else if constexpr (std::is_same_v<M, RegionDel>) {
@@ -109,7 +124,7 @@ Type TypeOf(const Body &body) {
   static constexpr Type kTypes[] = {Type::kHello,  Type::kHelloAck, Type::kRegionAdd, Type::kRegionDel,
                                     Type::kAck,    Type::kNotify,   Type::kPing,      Type::kPong,
                                     Type::kFence,  Type::kBye,      Type::kAuthChallenge, Type::kAuthResponse,
-                                    Type::kTableRequest};
+                                    Type::kTableRequest, Type::kMetadataUpdate};
   return kTypes[body.index()];
 }
 
@@ -128,6 +143,7 @@ const char *TypeName(Type t) {
     case Type::kAuthChallenge: return "AuthChallenge";
     case Type::kAuthResponse: return "AuthResponse";
     case Type::kTableRequest: return "TableRequest";
+    case Type::kMetadataUpdate: return "MetadataUpdate";
   }
   return "?";
 }
@@ -170,7 +186,18 @@ bool DecodePayload(uint16_t type, const uint8_t *data, size_t len, Body *out, st
         ok = r.RegionIn(&reg);
         m.regions.push_back(std::move(reg));
       }
-      ok = ok && r.Str(&m.proof, kMaxAuthField);
+      ok = ok && r.Str(&m.proof, kMaxAuthField) && r.U32(&n) && n <= kMaxMetadataEntries;
+      for (uint32_t i = 0; ok && i < n; ++i) {
+        Metadata e;
+        ok = r.MetadataIn(&e);
+        m.metadata.push_back(std::move(e));
+      }
+      *out = std::move(m);
+      break;
+    }
+    case Type::kMetadataUpdate: {
+      MetadataUpdate m;
+      ok = r.MetadataIn(&m.entry);
       *out = std::move(m);
       break;
     }

@@ -23,7 +23,9 @@
 //
 // Version 3 added TableRequest: registrations are pushed to peers without
 // waiting for them (RegionAdd), and a peer whose transfer names a range it
-// has not seen yet asks for the current table once before refusing it.
+// has not seen yet asks for the current table once before refusing it; and
+// published metadata: HelloAck ends with the publisher's entries, and
+// MetadataUpdate carries each later change.
 #ifndef ADXL_SRC_CONTROL_WIRE_H_
 #define ADXL_SRC_CONTROL_WIRE_H_
 
@@ -46,6 +48,10 @@ constexpr size_t kMaxRegions = 4096;
 constexpr size_t kMaxAuthField = 64;
 // Hello flags.
 constexpr uint32_t kHelloAuth = 1;  // the client has an adxl.AuthToken
+// Published metadata (adxl_ext.h): names, blobs, entries per engine.
+constexpr size_t kMaxMetadataName = 256;
+constexpr size_t kMaxMetadataBlob = 1u << 20;
+constexpr size_t kMaxMetadataEntries = 64;
 // What a server accepts from a client: Hello, Notify (<= 2 x 1 KiB), Ping,
 // Fence, Bye and Acks are all far below this.
 constexpr size_t kMaxClientPayload = 64u << 10;
@@ -64,6 +70,7 @@ enum class Type : uint16_t {
   kAuthChallenge = 11,  // server -> client: the server's nonce (both sides have a token)
   kAuthResponse = 12,   // client -> server: the client's proof
   kTableRequest = 13,   // client -> server: send me your current region table (acked after it)
+  kMetadataUpdate = 14, // server -> client: a published blob, new or replaced
 };
 
 struct Region {
@@ -81,18 +88,29 @@ struct Hello {
   uint32_t flags = 0;     // kHelloAuth
   std::string nonce;      // the client's fresh nonce (<= kMaxAuthField)
 };
+// A named, versioned blob an engine publishes to the peers linked to it
+// (adxl_ext.h PublishMetadata).
+struct Metadata {
+  std::string name;  // <= kMaxMetadataName
+  uint64_t version = 0;
+  std::string blob;  // <= kMaxMetadataBlob
+};
 struct HelloAck {
   uint32_t status = 0;
   std::string node_id;
   std::string transport_address;
   std::vector<Region> regions;
   std::string proof;  // the server's proof when authenticated, else empty (<= kMaxAuthField)
+  std::vector<Metadata> metadata;  // <= kMaxMetadataEntries (version 3)
 };
 struct AuthChallenge {
   std::string nonce;  // the server's fresh nonce (<= kMaxAuthField)
 };
 struct AuthResponse {
   std::string proof;  // the client's proof (<= kMaxAuthField)
+};
+struct MetadataUpdate {  // server -> client: a blob was published or replaced (not acked)
+  Metadata entry;
 };
 struct RegionAdd {
   Region region;
@@ -116,7 +134,7 @@ struct Bye {};
 struct TableRequest {};
 
 using Body = std::variant<Hello, HelloAck, RegionAdd, RegionDel, Ack, Notify, Ping, Pong, Fence, Bye, AuthChallenge,
-                          AuthResponse, TableRequest>;
+                          AuthResponse, TableRequest, MetadataUpdate>;
 
 struct Message {
   uint64_t seq = 0;

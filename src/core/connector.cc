@@ -98,6 +98,7 @@ Status Connector::ConnectOnce(const std::shared_ptr<Link> &link, const EngineNam
   for (const wire::Region &r : ack.regions) {
     if (link->AddRegion(r) != SUCCESS) return FAILED;
   }
+  for (wire::Metadata &m : ack.metadata) link->SetMetadata(std::move(m));
   // Complete the transport's wire-up inside the caller's deadline.
   std::unique_ptr<Batch> flush;
   rc = ep->Post(ADXL_PLUGIN_PUT, nullptr, 0, &flush);

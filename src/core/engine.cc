@@ -245,6 +245,32 @@ Status Engine::GetLinkInfo(const AscendString &remote, ext::LinkInfo &info) {
   return SUCCESS;
 }
 
+Status Engine::PublishMetadata(const std::string &name, const std::string &blob) {
+  ReaderLock life(&life_mu_);
+  if (!Ready("PublishMetadata")) return FAILED;
+  return registrar_->Publish(name, blob);
+}
+
+Status Engine::GetPeerMetadata(const std::string &remote, const std::string &name, int32_t refresh_timeout_ms,
+                               std::string *blob, uint64_t *version) {
+  ReaderLock life(&life_mu_);
+  *version = 0;
+  blob->clear();
+  if (!Ready("GetPeerMetadata")) return FAILED;
+  std::shared_ptr<Link> link = links_.Find(remote);
+  if (!link || link->state() != LinkState::kConnected) {
+    ADXL_ERROR("GetPeerMetadata from '%s': not connected", remote.c_str());
+    return link ? FAILED : NOT_CONNECTED;
+  }
+  if (refresh_timeout_ms > 0 &&
+      !link->RefreshRegions(Clock::now() + std::chrono::milliseconds(refresh_timeout_ms))) {
+    ADXL_ERROR("GetPeerMetadata from '%s': no answer to the refresh within %d ms", remote.c_str(), refresh_timeout_ms);
+    return TIMEOUT;
+  }
+  link->GetMetadata(name, blob, version);
+  return SUCCESS;
+}
+
 // ---------------------------------------------------------------- control thread
 
 void Engine::OnMessage(const std::shared_ptr<ControlConn> &conn, wire::Message &msg) {
@@ -319,6 +345,8 @@ void Engine::HandleClient(const std::shared_ptr<ControlConn> &conn, wire::Messag
     region->on_retired = [weak, seq] {
       if (auto c = weak.lock()) c->Send(wire::Ack{SUCCESS}, seq, Clock::now() + kControlSendDeadline);
     };
+  } else if (auto *meta = std::get_if<wire::MetadataUpdate>(&msg.body)) {
+    link->SetMetadata(std::move(meta->entry));
   } else if (std::holds_alternative<wire::Pong>(msg.body)) {
     // last_rx_ms is all a Pong is for
   } else if (std::holds_alternative<wire::Bye>(msg.body)) {

@@ -100,6 +100,19 @@ void Link::FenceAfterTimeout() {
   }
 }
 
+void Link::SetMetadata(wire::Metadata entry) {
+  WriterLock l(&regions_mu_);
+  wire::Metadata &e = metadata_[entry.name];
+  if (entry.version > e.version) e = std::move(entry);
+}
+
+void Link::GetMetadata(const std::string &name, std::string *blob, uint64_t *version) const {
+  ReaderLock l(&regions_mu_);
+  auto it = metadata_.find(name);
+  *version = it == metadata_.end() ? 0 : it->second.version;
+  *blob = it == metadata_.end() ? std::string() : it->second.blob;
+}
+
 void Link::SetConnected() {
   MutexLock l(&state_mu_);
   state_.store(LinkState::kConnected);

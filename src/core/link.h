@@ -9,7 +9,8 @@
 //
 // Thread-safety: any thread.  `conn`, `endpoint`, `peer_node_id` and
 // `transports` are written once by Connect before the link is published as
-// connected, and only read after.  Locks: regions_mu_ (the region table;
+// connected, and only read after.  Locks: regions_mu_ (the region table and
+// the published metadata;
 // shared by transfers that plan, exclusive for the control thread that
 // applies the peer's changes) and state_mu_ (the wait for the outcome of
 // Connect) are leaves, never held together and never across a call out,
@@ -93,6 +94,12 @@ class Link {
               std::string *why) const ADXL_EXCLUDES(regions_mu_);
   size_t region_count() const ADXL_EXCLUDES(regions_mu_);
 
+  // ---- The peer's published metadata (adxl_ext.h).
+  // Keeps `entry` unless a newer version of its name is known already.
+  void SetMetadata(wire::Metadata entry) ADXL_EXCLUDES(regions_mu_);
+  // The latest version of `name` (0 and an empty blob: never published).
+  void GetMetadata(const std::string &name, std::string *blob, uint64_t *version) const ADXL_EXCLUDES(regions_mu_);
+
   // ---- Data path.
   // Posts one batch on the endpoint.  RESOURCE_EXHAUSTED when the transport
   // is out of resources, FAILED otherwise (the link fails when the endpoint
@@ -134,6 +141,7 @@ class Link {
   mutable SharedMutex regions_mu_;
   Table regions_ ADXL_GUARDED_BY(regions_mu_);
   std::map<uint64_t, uintptr_t> region_addr_by_id_ ADXL_GUARDED_BY(regions_mu_);  // withdrawals name ids
+  std::map<std::string, wire::Metadata> metadata_ ADXL_GUARDED_BY(regions_mu_);
 };
 
 }  // namespace adxl

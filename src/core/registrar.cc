@@ -168,13 +168,49 @@ void Registrar::SendTable(const std::shared_ptr<ControlConn> &conn, uint64_t seq
   for (const auto &r : registry_->All()) {
     if (!conn->Post(wire::RegionAdd{ToWire(*r)}, deadline)) return;
   }
+  for (const auto &kv : metadata_) {
+    if (!conn->Post(wire::MetadataUpdate{kv.second}, deadline)) return;
+  }
   conn->Send(wire::Ack{SUCCESS}, seq, deadline);
+}
+
+Status Registrar::Publish(const std::string &name, const std::string &blob) {
+  if (name.empty() || name.size() > wire::kMaxMetadataName || blob.size() > wire::kMaxMetadataBlob) {
+    ADXL_ERROR("PublishMetadata: name of %zu bytes (1..%zu) or blob of %zu bytes (at most %zu)", name.size(),
+               wire::kMaxMetadataName, blob.size(), wire::kMaxMetadataBlob);
+    return PARAM_INVALID;
+  }
+  MutexLock op(&op_mu_);
+  wire::Metadata entry;
+  std::vector<std::shared_ptr<ControlConn>> peers;
+  {
+    WriterLock l(&mu_);
+    auto it = metadata_.find(name);
+    const size_t old_bytes = it == metadata_.end() ? 0 : it->second.name.size() + it->second.blob.size();
+    const size_t new_total = metadata_bytes_ - old_bytes + name.size() + blob.size();
+    if ((it == metadata_.end() && metadata_.size() >= wire::kMaxMetadataEntries) || new_total > kMaxMetadataBytes) {
+      ADXL_ERROR("PublishMetadata '%s': more than %zu names or %zu bytes published", name.c_str(),
+                 wire::kMaxMetadataEntries, kMaxMetadataBytes);
+      return RESOURCE_EXHAUSTED;
+    }
+    wire::Metadata &e = metadata_[name];
+    e.name = name;
+    e.blob = blob;
+    ++e.version;
+    metadata_bytes_ = new_total;
+    entry = e;
+    peers.assign(subscribers_.begin(), subscribers_.end());
+  }
+  const Clock::time_point deadline = Clock::now() + deregister_wait_;
+  for (const auto &peer : peers) peer->Post(wire::MetadataUpdate{entry}, deadline);
+  return SUCCESS;
 }
 
 bool Registrar::Subscribe(const std::shared_ptr<ControlConn> &conn, wire::HelloAck answer, uint64_t seq,
                           Clock::time_point deadline, size_t *regions) {
   WriterLock l(&mu_);
   for (const auto &r : registry_->All()) answer.regions.push_back(ToWire(*r));
+  for (const auto &kv : metadata_) answer.metadata.push_back(kv.second);
   *regions = answer.regions.size();
   if (!conn->StartQueued(answer, seq, deadline)) return false;
   subscribers_.insert(conn);

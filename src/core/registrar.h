@@ -1,5 +1,5 @@
-// Registrar: this engine's registrations and how peers learn of them
-// (docs/contract.md §4 and §5).
+// Registrar: what peers learn of this engine: its registrations
+// (docs/contract.md §4 and §5) and the metadata it publishes (adxl_ext.h).
 //
 // Owns the registry (memory/registry.h) and the subscribers: the server ends
 // of links that peers opened to us, each of which must see every region
@@ -25,6 +25,9 @@
 //    misses the deadline, or cannot apply the change, is cut off (its
 //    connection closed, which fails its link), so it never uses the region
 //    after DeregisterMem returned.
+//  - Metadata (named, versioned blobs) follows the registrations' path: in
+//    the HelloAck snapshot, pushed on every change without waiting
+//    (MetadataUpdate), and in the answer to a TableRequest.
 //
 // Thread-safety: every method may be called from any thread.  Locks, in
 // nesting order: op_mu_ (held across a push and a deregistration's wait for
@@ -34,6 +37,7 @@
 #ifndef ADXL_SRC_CORE_REGISTRAR_H_
 #define ADXL_SRC_CORE_REGISTRAR_H_
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -67,6 +71,12 @@ class Registrar {
   bool Subscribe(const std::shared_ptr<ControlConn> &conn, wire::HelloAck answer, uint64_t seq,
                  Clock::time_point deadline, size_t *regions) ADXL_EXCLUDES(mu_);
   void Unsubscribe(const std::shared_ptr<ControlConn> &conn) ADXL_EXCLUDES(mu_);
+  // PublishMetadata: creates or replaces the blob `name` (a new version)
+  // and pushes it to every subscriber without waiting.  PARAM_INVALID for a
+  // name or blob over the wire limits, RESOURCE_EXHAUSTED past
+  // wire::kMaxMetadataEntries names or kMaxMetadataBytes in all.
+  Status Publish(const std::string &name, const std::string &blob) ADXL_EXCLUDES(op_mu_, mu_);
+
   // Answers a subscriber's TableRequest (control thread): a RegionAdd for
   // every current region, then the Ack of `seq`, all queued under mu_ so
   // that no change falls between them and later pushes.
@@ -99,6 +109,11 @@ class Registrar {
   mutable SharedMutex mu_ ADXL_ACQUIRED_AFTER(op_mu_);
   std::unique_ptr<Registry> registry_ ADXL_GUARDED_BY(mu_);
   std::set<std::shared_ptr<ControlConn>> subscribers_ ADXL_GUARDED_BY(mu_);
+  // What the HelloAck may carry besides the region table (which is at most
+  // kMaxRegions entries, well under 1 MiB): the frame stays under 4 MiB.
+  static constexpr size_t kMaxMetadataBytes = 2u << 20;
+  std::map<std::string, wire::Metadata> metadata_ ADXL_GUARDED_BY(mu_);
+  size_t metadata_bytes_ ADXL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace adxl

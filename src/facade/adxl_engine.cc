@@ -52,8 +52,23 @@ Status AdxlEngine::SendNotify(const AscendString &remote_engine, const NotifyDes
 }
 Status AdxlEngine::GetNotifies(std::vector<NotifyDesc> &notifies) { return impl_->core.GetNotifies(notifies); }
 
+// The extensions (adxl_ext.h) reach the engine behind an AdxlEngine here.
+struct ext::EngineAccess {
+  static Engine &Core(AdxlEngine &engine) { return engine.impl_->core; }
+};
+
 Status ext::GetLinkInfo(AdxlEngine &engine, const AscendString &remote_engine, ext::LinkInfo &info) {
-  return engine.impl_->core.GetLinkInfo(remote_engine, info);
+  return ext::EngineAccess::Core(engine).GetLinkInfo(remote_engine, info);
+}
+
+Status ext::PublishMetadata(AdxlEngine &engine, const AscendString &name, const std::string &blob) {
+  return ext::EngineAccess::Core(engine).PublishMetadata(std::string(name.GetString(), name.GetLength()), blob);
+}
+
+Status ext::GetPeerMetadata(AdxlEngine &engine, const AscendString &remote_engine, const AscendString &name,
+                            std::string &blob, uint64_t &version, int32_t refresh_timeout_ms) {
+  return ext::EngineAccess::Core(engine).GetPeerMetadata(remote_engine.GetString(), std::string(name.GetString(), name.GetLength()),
+                                            refresh_timeout_ms, &blob, &version);
 }
 
 Status AdxlEngine::GetCapability(FeatureType feature_type, int32_t &value) {

@@ -97,6 +97,7 @@ int main(int argc, char **argv) {
   Write(dir, "valid_fence", Enc(11, Fence{}));
   Write(dir, "valid_bye", Enc(0, Bye{}));
   Write(dir, "valid_table_request", Enc(9, TableRequest{}));
+  Write(dir, "valid_metadata_update", Enc(0, MetadataUpdate{Metadata{"caches", 3, std::string("t\0able", 6)}}));
   // Access control (wire version 2): a client with a token, the server's
   // challenge, the client's proof, the server's answer with its proof, and a
   // refusal (FAILED, no regions).

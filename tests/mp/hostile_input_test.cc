@@ -539,6 +539,7 @@ TEST_F(HostileInputTest, ServerOnlyMessagesFromAClientCloseTheConnection) {
   ack_payload += Str("n") + Str("a");
   PutLe(&ack_payload, 0, 4);
   ack_payload += Str("");  // since wire version 2: the (empty) server proof
+  PutLe(&ack_payload, 0, 4);  // since wire version 3: no published metadata
   for (const std::string &f : {Frame(kRegionDel, del, 6), Frame(kHelloAck, ack_payload, 7), Frame(kPong, "", 0)}) {
     RawConn c(port_);
     ASSERT_EQ(Handshake(c, peer_name_), 0);

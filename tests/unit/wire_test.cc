@@ -92,6 +92,16 @@ void ExpectSameBody(const Body &want, const Body &got) {
           ASSERT_EQ(w.regions.size(), g.regions.size());
           for (size_t i = 0; i < w.regions.size(); ++i) ExpectSameRegion(w.regions[i], g.regions[i]);
           EXPECT_EQ(w.proof, g.proof);
+          ASSERT_EQ(w.metadata.size(), g.metadata.size());
+          for (size_t i = 0; i < w.metadata.size(); ++i) {
+            EXPECT_EQ(w.metadata[i].name, g.metadata[i].name);
+            EXPECT_EQ(w.metadata[i].version, g.metadata[i].version);
+            EXPECT_EQ(w.metadata[i].blob, g.metadata[i].blob);
+          }
+        } else if constexpr (std::is_same_v<M, MetadataUpdate>) {
+          EXPECT_EQ(w.entry.name, g.entry.name);
+          EXPECT_EQ(w.entry.version, g.entry.version);
+          EXPECT_EQ(w.entry.blob, g.entry.blob);
         } else if constexpr (std::is_same_v<M, RegionAdd>) {
           ExpectSameRegion(w.region, g.region);
         } else if constexpr (std::is_same_v<M, RegionDel>) {
@@ -148,6 +158,10 @@ std::vector<Message> AllSamples() {
   v.push_back(Msg(2, ack));
   ack.proof = BinaryKey(32, 9);
   v.push_back(Msg(2, ack));
+  ack.metadata.push_back(Metadata{"caches", 7, Bin("blob\0with\0nul")});
+  ack.metadata.push_back(Metadata{std::string(kMaxMetadataName, 'n'), 0xffffffffffffffffull, ""});
+  v.push_back(Msg(2, ack));
+  v.push_back(Msg(0, MetadataUpdate{Metadata{"caches", 8, std::string(kMaxMetadataBlob, 'b')}}));
   v.push_back(Msg(1, AuthChallenge{BinaryKey(32, 3)}));
   v.push_back(Msg(2, AuthResponse{BinaryKey(kMaxAuthField, 4)}));
   v.push_back(Msg(5, AuthChallenge{""}));
@@ -200,6 +214,8 @@ TEST(WireTest, TypeCodesAreStable) {
   EXPECT_EQ(TypeOf(AuthChallenge{}), Type::kAuthChallenge);
   EXPECT_EQ(TypeOf(AuthResponse{}), Type::kAuthResponse);
   EXPECT_EQ(TypeOf(TableRequest{}), Type::kTableRequest);
+  EXPECT_EQ(TypeOf(MetadataUpdate{}), Type::kMetadataUpdate);
+  EXPECT_EQ(static_cast<uint16_t>(Type::kMetadataUpdate), 14);
   EXPECT_EQ(static_cast<uint16_t>(Type::kTableRequest), 13);
   EXPECT_EQ(static_cast<uint16_t>(Type::kHello), 1);
   EXPECT_EQ(static_cast<uint16_t>(Type::kBye), 10);
@@ -448,8 +464,8 @@ TEST(WireTest, BadVersionIsError) {
 TEST(WireTest, UnknownTypeIsError) {
   ExpectError(RawFrame(0, ""));
   ExpectError(RawFrame(11, ""));
-  ExpectError(RawFrame(14, ""));
-  ExpectError(RawFrame(14, std::string(4, '\0')));
+  ExpectError(RawFrame(15, ""));
+  ExpectError(RawFrame(15, std::string(4, '\0')));
   ExpectError(RawFrame(static_cast<uint16_t>(Type::kTableRequest), std::string(4, '\0')));  // has no payload
   ExpectError(RawFrame(0xffff, "abcd"));
 }
@@ -613,6 +629,8 @@ TEST(WireTest, Version1LayoutsOfHelloAndHelloAckAreErrors) {
   ack_p += Str("") + Str("");
   PutLe(&ack_p, 0, 4);
   ExpectError(RawFrame(static_cast<uint16_t>(Type::kHelloAck), ack_p));
+  // A version-2 HelloAck (the proof, then no metadata count) is an error too.
+  ExpectError(RawFrame(static_cast<uint16_t>(Type::kHelloAck), ack_p + Str("")));
   // And a frame of wire version 1 is refused by its header.
   ExpectError(RawFrame(static_cast<uint16_t>(Type::kPing), "", kMagic, 1));
 }
@@ -625,6 +643,37 @@ TEST(WireTest, AuthMessagesHaveTheDocumentedLayout) {
   std::string want = Str("f") + Str("t") + Str("n");
   PutLe(&want, kHelloAuth, 4);
   EXPECT_EQ(f.substr(kHeaderSize), want + Str("nonce"));
+}
+
+}  // namespace
+}  // namespace wire
+}  // namespace adxl
+
+namespace adxl {
+namespace wire {
+namespace {
+
+TEST(WireTest, MetadataOverItsLimitsIsRefusedBothWays) {
+  std::string out;
+  EXPECT_FALSE(Encode(Msg(0, MetadataUpdate{Metadata{std::string(kMaxMetadataName + 1, 'n'), 1, ""}}), &out));
+  EXPECT_FALSE(Encode(Msg(0, MetadataUpdate{Metadata{"n", 1, std::string(kMaxMetadataBlob + 1, 'b')}}), &out));
+  HelloAck ack;
+  ack.metadata.resize(kMaxMetadataEntries + 1);
+  EXPECT_FALSE(Encode(Msg(1, ack), &out));
+  EXPECT_TRUE(out.empty());
+  std::string p = Str("n");
+  PutLe(&p, 1, 8);
+  ExpectError(RawFrame(static_cast<uint16_t>(Type::kMetadataUpdate), p));  // blob missing
+  std::string big = Str(std::string(kMaxMetadataName + 1, 'n'));
+  PutLe(&big, 1, 8);
+  ExpectError(RawFrame(static_cast<uint16_t>(Type::kMetadataUpdate), big + Str("")));
+  std::string ack_p;
+  PutLe(&ack_p, 0, 4);
+  ack_p += Str("") + Str("");
+  PutLe(&ack_p, 0, 4);
+  ack_p += Str("");
+  PutLe(&ack_p, kMaxMetadataEntries + 1, 4);
+  ExpectError(RawFrame(static_cast<uint16_t>(Type::kHelloAck), ack_p));
 }
 
 }  // namespace
