@@ -90,6 +90,7 @@ class LayerwiseTest : public ::testing::Test {
     decode_name_ = "127.0.0.1:" + std::to_string(FreePort());
     ASSERT_EQ(decode_.Initialize(kDecode, decode_name_), LLM_SUCCESS);
     ASSERT_EQ(prefill_.Initialize(kPrefill, "127.0.0.1"), LLM_SUCCESS);
+    ASSERT_EQ(prefill_.SetSyncTimeout(5000), LLM_SUCCESS);  // loaded CI machines
     src_.Fill();
     ASSERT_EQ(prefill_.RegisterBlocksCache(Paged(), src_.addrs(), std::nullopt, std::nullopt, src_cache_), LLM_SUCCESS);
     ASSERT_EQ(decode_.RegisterBlocksCache(Paged(), d1_.addrs(), BlocksCacheKey{kDecode, 0}, true, d1_cache_),
@@ -358,13 +359,13 @@ TEST_F(LayerwiseTest, SlowPeerDoesNotStallOtherLink) {
   auto start = Clock::now();
   std::thread slow([&] {
     std::vector<Status> rets;
-    link_status = prefill_.LinkClusters({{7, silent}}, rets, 2000);
+    link_status = prefill_.LinkClusters({{7, silent}}, rets, 3000);
     linking_done = true;
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   int pulls = 0;
   auto worst = Clock::duration::zero();
-  while (!linking_done && Clock::now() - start < std::chrono::milliseconds(1500)) {
+  while (!linking_done && Clock::now() - start < std::chrono::milliseconds(2000)) {
     auto t0 = Clock::now();
     ASSERT_EQ(prefill_.PullBlocks(BlocksCacheKey{kDecode, 0}, src_cache_, {0}, {7}), LLM_SUCCESS);
     worst = std::max(worst, Clock::now() - t0);
@@ -377,10 +378,10 @@ TEST_F(LayerwiseTest, SlowPeerDoesNotStallOtherLink) {
   EXPECT_NE(link_status, LLM_SUCCESS);
   // The peer really was slow (the link waited for it), and meanwhile the
   // other link served pulls without waiting for it.
-  EXPECT_GE(link_ms, 1000);
+  EXPECT_GE(link_ms, 2000);
   EXPECT_TRUE(still_linking);
   EXPECT_GT(pulls, 5);
-  EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(worst).count(), 500);
+  EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(worst).count(), 1000);
 }
 
 }  // namespace
