@@ -23,6 +23,11 @@
 //    local registered cache into remote tensors.  Layer ranges select layers
 //    of tensor_num_per_layer consecutive tensors; each call is one engine
 //    TransferSync (sync_timeout_ms), SUCCESS meaning every byte is in place.
+//  - Locks (src/llm_datadist/cache_manager_impl.h): no network I/O
+//    (TransferSync, Connect, Disconnect, SendNotify, DeregisterMem, metadata
+//    reads) happens under the manager's lock; each link has its own state and
+//    lock, so callers on different links never wait for each other, and a
+//    peer that does not answer stalls only the callers that talk to it.
 //  - Each rejected call returns a status and logs one line
 //    "[llm_datadist ERROR pid] ..." on stderr; nothing throws.
 //
@@ -58,6 +63,7 @@
 #include <vector>
 
 #include "adxl/adxl_engine.h"
+#include "llm_datadist/cache_task.h"
 #include "llm_datadist/cache_types.h"
 
 namespace llm_datadist {
@@ -122,6 +128,15 @@ class CacheManager {
   // Local blocks src_blocks[i] of the paged `src` -> remote blocks dst_blocks[i].
   Status PushBlocks(const BlocksCacheKey &key, const Cache &src, const std::vector<uint64_t> &src_blocks,
                     const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers = {});
+
+  // Layer-wise push (cache_task.h): validates, then pushes each layer of
+  // `src` to every target as soon as synchronizer says the layer is ready,
+  // on a background thread owned by this manager.  src_blocks / dst_blocks /
+  // dst_block_bytes as the reference's src_block_indices /
+  // dst_block_indices / dst_block_memory_size (0: the source block size).
+  Status TransferCacheAsync(const Cache &src, std::shared_ptr<LayerSynchronizer> synchronizer,
+                            const std::vector<TransferTarget> &targets, const std::vector<uint64_t> &src_blocks,
+                            const std::vector<uint64_t> &dst_blocks, uint64_t dst_block_bytes, CacheTask &task);
 
   // Notifies of the engine other than the cache layer's own (see above).
   Status GetNotifies(std::vector<adxl::NotifyDesc> &notifies);

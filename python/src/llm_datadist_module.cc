@@ -9,6 +9,7 @@
 
 namespace py = pybind11;
 using namespace llm_datadist;
+namespace llm_datadist::python { void RegisterLayerwise(py::module_ &m); }  // llm_datadist_layerwise.cc
 
 namespace {
 
@@ -178,4 +179,5 @@ PYBIND11_MODULE(_native, m) {
         py::gil_scoped_release nogil;
         return cm.PushBlocks(k, c, sb, db, Layers(s, d, t));
       });
+  llm_datadist::python::RegisterLayerwise(m);
 }

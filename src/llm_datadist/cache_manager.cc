@@ -1,39 +1,40 @@
 // CacheManager (include/llm_datadist/cache_manager.h): registration rules of
 // docs/contract.md §10, links with metadata reads, and pull / push planned into one
-// engine TransferSync per call.
+// engine TransferSync per call.  Locks: cache_manager_impl.h (no network I/O
+// under Impl::mu; per-link state under each link's own lock).
 #include "llm_datadist/cache_manager.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <functional>
-#include <mutex>
 #include <set>
 #include <thread>
 
+#include "cache_manager_impl.h"
 #include "common/log.h"
 #include "metadata.h"
 
 namespace llm_datadist {
 
+uint64_t EntryBytes(const CacheDesc &d) { return TensorBytes(d) / static_cast<uint64_t>(d.shape[0]); }
+
+// Appends (local, remote, len), merging with the previous descriptor when both sides continue it.
+void AddOp(std::vector<adxl::TransferOpDesc> *ops, uintptr_t local, uintptr_t remote, size_t len) {
+  if (!ops->empty()) {
+    auto &b = ops->back();
+    if (b.local_addr + b.len == local && b.remote_addr + b.len == remote) {
+      b.len += len;
+      return;
+    }
+  }
+  ops->push_back({local, remote, len});
+}
+
 namespace {
 
 constexpr char kLinkNotify[] = "llm_datadist.link";
 constexpr char kUnlinkNotify[] = "llm_datadist.unlink";
-
-struct LocalCache {
-  Cache cache;
-  std::vector<adxl::MemHandle> handles;
-  std::vector<CacheKey> keys;
-  std::optional<BlocksCacheKey> blocks_key;
-};
-
-struct RemoteCluster {
-  std::string engine;
-  uintptr_t window = 0;
-  uint64_t seq = 1;  // odd: nothing read yet
-  std::vector<CacheRecord> records;
-};
 
 // What a transfer needs to know about either side.
 struct SideView {
@@ -41,8 +42,6 @@ struct SideView {
   const std::vector<uintptr_t> *addrs;
   bool paged;
 };
-
-uint64_t EntryBytes(const CacheDesc &d) { return TensorBytes(d) / static_cast<uint64_t>(d.shape[0]); }
 
 std::string KeyText(const CacheKey &k) {
   return "CacheKey(cluster_id=" + std::to_string(k.cluster_id) + ", req_id=" + std::to_string(k.req_id) +
@@ -90,61 +89,74 @@ Status ResolveLayers(const char *what, const CacheDesc &src, const CacheDesc &ds
   return LLM_SUCCESS;
 }
 
-// Appends (local, remote, len), merging with the previous descriptor when both sides continue it.
-void AddOp(std::vector<adxl::TransferOpDesc> *ops, uintptr_t local, uintptr_t remote, size_t len) {
-  if (!ops->empty()) {
-    auto &b = ops->back();
-    if (b.local_addr + b.len == local && b.remote_addr + b.len == remote) {
-      b.len += len;
-      return;
+// READ of `len` bytes of the link's remote window at `addr` into out (through
+// the link's registered landing buffer).
+Status ReadRemote(const OpContext &ctx, RemoteLink &link, uintptr_t addr, size_t len, uint8_t *out)
+    ADXL_REQUIRES(link.mu) {
+  Status s = ctx.engine->TransferSync(link.engine.c_str(), adxl::READ,
+                                      {{reinterpret_cast<uintptr_t>(link.scratch), addr, len}}, ctx.timeout_ms);
+  if (s == adxl::SUCCESS) memcpy(out, link.scratch, len);
+  return s;
+}
+
+Status RefreshLocked(const OpContext &ctx, RemoteLink &rc) ADXL_REQUIRES(rc.mu) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    WindowHeader h1{}, h2{};
+    Status s = ReadRemote(ctx, rc, rc.window, kHeaderSize, reinterpret_cast<uint8_t *>(&h1));
+    if (s != adxl::SUCCESS) return s;
+    if (!HeaderMatches(h1, rc.engine) || h1.cluster_id != rc.cluster) {
+      ADXL_ERROR("metadata of %s is not a cache-layer window of cluster %lu", rc.engine.c_str(),
+               static_cast<unsigned long>(rc.cluster));
+      return LLM_FAILED;
     }
+    if (h1.seq % 2 == 1) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      continue;
+    }
+    if (h1.seq == rc.seq) return LLM_SUCCESS;
+    std::vector<uint8_t> payload(h1.payload_len);
+    if (h1.payload_len > 0) {
+      s = ReadRemote(ctx, rc, rc.window + kHeaderSize, h1.payload_len, payload.data());
+      if (s != adxl::SUCCESS) return s;
+    }
+    s = ReadRemote(ctx, rc, rc.window, kHeaderSize, reinterpret_cast<uint8_t *>(&h2));
+    if (s != adxl::SUCCESS) return s;
+    if (h2.seq != h1.seq) continue;
+    auto records = std::make_shared<std::vector<CacheRecord>>();
+    if (!ParseRecords(payload.data(), payload.size(), rc.cluster, records.get())) {
+      ADXL_ERROR("metadata of %s is malformed", rc.engine.c_str());
+      return LLM_FAILED;
+    }
+    rc.records = std::move(records);
+    rc.seq = h1.seq;
+    return LLM_SUCCESS;
   }
-  ops->push_back({local, remote, len});
+  ADXL_ERROR("metadata of %s kept changing while being read", rc.engine.c_str());
+  return LLM_TIMEOUT;
 }
 
 }  // namespace
 
-class CacheManager::Impl {
- public:
-  mutable std::mutex mu;
-  bool live = false;
-  uint64_t cluster_id = 0;
-  std::string local_name;
-  std::unique_ptr<adxl::AdxlEngine> owned;
-  adxl::AdxlEngine *engine = nullptr;
-  int32_t timeout_ms = 1000;
-  std::unique_ptr<MetadataWindow> window;
-  adxl::MemHandle window_handle = nullptr;
-  std::vector<uint8_t> scratch;  // local landing zone of metadata reads
-  adxl::MemHandle scratch_handle = nullptr;
-  std::map<int64_t, LocalCache> caches;
-  int64_t next_id = 1;
-  std::set<uintptr_t> addrs;
-  std::map<uint64_t, RemoteCluster> links;
-  std::set<uint64_t> incoming;
-  std::vector<adxl::NotifyDesc> kept;
+Status RefreshLink(const OpContext &ctx, RemoteLink &link, std::shared_ptr<const std::vector<CacheRecord>> *records) {
+  adxl::MutexLock lock(&link.mu);
+  Status s = RefreshLocked(ctx, link);
+  if (s == LLM_SUCCESS) *records = link.records ? link.records : std::make_shared<const std::vector<CacheRecord>>();
+  return s;
+}
 
-  Status Start(const char *what);
-  void Stop();
-  void DrainNotifies();
-  Status PublishLocked();
-  Status ReadRemote(const std::string &engine_name, uintptr_t addr, size_t len, uint8_t *out);
-  Status Refresh(uint64_t remote_cluster, RemoteCluster &rc);
-  Status Register(const char *what, const CacheDesc &desc, const std::vector<uintptr_t> &addrs_in,
-                  const std::vector<CacheKey> &keys, const std::optional<BlocksCacheKey> &bkey, bool paged,
-                  std::optional<bool> remote_accessible, Cache &cache);
-  // Looks up the remote side: the linked cluster and the record the lookup picks.
-  Status Remote(const char *what, uint64_t remote_cluster, std::string *engine_name,
-                const std::function<Status(const std::vector<CacheRecord> &)> &pick);
-  Status Local(const char *what, const Cache &c, const LocalCache **out);
-  Status Run(const char *what, const std::string &engine_name, adxl::TransferOp op,
-             const std::vector<adxl::TransferOpDesc> &ops);
-  Status Plan(const char *what, uint64_t remote_cluster, const Cache &local, bool local_is_dst,
-              const std::function<Status(const std::vector<CacheRecord> &, const CacheRecord **, uint64_t *)> &find,
-              const std::function<Status(const SideView &src, const SideView &dst, uint64_t remote_index,
-                                         std::vector<adxl::TransferOpDesc> *)> &build,
-              adxl::TransferOp op);
-};
+Status CacheManager::Impl::BeginLocked(OpContext *ctx) {
+  if (!live || stopping) return LLM_FAILED;
+  ++busy;
+  ctx->engine = engine;
+  ctx->timeout_ms = timeout_ms;
+  ctx->cluster_id = cluster_id;
+  return LLM_SUCCESS;
+}
+
+void CacheManager::Impl::EndOp() {
+  adxl::MutexLock lock(&mu);
+  if (--busy == 0) idle.NotifyAll();
+}
 
 Status CacheManager::Impl::Start(const char *what) {
   std::string why;
@@ -159,39 +171,65 @@ Status CacheManager::Impl::Start(const char *what) {
     window.reset();
     return s;
   }
-  scratch.assign(kWindowSize, 0);
-  s = engine->RegisterMem({reinterpret_cast<uintptr_t>(scratch.data()), scratch.size()}, adxl::MEM_HOST,
-                          scratch_handle);
-  if (s != adxl::SUCCESS) {
-    ADXL_ERROR("%s: registering the metadata buffer failed (status %u)", what, s);
-    engine->DeregisterMem(window_handle);
-    window.reset();
-    return s;
-  }
   live = true;
   return LLM_SUCCESS;
 }
 
 void CacheManager::Impl::Stop() {
-  if (!live) return;
-  for (auto &l : links) {
-    engine->SendNotify(l.second.engine.c_str(), {kUnlinkNotify, std::to_string(cluster_id).c_str()}, timeout_ms);
-    engine->Disconnect(l.second.engine.c_str(), timeout_ms);
+  std::vector<TaskWorker> tasks;
+  {
+    adxl::MutexLock lock(&mu);
+    if (!live || stopping) return;
+    stopping = true;  // new operations fail from here on
+    tasks.swap(workers);
   }
-  links.clear();
-  for (auto &c : caches) {
-    for (adxl::MemHandle h : c.second.handles) engine->DeregisterMem(h);
+  // Tasks first: cancelled (nothing more is pushed), then joined.
+  for (TaskWorker &w : tasks) {
+    {
+      adxl::MutexLock lock(&w.state->mu);
+      w.state->EndLocked(LLM_FAILED);
+    }
+    if (w.thread.joinable()) w.thread.join();
   }
-  caches.clear();
-  addrs.clear();
-  engine->DeregisterMem(scratch_handle);
-  engine->DeregisterMem(window_handle);
-  window.reset();
-  scratch.clear();
-  if (owned) owned->Finalize();
-  owned.reset();
+  std::map<uint64_t, std::shared_ptr<RemoteLink>> gone_links;
+  std::map<int64_t, LocalCache> gone_caches;
+  std::unique_ptr<MetadataWindow> gone_window;
+  std::unique_ptr<adxl::AdxlEngine> gone_owned;
+  adxl::AdxlEngine *eng = nullptr;
+  adxl::MemHandle wh = nullptr;
+  int32_t t = 1000;
+  uint64_t id = 0;
+  {
+    adxl::MutexLock lock(&mu);
+    idle.Wait(&mu, [this]() ADXL_REQUIRES(mu) { return busy == 0; });
+    gone_links.swap(links);
+    gone_caches.swap(caches);
+    addrs.clear();
+    incoming.clear();
+    gone_window = std::move(window);
+    gone_owned = std::move(owned);
+    eng = engine;
+    wh = window_handle;
+    t = timeout_ms;
+    id = cluster_id;
+  }
+  for (auto &l : gone_links) {
+    eng->SendNotify(l.second->engine.c_str(), {kUnlinkNotify, std::to_string(id).c_str()}, t);
+    eng->Disconnect(l.second->engine.c_str(), t);
+    eng->DeregisterMem(l.second->scratch_handle);
+  }
+  for (auto &c : gone_caches) {
+    for (adxl::MemHandle h : c.second.handles) eng->DeregisterMem(h);
+  }
+  eng->DeregisterMem(wh);
+  gone_window.reset();
+  if (gone_owned) gone_owned->Finalize();
+  gone_owned.reset();
+  adxl::MutexLock lock(&mu);
   engine = nullptr;
+  window_handle = nullptr;
   live = false;
+  stopping = false;
 }
 
 void CacheManager::Impl::DrainNotifies() {
@@ -226,49 +264,6 @@ Status CacheManager::Impl::PublishLocked() {
     records.push_back(std::move(r));
   }
   return window->Publish(SerializeRecords(records)) ? LLM_SUCCESS : LLM_RESOURCE_EXHAUSTED;
-}
-
-Status CacheManager::Impl::ReadRemote(const std::string &engine_name, uintptr_t addr, size_t len, uint8_t *out) {
-  Status s = engine->TransferSync(engine_name.c_str(), adxl::READ,
-                                  {{reinterpret_cast<uintptr_t>(scratch.data()), addr, len}}, timeout_ms);
-  if (s == adxl::SUCCESS) memcpy(out, scratch.data(), len);
-  return s;
-}
-
-Status CacheManager::Impl::Refresh(uint64_t remote_cluster, RemoteCluster &rc) {
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    WindowHeader h1{}, h2{};
-    Status s = ReadRemote(rc.engine, rc.window, kHeaderSize, reinterpret_cast<uint8_t *>(&h1));
-    if (s != adxl::SUCCESS) return s;
-    if (!HeaderMatches(h1, rc.engine) || h1.cluster_id != remote_cluster) {
-      ADXL_ERROR("metadata of %s is not a cache-layer window of cluster %lu", rc.engine.c_str(),
-               static_cast<unsigned long>(remote_cluster));
-      return LLM_FAILED;
-    }
-    if (h1.seq % 2 == 1) {
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-      continue;
-    }
-    if (h1.seq == rc.seq) return LLM_SUCCESS;
-    std::vector<uint8_t> payload(h1.payload_len);
-    if (h1.payload_len > 0) {
-      s = ReadRemote(rc.engine, rc.window + kHeaderSize, h1.payload_len, payload.data());
-      if (s != adxl::SUCCESS) return s;
-    }
-    s = ReadRemote(rc.engine, rc.window, kHeaderSize, reinterpret_cast<uint8_t *>(&h2));
-    if (s != adxl::SUCCESS) return s;
-    if (h2.seq != h1.seq) continue;
-    std::vector<CacheRecord> records;
-    if (!ParseRecords(payload.data(), payload.size(), remote_cluster, &records)) {
-      ADXL_ERROR("metadata of %s is malformed", rc.engine.c_str());
-      return LLM_FAILED;
-    }
-    rc.records = std::move(records);
-    rc.seq = h1.seq;
-    return LLM_SUCCESS;
-  }
-  ADXL_ERROR("metadata of %s kept changing while being read", rc.engine.c_str());
-  return LLM_TIMEOUT;
 }
 
 Status CacheManager::Impl::Register(const char *what, const CacheDesc &desc, const std::vector<uintptr_t> &addrs_in,
@@ -344,7 +339,7 @@ Status CacheManager::Impl::Register(const char *what, const CacheDesc &desc, con
   const bool remote = remote_accessible.value_or(device);
   if (device && remote) {
     DrainNotifies();
-    if (!links.empty() || !incoming.empty()) {
+    if (!links.empty() || !linking.empty() || !incoming.empty()) {
       ADXL_ERROR("%s: a remote-accessible device cache must be registered before any link exists (%zu outgoing, %zu "
                "incoming links)",
                what, links.size(), incoming.size());
@@ -384,65 +379,89 @@ Status CacheManager::Impl::Register(const char *what, const CacheDesc &desc, con
   return LLM_SUCCESS;
 }
 
-Status CacheManager::Impl::Local(const char *what, const Cache &c, const LocalCache **out) {
+
+Status CacheManager::Impl::LocalAndLink(const char *what, const Cache &c, uint64_t remote_cluster, Cache *local,
+                                        std::shared_ptr<RemoteLink> *link) {
+  if (remote_cluster == cluster_id) {
+    ADXL_ERROR("%s: cluster %lu is this process's own cluster", what, static_cast<unsigned long>(remote_cluster));
+    return LLM_PARAM_INVALID;
+  }
   auto it = caches.find(c.cache_id);
   if (it == caches.end()) {
     ADXL_ERROR("%s: local cache %ld is not registered", what, static_cast<long>(c.cache_id));
     return LLM_KV_CACHE_NOT_EXIST;
   }
-  *out = &it->second;
+  auto l = links.find(remote_cluster);
+  if (l == links.end()) {
+    ADXL_ERROR("%s: cluster %lu is not linked", what, static_cast<unsigned long>(remote_cluster));
+    return LLM_NOT_YET_LINK;
+  }
+  *local = it->second.cache;
+  *link = l->second;
   return LLM_SUCCESS;
 }
 
-Status CacheManager::Impl::Run(const char *what, const std::string &engine_name, adxl::TransferOp op,
-                               const std::vector<adxl::TransferOpDesc> &ops) {
-  Status s = engine->TransferSync(engine_name.c_str(), op, ops, timeout_ms);
-  if (s != adxl::SUCCESS) ADXL_ERROR("%s: transfer with %s failed: status %u", what, engine_name.c_str(), s);
-  return s;
+void CacheManager::Impl::ReapWorkersLocked() {
+  for (auto it = workers.begin(); it != workers.end();) {
+    bool exited = false;
+    {
+      adxl::MutexLock lock(&it->state->mu);
+      exited = it->state->exited;
+    }
+    if (exited) {
+      it->thread.join();  // it has returned from its last lock: at once
+      it = workers.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
-Status CacheManager::Impl::Plan(
-    const char *what, uint64_t remote_cluster, const Cache &local, bool local_is_dst,
+namespace {
+
+// One pull / push: the local cache and the link under Impl::mu, then the
+// metadata refresh (the link's lock) and the transfer with no lock held.
+Status PlanAndRun(
+    CacheManager::Impl *impl, const char *what, uint64_t remote_cluster, const Cache &local_in, bool local_is_dst,
     const std::function<Status(const std::vector<CacheRecord> &, const CacheRecord **, uint64_t *)> &find,
     const std::function<Status(const SideView &, const SideView &, uint64_t, std::vector<adxl::TransferOpDesc> *)>
         &build,
-    adxl::TransferOp op) {
-  std::vector<adxl::TransferOpDesc> ops;
-  std::string engine_name;
+    adxl::TransferOp op) ADXL_EXCLUDES(impl->mu) {
+  OpContext ctx;
+  Cache local;
+  std::shared_ptr<RemoteLink> link;
+  OpGuard guard(impl);
   {
-    std::lock_guard<std::mutex> lock(mu);
-    if (!live) return LLM_FAILED;
-    if (remote_cluster == cluster_id) {
-      ADXL_ERROR("%s: cluster %lu is this process's own cluster", what, static_cast<unsigned long>(remote_cluster));
-      return LLM_PARAM_INVALID;
-    }
-    const LocalCache *lc = nullptr;
-    Status s = Local(what, local, &lc);
+    adxl::MutexLock lock(&impl->mu);
+    Status s = impl->BeginLocked(&ctx);
     if (s != LLM_SUCCESS) return s;
-    auto it = links.find(remote_cluster);
-    if (it == links.end()) {
-      ADXL_ERROR("%s: cluster %lu is not linked", what, static_cast<unsigned long>(remote_cluster));
-      return LLM_NOT_YET_LINK;
-    }
-    s = Refresh(remote_cluster, it->second);
-    if (s != LLM_SUCCESS) {
-      ADXL_ERROR("%s: reading the metadata of cluster %lu failed: status %u", what,
-               static_cast<unsigned long>(remote_cluster), s);
-      return s;
-    }
-    const CacheRecord *rec = nullptr;
-    uint64_t index = 0;
-    s = find(it->second.records, &rec, &index);
+    guard.Activate();
+    s = impl->LocalAndLink(what, local_in, remote_cluster, &local, &link);
     if (s != LLM_SUCCESS) return s;
-    SideView l{&lc->cache.cache_desc, &lc->cache.tensor_addrs, lc->cache.paged};
-    SideView r{&rec->desc, &rec->addrs, rec->paged};
-    s = local_is_dst ? build(r, l, index, &ops) : build(l, r, index, &ops);
-    if (s != LLM_SUCCESS) return s;
-    engine_name = it->second.engine;
   }
+  std::shared_ptr<const std::vector<CacheRecord>> records;
+  Status s = RefreshLink(ctx, *link, &records);
+  if (s != LLM_SUCCESS) {
+    ADXL_ERROR("%s: reading the metadata of cluster %lu failed: status %u", what,
+             static_cast<unsigned long>(remote_cluster), s);
+    return s;
+  }
+  const CacheRecord *rec = nullptr;
+  uint64_t index = 0;
+  s = find(*records, &rec, &index);
+  if (s != LLM_SUCCESS) return s;
+  std::vector<adxl::TransferOpDesc> ops;
+  SideView l{&local.cache_desc, &local.tensor_addrs, local.paged};
+  SideView r{&rec->desc, &rec->addrs, rec->paged};
+  s = local_is_dst ? build(r, l, index, &ops) : build(l, r, index, &ops);
+  if (s != LLM_SUCCESS) return s;
   // local_is_dst: READ (remote -> local); descriptors are (local, remote).
-  return Run(what, engine_name, op, ops);
+  s = ctx.engine->TransferSync(link->engine.c_str(), op, ops, ctx.timeout_ms);
+  if (s != adxl::SUCCESS) ADXL_ERROR("%s: transfer with %s failed: status %u", what, link->engine.c_str(), s);
+  return s;
 }
+
+}  // namespace
 
 // ---------------------------------------------------------------------------
 
@@ -451,8 +470,8 @@ CacheManager::~CacheManager() { Finalize(); }
 
 Status CacheManager::Initialize(uint64_t cluster_id, const std::string &local_engine,
                                 const std::map<adxl::AscendString, adxl::AscendString> &options) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  if (impl_->live) {
+  adxl::MutexLock lock(&impl_->mu);
+  if (impl_->live || impl_->stopping) {
     ADXL_ERROR("Initialize: already initialized");
     return LLM_FAILED;
   }
@@ -476,8 +495,8 @@ Status CacheManager::Initialize(uint64_t cluster_id, const std::string &local_en
 }
 
 Status CacheManager::Initialize(uint64_t cluster_id, adxl::AdxlEngine &engine, const std::string &local_engine) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  if (impl_->live) {
+  adxl::MutexLock lock(&impl_->mu);
+  if (impl_->live || impl_->stopping) {
     ADXL_ERROR("Initialize: already initialized");
     return LLM_FAILED;
   }
@@ -489,13 +508,10 @@ Status CacheManager::Initialize(uint64_t cluster_id, adxl::AdxlEngine &engine, c
   return s;
 }
 
-void CacheManager::Finalize() {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  impl_->Stop();
-}
+void CacheManager::Finalize() { impl_->Stop(); }
 
 Status CacheManager::SetSyncTimeout(int32_t timeout_ms) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  adxl::MutexLock lock(&impl_->mu);
   if (!impl_->live) return LLM_FAILED;
   if (timeout_ms <= 0) {
     ADXL_ERROR("SetSyncTimeout: timeout %d ms must be > 0", timeout_ms);
@@ -506,54 +522,126 @@ Status CacheManager::SetSyncTimeout(int32_t timeout_ms) {
 }
 
 uint64_t CacheManager::ClusterId() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  adxl::MutexLock lock(&impl_->mu);
   return impl_->cluster_id;
 }
 
 size_t CacheManager::RegisteredAddrCount() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  adxl::MutexLock lock(&impl_->mu);
   return impl_->addrs.size();
 }
 
 Status CacheManager::RegisterCache(const CacheDesc &desc, const std::vector<uintptr_t> &addrs,
                                    const std::vector<CacheKey> &cache_keys, std::optional<bool> remote_accessible,
                                    Cache &cache) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  if (!impl_->live) return LLM_FAILED;
+  adxl::MutexLock lock(&impl_->mu);
+  if (!impl_->live || impl_->stopping) return LLM_FAILED;
   return impl_->Register("RegisterCache", desc, addrs, cache_keys, std::nullopt, false, remote_accessible, cache);
 }
 
 Status CacheManager::RegisterBlocksCache(const CacheDesc &desc, const std::vector<uintptr_t> &addrs,
                                          const std::optional<BlocksCacheKey> &blocks_cache_key,
                                          std::optional<bool> remote_accessible, Cache &cache) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  if (!impl_->live) return LLM_FAILED;
+  adxl::MutexLock lock(&impl_->mu);
+  if (!impl_->live || impl_->stopping) return LLM_FAILED;
   return impl_->Register("RegisterBlocksCache", desc, addrs, {}, blocks_cache_key, true, remote_accessible, cache);
 }
 
 Status CacheManager::UnregisterCache(int64_t cache_id) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  if (!impl_->live) return LLM_FAILED;
-  auto it = impl_->caches.find(cache_id);
-  if (it == impl_->caches.end()) {
-    ADXL_ERROR("UnregisterCache: cache %ld is not registered", static_cast<long>(cache_id));
-    return LLM_KV_CACHE_NOT_EXIST;
+  OpContext ctx;
+  OpGuard guard(impl_.get());
+  std::vector<adxl::MemHandle> handles;
+  {
+    adxl::MutexLock lock(&impl_->mu);
+    Status s = impl_->BeginLocked(&ctx);
+    if (s != LLM_SUCCESS) return s;
+    guard.Activate();
+    auto it = impl_->caches.find(cache_id);
+    if (it == impl_->caches.end()) {
+      ADXL_ERROR("UnregisterCache: cache %ld is not registered", static_cast<long>(cache_id));
+      return LLM_KV_CACHE_NOT_EXIST;
+    }
+    const bool remote = it->second.cache.remote_accessible;
+    for (uintptr_t a : it->second.cache.tensor_addrs) impl_->addrs.erase(a);
+    handles = std::move(it->second.handles);
+    impl_->caches.erase(it);
+    // Unpublish first, so that a peer that re-reads never sees a gone region.
+    if (remote) impl_->PublishLocked();
   }
-  const bool remote = it->second.cache.remote_accessible;
-  for (uintptr_t a : it->second.cache.tensor_addrs) impl_->addrs.erase(a);
-  std::vector<adxl::MemHandle> handles = std::move(it->second.handles);
-  impl_->caches.erase(it);
-  // Unpublish first, so that a peer that re-reads never sees a gone region.
-  if (remote) impl_->PublishLocked();
-  for (adxl::MemHandle h : handles) impl_->engine->DeregisterMem(h);
+  // Deregistration waits for the peers' acknowledgements: outside the lock.
+  for (adxl::MemHandle h : handles) ctx.engine->DeregisterMem(h);
   return LLM_SUCCESS;
 }
+
+namespace {
+
+// Connect + metadata probe of one cluster, no lock of the manager held.
+Status LinkOne(const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms, std::shared_ptr<RemoteLink> *out) {
+  Status s = ctx.engine->Connect(c.remote_engine.c_str(), timeout_ms);
+  const bool connected_here = s == adxl::SUCCESS;
+  if (s == adxl::ALREADY_CONNECTED) s = LLM_SUCCESS;  // a shared engine's existing link
+  if (s != LLM_SUCCESS) {
+    ADXL_ERROR("LinkClusters: connecting to %s failed: status %u", c.remote_engine.c_str(), s);
+    return s;
+  }
+  auto rc = std::make_shared<RemoteLink>(c.remote_cluster_id, c.remote_engine);
+  s = ctx.engine->RegisterMem({reinterpret_cast<uintptr_t>(rc->scratch), kWindowSize}, adxl::MEM_HOST,
+                              rc->scratch_handle);
+  if (s != adxl::SUCCESS) {
+    ADXL_ERROR("LinkClusters: registering the metadata buffer failed (status %u)", s);
+    if (connected_here) ctx.engine->Disconnect(c.remote_engine.c_str(), timeout_ms);
+    return s;
+  }
+  OpContext probe = ctx;
+  probe.timeout_ms = timeout_ms;
+  s = LLM_FAILED;
+  {
+    adxl::MutexLock lock(&rc->mu);  // nobody else has it yet; ReadRemote wants it
+    for (int p = 0; p < kSlotProbes; ++p) {
+      rc->window = WindowAddress(c.remote_engine, p);
+      WindowHeader h{};
+      Status r = ReadRemote(probe, *rc, rc->window, kHeaderSize, reinterpret_cast<uint8_t *>(&h));
+      if (r == adxl::PARAM_INVALID) continue;  // not registered there: next probe
+      if (r != adxl::SUCCESS) {
+        s = r;
+        break;
+      }
+      if (!HeaderMatches(h, c.remote_engine)) continue;
+      if (h.cluster_id != c.remote_cluster_id) {
+        ADXL_ERROR("LinkClusters: %s is cluster %lu, not %lu", c.remote_engine.c_str(),
+                 static_cast<unsigned long>(h.cluster_id), static_cast<unsigned long>(c.remote_cluster_id));
+        s = LLM_PARAM_INVALID;
+        break;
+      }
+      s = RefreshLocked(probe, *rc);
+      break;
+    }
+  }
+  if (s == LLM_FAILED) ADXL_ERROR("LinkClusters: %s publishes no cache-layer metadata", c.remote_engine.c_str());
+  if (s == LLM_SUCCESS) {
+    ctx.engine->SendNotify(c.remote_engine.c_str(), {kLinkNotify, std::to_string(ctx.cluster_id).c_str()},
+                           timeout_ms);
+    *out = std::move(rc);
+    return s;
+  }
+  ctx.engine->DeregisterMem(rc->scratch_handle);
+  if (connected_here) ctx.engine->Disconnect(c.remote_engine.c_str(), timeout_ms);
+  return s;
+}
+
+}  // namespace
 
 Status CacheManager::LinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
                                   int32_t timeout_ms) {
   rets.assign(clusters.size(), LLM_FAILED);
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  if (!impl_->live) return LLM_FAILED;
+  OpContext ctx;
+  OpGuard guard(impl_.get());
+  {
+    adxl::MutexLock lock(&impl_->mu);
+    Status s = impl_->BeginLocked(&ctx);
+    if (s != LLM_SUCCESS) return s;
+    guard.Activate();
+  }
   if (timeout_ms <= 0) {
     ADXL_ERROR("LinkClusters: timeout %d ms must be > 0", timeout_ms);
     rets.assign(clusters.size(), LLM_PARAM_INVALID);
@@ -563,50 +651,25 @@ Status CacheManager::LinkClusters(const std::vector<ClusterInfo> &clusters, std:
   for (size_t i = 0; i < clusters.size(); ++i) {
     const ClusterInfo &c = clusters[i];
     Status s = LLM_SUCCESS;
-    if (c.remote_cluster_id == impl_->cluster_id) {
-      ADXL_ERROR("LinkClusters: cluster %lu is this process's own cluster", static_cast<unsigned long>(c.remote_cluster_id));
-      s = LLM_PARAM_INVALID;
-    } else if (impl_->links.count(c.remote_cluster_id) != 0) {
-      ADXL_ERROR("LinkClusters: cluster %lu is already linked", static_cast<unsigned long>(c.remote_cluster_id));
-      s = LLM_ALREADY_LINK;
-    } else {
-      s = impl_->engine->Connect(c.remote_engine.c_str(), timeout_ms);
-      const bool connected_here = s == adxl::SUCCESS;
-      if (s == adxl::ALREADY_CONNECTED) s = LLM_SUCCESS;  // a shared engine's existing link
-      if (s != LLM_SUCCESS) {
-        ADXL_ERROR("LinkClusters: connecting to %s failed: status %u", c.remote_engine.c_str(), s);
+    {
+      adxl::MutexLock lock(&impl_->mu);
+      if (c.remote_cluster_id == impl_->cluster_id) {
+        ADXL_ERROR("LinkClusters: cluster %lu is this process's own cluster",
+                 static_cast<unsigned long>(c.remote_cluster_id));
+        s = LLM_PARAM_INVALID;
+      } else if (impl_->links.count(c.remote_cluster_id) != 0 || impl_->linking.count(c.remote_cluster_id) != 0) {
+        ADXL_ERROR("LinkClusters: cluster %lu is already linked", static_cast<unsigned long>(c.remote_cluster_id));
+        s = LLM_ALREADY_LINK;
       } else {
-        RemoteCluster rc;
-        rc.engine = c.remote_engine;
-        s = LLM_FAILED;
-        for (int p = 0; p < kSlotProbes; ++p) {
-          rc.window = WindowAddress(c.remote_engine, p);
-          WindowHeader h{};
-          Status r = impl_->ReadRemote(c.remote_engine, rc.window, kHeaderSize, reinterpret_cast<uint8_t *>(&h));
-          if (r == adxl::PARAM_INVALID) continue;  // not registered there: next probe
-          if (r != adxl::SUCCESS) {
-            s = r;
-            break;
-          }
-          if (!HeaderMatches(h, c.remote_engine)) continue;
-          if (h.cluster_id != c.remote_cluster_id) {
-            ADXL_ERROR("LinkClusters: %s is cluster %lu, not %lu", c.remote_engine.c_str(),
-                     static_cast<unsigned long>(h.cluster_id), static_cast<unsigned long>(c.remote_cluster_id));
-            s = LLM_PARAM_INVALID;
-            break;
-          }
-          s = impl_->Refresh(c.remote_cluster_id, rc);
-          break;
-        }
-        if (s == LLM_FAILED) ADXL_ERROR("LinkClusters: %s publishes no cache-layer metadata", c.remote_engine.c_str());
-        if (s == LLM_SUCCESS) {
-          impl_->engine->SendNotify(c.remote_engine.c_str(),
-                                    {kLinkNotify, std::to_string(impl_->cluster_id).c_str()}, timeout_ms);
-          impl_->links.emplace(c.remote_cluster_id, std::move(rc));
-        } else if (connected_here) {
-          impl_->engine->Disconnect(c.remote_engine.c_str(), timeout_ms);
-        }
+        impl_->linking.insert(c.remote_cluster_id);  // reserved while we connect without the lock
       }
+    }
+    if (s == LLM_SUCCESS) {
+      std::shared_ptr<RemoteLink> rc;
+      s = LinkOne(ctx, c, timeout_ms, &rc);
+      adxl::MutexLock lock(&impl_->mu);
+      impl_->linking.erase(c.remote_cluster_id);
+      if (s == LLM_SUCCESS) impl_->links.emplace(c.remote_cluster_id, std::move(rc));
     }
     rets[i] = s;
     if (first == LLM_SUCCESS) first = s;
@@ -617,8 +680,14 @@ Status CacheManager::LinkClusters(const std::vector<ClusterInfo> &clusters, std:
 Status CacheManager::UnlinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
                                     int32_t timeout_ms) {
   rets.assign(clusters.size(), LLM_FAILED);
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  if (!impl_->live) return LLM_FAILED;
+  OpContext ctx;
+  OpGuard guard(impl_.get());
+  {
+    adxl::MutexLock lock(&impl_->mu);
+    Status s = impl_->BeginLocked(&ctx);
+    if (s != LLM_SUCCESS) return s;
+    guard.Activate();
+  }
   if (timeout_ms <= 0) {
     ADXL_ERROR("UnlinkClusters: timeout %d ms must be > 0", timeout_ms);
     rets.assign(clusters.size(), LLM_PARAM_INVALID);
@@ -626,18 +695,27 @@ Status CacheManager::UnlinkClusters(const std::vector<ClusterInfo> &clusters, st
   }
   Status first = LLM_SUCCESS;
   for (size_t i = 0; i < clusters.size(); ++i) {
-    auto it = impl_->links.find(clusters[i].remote_cluster_id);
+    std::shared_ptr<RemoteLink> link;
+    {
+      adxl::MutexLock lock(&impl_->mu);
+      auto it = impl_->links.find(clusters[i].remote_cluster_id);
+      if (it != impl_->links.end()) {
+        link = std::move(it->second);
+        impl_->links.erase(it);  // new transfers see LLM_NOT_YET_LINK from here on
+      }
+    }
     Status s = LLM_SUCCESS;
-    if (it == impl_->links.end()) {
-      ADXL_ERROR("UnlinkClusters: cluster %lu is not linked", static_cast<unsigned long>(clusters[i].remote_cluster_id));
+    if (!link) {
+      ADXL_ERROR("UnlinkClusters: cluster %lu is not linked",
+               static_cast<unsigned long>(clusters[i].remote_cluster_id));
       s = LLM_NOT_YET_LINK;
     } else {
-      const std::string name = it->second.engine;
-      impl_->engine->SendNotify(name.c_str(), {kUnlinkNotify, std::to_string(impl_->cluster_id).c_str()},
-                                timeout_ms);
-      Status d = impl_->engine->Disconnect(name.c_str(), timeout_ms);
+      ctx.engine->SendNotify(link->engine.c_str(), {kUnlinkNotify, std::to_string(ctx.cluster_id).c_str()},
+                             timeout_ms);
+      Status d = ctx.engine->Disconnect(link->engine.c_str(), timeout_ms);
       if (d != adxl::SUCCESS && d != adxl::NOT_CONNECTED) s = d;
-      impl_->links.erase(it);
+      adxl::MutexLock lock(&link->mu);  // a metadata read in flight on this link ends first
+      ctx.engine->DeregisterMem(link->scratch_handle);
     }
     rets[i] = s;
     if (first == LLM_SUCCESS) first = s;
@@ -831,28 +909,28 @@ auto FromBlocks(const char *what, const LayerRangeArgs &layers, std::vector<uint
 Status CacheManager::PullCache(const CacheKey &key, const Cache &dst, uint32_t batch_index, int64_t size,
                                const LayerRangeArgs &layers) {
   const char *what = "PullCache";
-  return impl_->Plan(what, key.cluster_id, dst, true, FindByKey(what, key),
+  return PlanAndRun(impl_.get(), what, key.cluster_id, dst, true, FindByKey(what, key),
                      CacheToCache(what, layers, batch_index, size, true), adxl::READ);
 }
 
 Status CacheManager::PullCache(const CacheKeyByIdAndIndex &key, const Cache &dst, uint32_t batch_index, int64_t size,
                                const LayerRangeArgs &layers) {
   const char *what = "PullCache";
-  return impl_->Plan(what, key.cluster_id, dst, true, FindById(what, key),
+  return PlanAndRun(impl_.get(), what, key.cluster_id, dst, true, FindById(what, key),
                      CacheToCache(what, layers, batch_index, size, true), adxl::READ);
 }
 
 Status CacheManager::PullBlocks(const BlocksCacheKey &key, const Cache &dst, const std::vector<uint64_t> &src_blocks,
                                 const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers) {
   const char *what = "PullBlocks";
-  return impl_->Plan(what, key.cluster_id, dst, true, FindBlocks(what, key),
+  return PlanAndRun(impl_.get(), what, key.cluster_id, dst, true, FindBlocks(what, key),
                      ToBlocks(what, layers, src_blocks, dst_blocks, true), adxl::READ);
 }
 
 Status CacheManager::PullBlocks(const CacheKey &key, const Cache &dst, const std::vector<uint64_t> &src_blocks,
                                 const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers) {
   const char *what = "PullBlocks";
-  return impl_->Plan(what, key.cluster_id, dst, true, FindByKey(what, key),
+  return PlanAndRun(impl_.get(), what, key.cluster_id, dst, true, FindByKey(what, key),
                      ToBlocks(what, layers, src_blocks, dst_blocks, true), adxl::READ);
 }
 
@@ -860,27 +938,27 @@ Status CacheManager::PullBlocks(const CacheKeyByIdAndIndex &key, const Cache &ds
                                 const std::vector<uint64_t> &src_blocks, const std::vector<uint64_t> &dst_blocks,
                                 const LayerRangeArgs &layers) {
   const char *what = "PullBlocks";
-  return impl_->Plan(what, key.cluster_id, dst, true, FindById(what, key),
+  return PlanAndRun(impl_.get(), what, key.cluster_id, dst, true, FindById(what, key),
                      ToBlocks(what, layers, src_blocks, dst_blocks, true), adxl::READ);
 }
 
 Status CacheManager::PushCache(const CacheKeyByIdAndIndex &key, const Cache &src, uint32_t src_batch_index,
                                int64_t size, const LayerRangeArgs &layers) {
   const char *what = "PushCache";
-  return impl_->Plan(what, key.cluster_id, src, false, FindById(what, key),
+  return PlanAndRun(impl_.get(), what, key.cluster_id, src, false, FindById(what, key),
                      CacheToCache(what, layers, src_batch_index, size, false), adxl::WRITE);
 }
 
 Status CacheManager::PushBlocks(const BlocksCacheKey &key, const Cache &src, const std::vector<uint64_t> &src_blocks,
                                 const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers) {
   const char *what = "PushBlocks";
-  return impl_->Plan(what, key.cluster_id, src, false, FindBlocks(what, key),
+  return PlanAndRun(impl_.get(), what, key.cluster_id, src, false, FindBlocks(what, key),
                      FromBlocks(what, layers, src_blocks, dst_blocks), adxl::WRITE);
 }
 
 Status CacheManager::GetNotifies(std::vector<adxl::NotifyDesc> &notifies) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  if (!impl_->live) return LLM_FAILED;
+  adxl::MutexLock lock(&impl_->mu);
+  if (!impl_->live || impl_->stopping) return LLM_FAILED;
   impl_->DrainNotifies();
   for (auto &n : impl_->kept) notifies.push_back(std::move(n));
   impl_->kept.clear();

@@ -1,0 +1,177 @@
+// CacheManager's state (include/llm_datadist/cache_manager.h), shared by
+// cache_manager.cc (registration, links, pull / push) and layerwise.cc
+// (TransferCacheAsync and its tasks).
+//
+// Locks, and what each guards (every one annotated; scripts/thread_safety.sh):
+//  - Impl::mu: the manager's tables (lifecycle flags, caches, addresses,
+//    links map, incoming links, kept notifies, task threads, the metadata
+//    window's contents).  Held only for table work and calls into the local
+//    engine that do not wait for a peer (RegisterMem, GetNotifies); never
+//    across a TransferSync, Connect, Disconnect, SendNotify, DeregisterMem or
+//    a metadata read.  An operation that does network I/O takes what it
+//    needs under mu (a copy of the local cache, the link's shared_ptr, the
+//    engine pointer) and counts itself in `busy`, so that Finalize waits for
+//    it before tearing the engine down.
+//  - RemoteLink::mu (one per link): that link's metadata cache and its
+//    registered landing buffer.  Held across the link's metadata reads (so a
+//    second caller on the same link waits for the read it would have made
+//    anyway), never with Impl::mu, never with another link's lock.  Callers on
+//    different links share no lock held across I/O.
+//  - CacheTask::State::mu (one per task): the task's progress and results.
+//    May be taken under Impl::mu (Finalize's cancel marks), never the other
+//    way round; never held across I/O or a synchronizer call.
+// Order: Impl::mu -> CacheTask::State::mu.  RemoteLink::mu is a leaf taken
+// without any other.
+#ifndef LLM_DATADIST_SRC_CACHE_MANAGER_IMPL_H_
+#define LLM_DATADIST_SRC_CACHE_MANAGER_IMPL_H_
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "adxl/adxl_engine.h"
+#include "common/thread_annotations.h"
+#include "llm_datadist/cache_manager.h"
+#include "llm_datadist/cache_task.h"
+#include "metadata.h"
+
+namespace llm_datadist {
+
+struct LocalCache {
+  Cache cache;
+  std::vector<adxl::MemHandle> handles;
+  std::vector<CacheKey> keys;
+  std::optional<BlocksCacheKey> blocks_key;
+};
+
+// One outgoing link: the remote engine and what we last read of its
+// metadata window.  Shared by the links map and every operation in flight on
+// it (so Unlink never pulls it from under one).
+struct RemoteLink {
+  RemoteLink(uint64_t c, std::string e) : cluster(c), engine(std::move(e)), scratch(new uint8_t[kWindowSize]) {}
+  ~RemoteLink() { delete[] scratch; }
+  RemoteLink(const RemoteLink &) = delete;
+  RemoteLink &operator=(const RemoteLink &) = delete;
+  const uint64_t cluster;
+  const std::string engine;
+  // Set by LinkClusters before the link is in the links map, constant after.
+  uintptr_t window = 0;
+  adxl::MemHandle scratch_handle = nullptr;
+
+  adxl::Mutex mu;
+  // Local landing zone of metadata reads (registered with the engine).
+  uint8_t *const scratch ADXL_PT_GUARDED_BY(mu);
+  uint64_t seq ADXL_GUARDED_BY(mu) = 1;  // odd: nothing read yet
+  std::shared_ptr<const std::vector<CacheRecord>> records ADXL_GUARDED_BY(mu);
+};
+
+// The shared state of one layer-wise push (cache_task.h).
+struct CacheTask::State {
+  enum Phase : uint8_t { kNotStarted, kStarted, kComplete, kFailed };
+  explicit State(size_t targets) : results(targets), phase(targets, kNotStarted) {}
+
+  adxl::Mutex mu;
+  adxl::CondVar cv;  // done, pushing
+  bool done ADXL_GUARDED_BY(mu) = false;       // the result is reported: final
+  bool cancelled ADXL_GUARDED_BY(mu) = false;  // the worker pushes nothing more
+  bool pushing ADXL_GUARDED_BY(mu) = false;    // a TransferSync of this task is in flight
+  bool exited ADXL_GUARDED_BY(mu) = false;     // the worker thread has returned (joinable at once)
+  uint32_t synced ADXL_GUARDED_BY(mu) = 0;
+  Status status ADXL_GUARDED_BY(mu) = LLM_SUCCESS;
+  std::vector<std::optional<Status>> results ADXL_GUARDED_BY(mu);
+  std::vector<Phase> phase ADXL_GUARDED_BY(mu);
+
+  // Ends the task with `why` for every started, unfinished target (and its
+  // first failure as the status); wakes the waiters.  Waits for a transfer
+  // in flight first, so nothing lands after the task reported.
+  void EndLocked(Status why) ADXL_REQUIRES(mu);
+};
+
+struct TaskWorker {
+  std::thread thread;
+  std::shared_ptr<CacheTask::State> state;
+};
+
+// What an operation doing I/O outside Impl::mu takes with it.
+struct OpContext {
+  adxl::AdxlEngine *engine = nullptr;
+  int32_t timeout_ms = 1000;
+  uint64_t cluster_id = 0;
+};
+
+class CacheManager::Impl {
+ public:
+  mutable adxl::Mutex mu;
+  adxl::CondVar idle;  // busy dropped to 0
+
+  bool live ADXL_GUARDED_BY(mu) = false;
+  bool stopping ADXL_GUARDED_BY(mu) = false;  // Finalize in progress: new operations fail
+  int busy ADXL_GUARDED_BY(mu) = 0;           // operations doing I/O outside mu
+  uint64_t cluster_id ADXL_GUARDED_BY(mu) = 0;
+  std::string local_name ADXL_GUARDED_BY(mu);
+  std::unique_ptr<adxl::AdxlEngine> owned ADXL_GUARDED_BY(mu);
+  adxl::AdxlEngine *engine ADXL_GUARDED_BY(mu) = nullptr;
+  int32_t timeout_ms ADXL_GUARDED_BY(mu) = 1000;
+  std::unique_ptr<MetadataWindow> window ADXL_GUARDED_BY(mu);
+  adxl::MemHandle window_handle ADXL_GUARDED_BY(mu) = nullptr;
+  std::map<int64_t, LocalCache> caches ADXL_GUARDED_BY(mu);
+  int64_t next_id ADXL_GUARDED_BY(mu) = 1;
+  std::set<uintptr_t> addrs ADXL_GUARDED_BY(mu);
+  std::map<uint64_t, std::shared_ptr<RemoteLink>> links ADXL_GUARDED_BY(mu);
+  std::set<uint64_t> linking ADXL_GUARDED_BY(mu);  // a LinkClusters / UnlinkClusters is under way
+  std::set<uint64_t> incoming ADXL_GUARDED_BY(mu);
+  std::vector<adxl::NotifyDesc> kept ADXL_GUARDED_BY(mu);
+  std::vector<TaskWorker> workers ADXL_GUARDED_BY(mu);
+
+  // Starts an operation that will do I/O outside mu: LLM_FAILED when not
+  // live (or finalizing); else counts it in busy and fills *ctx.
+  Status BeginLocked(OpContext *ctx) ADXL_REQUIRES(mu);
+  void EndOp() ADXL_EXCLUDES(mu);
+
+  Status Start(const char *what) ADXL_REQUIRES(mu);
+  void Stop() ADXL_EXCLUDES(mu);
+  void DrainNotifies() ADXL_REQUIRES(mu);
+  Status PublishLocked() ADXL_REQUIRES(mu);
+  Status Register(const char *what, const CacheDesc &desc, const std::vector<uintptr_t> &addrs_in,
+                  const std::vector<CacheKey> &keys, const std::optional<BlocksCacheKey> &bkey, bool paged,
+                  std::optional<bool> remote_accessible, Cache &cache) ADXL_REQUIRES(mu);
+  // The local cache `c` (a copy) and the link to `remote_cluster`, checked
+  // as every transfer checks them.
+  Status LocalAndLink(const char *what, const Cache &c, uint64_t remote_cluster, Cache *local,
+                      std::shared_ptr<RemoteLink> *link) ADXL_REQUIRES(mu);
+  void ReapWorkersLocked() ADXL_REQUIRES(mu);
+};
+
+// Brings link's cached metadata up to date (reads the header, the payload
+// when the sequence moved) and returns the current records.  Takes link.mu;
+// network I/O.
+Status RefreshLink(const OpContext &ctx, RemoteLink &link, std::shared_ptr<const std::vector<CacheRecord>> *records)
+    ADXL_EXCLUDES(link.mu);
+
+// Scoped operation: EndOp at destruction when Begin succeeded.
+class OpGuard {
+ public:
+  explicit OpGuard(CacheManager::Impl *impl) : impl_(impl) {}
+  ~OpGuard() {
+    if (active_) impl_->EndOp();
+  }
+  OpGuard(const OpGuard &) = delete;
+  OpGuard &operator=(const OpGuard &) = delete;
+  void Activate() { active_ = true; }
+
+ private:
+  CacheManager::Impl *impl_;
+  bool active_ = false;
+};
+
+// Helpers shared by cache_manager.cc and layerwise.cc.
+uint64_t EntryBytes(const CacheDesc &d);
+void AddOp(std::vector<adxl::TransferOpDesc> *ops, uintptr_t local, uintptr_t remote, size_t len);
+
+}  // namespace llm_datadist
+
+#endif  // LLM_DATADIST_SRC_CACHE_MANAGER_IMPL_H_
