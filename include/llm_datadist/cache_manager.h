@@ -137,6 +137,17 @@ class CacheManager {
   Status TransferCacheAsync(const Cache &src, std::shared_ptr<LayerSynchronizer> synchronizer,
                             const std::vector<TransferTarget> &targets, const std::vector<uint64_t> &src_blocks,
                             const std::vector<uint64_t> &dst_blocks, uint64_t dst_block_bytes, CacheTask &task);
+  // ---- Python-surface additions (issue 14, items 1 and 3) ----
+  // Withdraws `key` (registered by this cluster with RegisterCache): peers can
+  // no longer pull its batch entry by key (the entry stays addressable by
+  // CacheKeyByIdAndIndex).  LLM_KV_CACHE_NOT_EXIST when no cache holds it.
+  Status RemoveCacheKey(const CacheKey &key);
+  // LLM_SUCCESS when an outgoing link to remote_cluster_id exists and the
+  // engine reports it healthy; LLM_NOT_YET_LINK when there is none;
+  // LLM_FAILED when the link failed (a transfer timed out or the peer died):
+  // unlink and link again.
+  Status CheckLinkStatus(uint64_t remote_cluster_id);
+  // ---- end of Python-surface additions ----
 
   // Notifies of the engine other than the cache layer's own (see above).
   Status GetNotifies(std::vector<adxl::NotifyDesc> &notifies);

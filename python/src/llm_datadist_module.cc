@@ -5,6 +5,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
+#include <tuple>
+
 #include "llm_datadist/cache_manager.h"
 
 namespace py = pybind11;
@@ -180,4 +183,43 @@ PYBIND11_MODULE(_native, m) {
         return cm.PushBlocks(k, c, sb, db, Layers(s, d, t));
       });
   llm_datadist::python::RegisterLayerwise(m);
+
+  // ---- Python-surface additions (issue 14, items 1 and 3) ----
+  // remove_cache_key / check_link_status (CacheManager), and the host memory
+  // pool's backing store: AdxlEngine::MallocMem / FreeMem (MEM_HOST), so that
+  // same-node peers get the direct path for allocated caches.
+  py::class_<CacheManager> cm_more = py::reinterpret_borrow<py::class_<CacheManager>>(m.attr("CacheManager"));
+  cm_more
+      .def("remove_cache_key",
+           [](CacheManager &cm, const CacheKey &k) {
+             py::gil_scoped_release nogil;
+             return cm.RemoveCacheKey(k);
+           })
+      .def("check_link_status", [](CacheManager &cm, uint64_t cluster) {
+        py::gil_scoped_release nogil;
+        return cm.CheckLinkStatus(cluster);
+      });
+  m.def("malloc_host", [](size_t size) {
+    void *p = nullptr;
+    Status s;
+    {
+      py::gil_scoped_release nogil;
+      s = adxl::AdxlEngine::MallocMem(adxl::MEM_HOST, size, &p);
+    }
+    return py::make_tuple(s, reinterpret_cast<uintptr_t>(p));
+  });
+  m.def("free_host", [](uintptr_t p) {
+    py::gil_scoped_release nogil;
+    return adxl::AdxlEngine::FreeMem(reinterpret_cast<void *>(p));
+  });
+  // Local copies between registered host tensors (copy_cache, copy_blocks):
+  // (dst, src, len) triples, GIL released.
+  m.def("copy_host", [](const std::vector<std::tuple<uintptr_t, uintptr_t, size_t>> &ops) {
+    py::gil_scoped_release nogil;
+    for (const auto &op : ops) {
+      std::memmove(reinterpret_cast<void *>(std::get<0>(op)), reinterpret_cast<const void *>(std::get<1>(op)),
+                   std::get<2>(op));
+    }
+  });
+  // ---- end of Python-surface additions ----
 }

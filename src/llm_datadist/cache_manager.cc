@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "adxl/adxl_ext.h"
 #include "cache_manager_impl.h"
 #include "common/log.h"
 #include "metadata.h"
@@ -964,5 +965,64 @@ Status CacheManager::GetNotifies(std::vector<adxl::NotifyDesc> &notifies) {
   impl_->kept.clear();
   return LLM_SUCCESS;
 }
+
+// ---- Python-surface additions (issue 14, items 1 and 3): RemoveCacheKey, CheckLinkStatus ----
+// Neither does network I/O: RemoveCacheKey rewrites the local metadata
+// window, CheckLinkStatus asks the engine about a link it already has.
+
+Status CacheManager::RemoveCacheKey(const CacheKey &key) {
+  adxl::MutexLock lock(&impl_->mu);
+  if (!impl_->live) return LLM_FAILED;
+  for (auto &entry : impl_->caches) {
+    LocalCache &lc = entry.second;
+    for (CacheKey &k : lc.keys) {
+      if (!SameKey(k, key)) continue;
+      // The slot stays (keys[i] names batch entry i) and names nothing: a
+      // key no caller can form (the Python layer refuses req_id and
+      // prefix_id both 2**64-1).
+      k.req_id = UINT64_MAX;
+      k.model_id = UINT64_MAX;
+      k.prefix_id = UINT64_MAX;
+      if (lc.cache.remote_accessible) impl_->PublishLocked();
+      return LLM_SUCCESS;
+    }
+  }
+  ADXL_ERROR("RemoveCacheKey: %s is not registered", KeyText(key).c_str());
+  return LLM_KV_CACHE_NOT_EXIST;
+}
+
+Status CacheManager::CheckLinkStatus(uint64_t remote_cluster_id) {
+  // GetLinkInfo only reads the engine's link table (no network I/O); it
+  // runs outside mu all the same, as every call into the engine does.
+  OpContext ctx;
+  OpGuard guard(impl_.get());  // Finalize waits for us before the engine goes
+  std::string name;
+  {
+    adxl::MutexLock lock(&impl_->mu);
+    auto it = impl_->links.find(remote_cluster_id);
+    if (impl_->live && it == impl_->links.end()) {
+      ADXL_ERROR("CheckLinkStatus: cluster %lu is not linked", static_cast<unsigned long>(remote_cluster_id));
+      return LLM_NOT_YET_LINK;
+    }
+    if (impl_->BeginLocked(&ctx) != LLM_SUCCESS) return LLM_FAILED;
+    guard.Activate();
+    name = it->second->engine;
+  }
+  adxl::ext::LinkInfo info;
+  const Status s = adxl::ext::GetLinkInfo(*ctx.engine, name.c_str(), info);
+  if (s == adxl::NOT_CONNECTED) {
+    ADXL_ERROR("CheckLinkStatus: the engine has no link to cluster %lu (%s)",
+               static_cast<unsigned long>(remote_cluster_id), name.c_str());
+    return LLM_NOT_YET_LINK;
+  }
+  if (s != adxl::SUCCESS) return s;
+  if (info.failed) {
+    ADXL_ERROR("CheckLinkStatus: the link to cluster %lu (%s) failed; unlink and link again",
+               static_cast<unsigned long>(remote_cluster_id), name.c_str());
+    return LLM_FAILED;
+  }
+  return LLM_SUCCESS;
+}
+// ---- end of Python-surface additions ----
 
 }  // namespace llm_datadist
