@@ -32,6 +32,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <signal.h>
 #include <unistd.h>
 #include <vector>
 
@@ -372,10 +373,23 @@ int RkeyUnpack(adxl_plugin_ep_t *ep, const void *packed, size_t len, adxl_plugin
 void PostHccs(adxl_plugin_ep_t *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, adxl_plugin_batch_t *batch) {
   std::vector<CmaLane::Op> ops;
   ops.reserve(count);
+  bool mapped = false;
   for (size_t i = 0; i < count; ++i) {
     const adxl_plugin_iov_t &v = iov[i];
     void *local = reinterpret_cast<void *>(static_cast<uintptr_t>(v.local_addr));
     if (MappedLane::Contains(v.remote->mapped, v.remote_addr, v.length)) {
+      if (!mapped) {
+        // The mapping outlives its owner: a batch to a peer that is gone
+        // fails, as on cma (whose system call says ESRCH).  One kill(pid, 0)
+        // per batch.
+        mapped = true;
+        if (kill(ep->cma_ep->pid, 0) != 0 && errno == ESRCH) {
+          ep->ctx->Log(ADXL_PLUGIN_LOG_ERROR, "mapped %s batch: the peer process is gone", put ? "put" : "get");
+          ep->failed.store(ADXL_PLUGIN_ERR_IO);
+          batch->status.store(ADXL_PLUGIN_ERR_IO);
+          return;
+        }
+      }
       MappedLane::Copy(put, v.remote->mapped, local, v.remote_addr, v.length);
       continue;
     }
