@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -84,6 +85,7 @@ bool CmaLane::Open(unsigned threads, std::string *why) {
   rkey_size_ = md_attr.rkey_packed_size;
   if (!OpenInterface(why)) return false;
   if (const char *v = getenv("ADXL_UCX_CMA_SPLIT_BYTES")) split_min_bytes_ = strtoull(v, nullptr, 0);
+  if (const char *v = getenv("ADXL_UCX_CMA_SPIN_US")) spin_us_ = static_cast<unsigned>(strtoul(v, nullptr, 0));
   for (unsigned i = 1; i < threads; ++i) {
     threads_.push_back(std::make_unique<CopyThread>());
     CopyThread *t = threads_.back().get();
@@ -248,6 +250,18 @@ int Move(bool put, pid_t pid, struct iovec *l, size_t nl, struct iovec *r, size_
   return 0;
 }
 
+// Spins while busy() holds, for at most `us` microseconds.
+template <typename Busy>
+void SpinWhile(unsigned us, Busy busy) {
+  if (us == 0 || !busy()) return;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+  while (busy() && std::chrono::steady_clock::now() < until) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+}
+
 ucs_status_t FromErrno(int e) {
   switch (e) {
     case 0:
@@ -356,16 +370,19 @@ ucs_status_t CmaLane::Copy(bool put, Peer *peer, const Op *ops, size_t count, in
     {
       adxl::MutexLock l(&done.mu);
       ++done.pending;
+      done.left.fetch_add(1, std::memory_order_relaxed);
     }
     {
       adxl::MutexLock l(&t->mu);
       t->jobs.push_back(Job{put, peer->pid, ops, count, first, offset, bytes, &done});
+      t->queued.store(t->jobs.size(), std::memory_order_release);
     }
     t->cv.NotifyOne();
   }
   const int mine = CopyPart(put, peer->pid, ops, count, first0, off0, bytes0);
   // Every part must end before the caller may reuse the buffers.
   int theirs;
+  SpinWhile(spin_us_, [&] { return done.left.load(std::memory_order_acquire) != 0; });
   {
     adxl::MutexLock l(&done.mu);
     done.cv.Wait(&done.mu, [&]() ADXL_REQUIRES(done.mu) { return done.pending == 0; });
@@ -379,16 +396,19 @@ ucs_status_t CmaLane::Copy(bool put, Peer *peer, const Op *ops, size_t count, in
 void CmaLane::RunCopyThread(CopyThread *t) {
   while (true) {
     Job job{};
+    SpinWhile(spin_us_, [t] { return t->queued.load(std::memory_order_acquire) == 0; });
     {
       adxl::MutexLock l(&t->mu);
       t->cv.Wait(&t->mu, [t]() ADXL_REQUIRES(t->mu) { return t->stop || !t->jobs.empty(); });
       if (t->jobs.empty()) return;  // stop, and nothing left to run
       job = t->jobs.front();
       t->jobs.pop_front();
+      t->queued.store(t->jobs.size(), std::memory_order_release);
     }
     const int e = CopyPart(job.put, job.pid, job.ops, job.count, job.first, job.offset, job.bytes);
     adxl::MutexLock l(&job.done->mu);
     if (e != 0 && job.done->err == 0) job.done->err = e;
+    job.done->left.fetch_sub(1, std::memory_order_release);
     if (--job.done->pending == 0) job.done->cv.NotifyOne();
   }
 }

@@ -41,6 +41,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -112,6 +113,9 @@ class CmaLane {
   // Bytes one system call carries at most (the kernel caps one call at
   // MAX_RW_COUNT, just under 2 GiB).
   static constexpr size_t kMaxCallBytes = 1u << 30;
+  // How long a waiting thread spins before it sleeps (a futex wake-up cost
+  // tens of microseconds on the 2-core VM); ADXL_UCX_CMA_SPIN_US overrides.
+  static constexpr unsigned kSpinUs = 20;
 
   // One part of a batch: `bytes` bytes from byte `offset` of ops[first].
   // Copied with as few system calls as the iovec limits allow; 0 or errno.
@@ -124,6 +128,9 @@ class CmaLane {
     adxl::CondVar cv;
     size_t pending ADXL_GUARDED_BY(mu) = 0;
     int err ADXL_GUARDED_BY(mu) = 0;
+    // pending, readable without mu: the caller spins on it a little before
+    // it sleeps (then takes mu once, so that the last part has let go of it).
+    std::atomic<size_t> left{0};
   };
   struct Job {
     bool put;
@@ -141,6 +148,9 @@ class CmaLane {
     adxl::CondVar cv;
     std::deque<Job> jobs ADXL_GUARDED_BY(mu);
     bool stop ADXL_GUARDED_BY(mu) = false;
+    // jobs.size(), readable without mu: the thread spins on it a little
+    // after a job (the engine posts the next slice of a batch right away).
+    std::atomic<size_t> queued{0};
     std::thread thread;
   };
 
@@ -159,6 +169,7 @@ class CmaLane {
   bool need_reg_ = false;
   size_t rkey_size_ = 0;
   size_t split_min_bytes_ = kSplitMinBytes;
+  unsigned spin_us_ = kSpinUs;
   std::string address_;
 };
 
