@@ -329,28 +329,44 @@ int CmaLane::CopyPart(bool put, pid_t pid, const Op *ops, size_t count, size_t f
   return call > 0 ? Move(put, pid, l, nl, r, nr, call) : 0;
 }
 
+void CmaLane::RunChunks(Split *s) {
+  for (size_t i = s->next.fetch_add(1); i < s->chunks.size(); i = s->next.fetch_add(1)) {
+    if (s->err.load(std::memory_order_relaxed) != 0) return;  // failed: stop early
+    const Chunk &c = s->chunks[i];
+    if (int e = CopyPart(s->put, s->pid, s->ops, s->count, c.first, c.offset, c.bytes)) {
+      int none = 0;
+      s->err.compare_exchange_strong(none, e);
+    }
+  }
+}
+
 ucs_status_t CmaLane::Copy(bool put, Peer *peer, const Op *ops, size_t count, int *err_no) {
   size_t total = 0;
   for (size_t i = 0; i < count; ++i) total += ops[i].len;
-  const size_t parts = (threads_.empty() || total < split_min_bytes_) ? 1 : threads_.size() + 1;
-  if (parts == 1) {
+  if (threads_.empty() || total < split_min_bytes_) {
     // The shortest path: the caller's thread, one system call per IOV_MAX
     // iovecs, no lock, no allocation.
     const int e = CopyPart(put, peer->pid, ops, count, 0, 0, total);
     if (err_no != nullptr) *err_no = e;
     return FromErrno(e);
   }
-  // Cut the batch into `parts` parts of about total / parts bytes each;
-  // parts 1.. go to the copy threads, part 0 is copied here.
-  const size_t share = (total + parts - 1) / parts;
-  Completion done;
-  size_t i = 0, off = 0;  // where the next part starts
-  size_t first0 = 0, off0 = 0, bytes0 = 0;
-  for (size_t p = 0; p < parts; ++p) {
-    const size_t first = i, offset = off;
-    size_t want = std::min(share, total - std::min(total, p * share));
-    const size_t bytes = want;
-    while (want > 0 && i < count) {  // skip `want` bytes to find the next part's start
+  // Chunks of about total / (kChunksPerThread * threads) bytes, at least
+  // kMinChunkBytes, an operation split where a boundary falls inside it.
+  const size_t threads = threads_.size() + 1;
+  const size_t n_chunks = std::max<size_t>(
+      1, std::min(kChunksPerThread * threads, total / std::max<size_t>(kMinChunkBytes, 1)));
+  const size_t share = (total + n_chunks - 1) / n_chunks;
+  Split s;
+  s.put = put;
+  s.pid = peer->pid;
+  s.ops = ops;
+  s.count = count;
+  s.chunks.reserve(n_chunks);
+  size_t i = 0, off = 0, at = 0;
+  while (at < total) {
+    const Chunk c{i, off, std::min(share, total - at)};
+    size_t want = c.bytes;
+    while (want > 0 && i < count) {
       const size_t n = std::min(ops[i].len - off, want);
       want -= n;
       off += n;
@@ -359,56 +375,62 @@ ucs_status_t CmaLane::Copy(bool put, Peer *peer, const Op *ops, size_t count, in
         off = 0;
       }
     }
-    if (p == 0) {
-      first0 = first;
-      off0 = offset;
-      bytes0 = bytes;
-      continue;
-    }
-    if (bytes == 0) continue;
-    CopyThread *t = threads_[p - 1].get();
-    {
-      adxl::MutexLock l(&done.mu);
-      ++done.pending;
-      done.left.fetch_add(1, std::memory_order_relaxed);
-    }
+    at += c.bytes;
+    s.chunks.push_back(c);
+  }
+  // As many helpers as there are chunks beyond the caller's first.
+  const size_t helpers = std::min(threads_.size(), s.chunks.size() - 1);
+  for (size_t h = 0; h < helpers; ++h) {
+    CopyThread *t = threads_[h].get();
     {
       adxl::MutexLock l(&t->mu);
-      t->jobs.push_back(Job{put, peer->pid, ops, count, first, offset, bytes, &done});
+      t->jobs.push_back(&s);
       t->queued.store(t->jobs.size(), std::memory_order_release);
     }
     t->cv.NotifyOne();
   }
-  const int mine = CopyPart(put, peer->pid, ops, count, first0, off0, bytes0);
-  // Every part must end before the caller may reuse the buffers.
-  int theirs;
-  SpinWhile(spin_us_, [&] { return done.left.load(std::memory_order_acquire) != 0; });
-  {
-    adxl::MutexLock l(&done.mu);
-    done.cv.Wait(&done.mu, [&]() ADXL_REQUIRES(done.mu) { return done.pending == 0; });
-    theirs = done.err;
+  RunChunks(&s);
+  // Jobs no thread has taken yet are taken back; the others run to their end
+  // (they find no chunk left, or finish the one they copy).
+  for (size_t h = 0; h < helpers; ++h) {
+    CopyThread *t = threads_[h].get();
+    adxl::MutexLock l(&t->mu);
+    auto it = std::find(t->jobs.begin(), t->jobs.end(), &s);
+    if (it != t->jobs.end()) {
+      t->jobs.erase(it);
+      t->queued.store(t->jobs.size(), std::memory_order_release);
+    }
   }
-  const int e = mine != 0 ? mine : theirs;
+  SpinWhile(spin_us_, [&] { return s.left.load(std::memory_order_acquire) != 0; });
+  {
+    adxl::MutexLock l(&s.mu);
+    s.cv.Wait(&s.mu, [&]() ADXL_REQUIRES(s.mu) { return s.running == 0; });
+  }
+  const int e = s.err.load();
   if (err_no != nullptr) *err_no = e;
   return FromErrno(e);
 }
 
 void CmaLane::RunCopyThread(CopyThread *t) {
   while (true) {
-    Job job{};
+    Split *s = nullptr;
     SpinWhile(spin_us_, [t] { return t->queued.load(std::memory_order_acquire) == 0; });
     {
       adxl::MutexLock l(&t->mu);
       t->cv.Wait(&t->mu, [t]() ADXL_REQUIRES(t->mu) { return t->stop || !t->jobs.empty(); });
       if (t->jobs.empty()) return;  // stop, and nothing left to run
-      job = t->jobs.front();
+      s = t->jobs.front();
       t->jobs.pop_front();
       t->queued.store(t->jobs.size(), std::memory_order_release);
+      // Counted in before the queue is let go: the caller, taking back
+      // jobs, either finds this one queued or waits for it.
+      adxl::MutexLock sl(&s->mu);
+      ++s->running;
+      s->left.fetch_add(1, std::memory_order_relaxed);
     }
-    const int e = CopyPart(job.put, job.pid, job.ops, job.count, job.first, job.offset, job.bytes);
-    adxl::MutexLock l(&job.done->mu);
-    if (e != 0 && job.done->err == 0) job.done->err = e;
-    job.done->left.fetch_sub(1, std::memory_order_release);
-    if (--job.done->pending == 0) job.done->cv.NotifyOne();
+    RunChunks(s);
+    adxl::MutexLock l(&s->mu);
+    s->left.fetch_sub(1, std::memory_order_release);
+    if (--s->running == 0) s->cv.NotifyOne();
   }
 }

@@ -22,14 +22,16 @@
 // entirely on the caller's thread: a 4 KiB TransferSync is one system call
 // there, no lock, no allocation.  A larger batch is cut into one part per
 // copy thread by bytes (an operation split where a boundary falls inside
-// it); the caller copies the first part, the lane's copy threads the others
-// at the same time, and Copy returns when every part is done.
+// it) -- in fact into several chunks per thread, which the caller and the
+// copy threads take one by one, so that a thread that wakes up late (a
+// loaded machine) leaves its share to the others; Copy takes back the jobs
+// no thread has started and returns when every chunk is done.
 //
 // Locks.  CopyThread::mu: the thread's job queue and stop flag; never held
-// while a job runs.  Completion::mu: a split batch's pending count and first
-// error.  Nesting: CopyThread::mu and Completion::mu are never held
-// together (the job is taken, the lock dropped, the job run, then the
-// completion taken).  No lock of this lane is held with UCP's worker lock or
+// while a job runs.  Split::mu: how many copy threads still work on a split
+// batch.  Nesting: CopyThread::mu -> Split::mu (a thread takes its job and
+// counts itself in before it lets go of its queue, so that the caller,
+// which takes back jobs nobody took, never misses one that runs).  No lock of this lane is held with UCP's worker lock or
 // with the AM lane's locks, and no UCX call is made under one.
 //
 // Thread-safety: Copy, Register/Deregister, Connect/Disconnect, Unpack and
@@ -109,44 +111,52 @@ class CmaLane {
   // Batches of at least this many bytes are split over the copy threads
   // (measured on the 2-core reference VM; README's performance section).
   // ADXL_UCX_CMA_SPLIT_BYTES overrides it (for measurements).
-  static constexpr size_t kSplitMinBytes = 64u << 10;
+  static constexpr size_t kSplitMinBytes = 256u << 10;
   // Bytes one system call carries at most (the kernel caps one call at
   // MAX_RW_COUNT, just under 2 GiB).
   static constexpr size_t kMaxCallBytes = 1u << 30;
   // How long a waiting thread spins before it sleeps (a futex wake-up cost
   // tens of microseconds on the 2-core VM); ADXL_UCX_CMA_SPIN_US overrides.
   static constexpr unsigned kSpinUs = 20;
+  // A split batch is cut into this many chunks per thread, each of at
+  // least kMinChunkBytes.
+  static constexpr size_t kChunksPerThread = 4;
+  static constexpr size_t kMinChunkBytes = 64u << 10;
 
   // One part of a batch: `bytes` bytes from byte `offset` of ops[first].
   // Copied with as few system calls as the iovec limits allow; 0 or errno.
   static int CopyPart(bool put, pid_t pid, const Op *ops, size_t count, size_t first, size_t offset, size_t bytes);
 
  private:
-  // A split batch: what its parts report.
-  struct Completion {
-    adxl::Mutex mu;
-    adxl::CondVar cv;
-    size_t pending ADXL_GUARDED_BY(mu) = 0;
-    int err ADXL_GUARDED_BY(mu) = 0;
-    // pending, readable without mu: the caller spins on it a little before
-    // it sleeps (then takes mu once, so that the last part has let go of it).
-    std::atomic<size_t> left{0};
+  // A split batch: cut into chunks that the caller and the copy threads
+  // take one by one (next), so that a copy thread that wakes up late -- on
+  // a loaded machine, milliseconds -- finds the work done by the others
+  // instead of holding the batch up.
+  struct Chunk {
+    size_t first, offset, bytes;  // CopyPart's arguments
   };
-  struct Job {
+  struct Split {
     bool put;
     pid_t pid;
     const Op *ops;
     size_t count;
-    size_t first;
-    size_t offset;
-    size_t bytes;
-    Completion *done;
+    std::vector<Chunk> chunks;
+    std::atomic<size_t> next{0};  // the next chunk to take
+    std::atomic<int> err{0};      // the first error
+    adxl::Mutex mu;
+    adxl::CondVar cv;
+    size_t running ADXL_GUARDED_BY(mu) = 0;  // copy threads that took their job
+    // running, readable without mu: the caller spins on it a little before
+    // it sleeps (then takes mu once, so that the last thread has let go).
+    std::atomic<size_t> left{0};
   };
-  // A copy thread: runs jobs in order.
+  // Takes chunks of s until none is left.
+  static void RunChunks(Split *s);
+  // A copy thread: runs jobs (a Split to help with) in order.
   struct CopyThread {
     adxl::Mutex mu;
     adxl::CondVar cv;
-    std::deque<Job> jobs ADXL_GUARDED_BY(mu);
+    std::deque<Split *> jobs ADXL_GUARDED_BY(mu);
     bool stop ADXL_GUARDED_BY(mu) = false;
     // jobs.size(), readable without mu: the thread spins on it a little
     // after a job (the engine posts the next slice of a batch right away).

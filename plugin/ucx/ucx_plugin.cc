@@ -371,8 +371,14 @@ int RkeyUnpack(adxl_plugin_ep_t *ep, const void *packed, size_t len, adxl_plugin
 // HCCS lane: every copy is a memcpy or a system call of this thread (and the
 // cma copy threads); the batch is complete (or failed) when this returns.
 void PostHccs(adxl_plugin_ep_t *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, adxl_plugin_batch_t *batch) {
-  std::vector<CmaLane::Op> ops;
-  ops.reserve(count);
+  // Small batches (a 4 KiB TransferSync) keep their operations on the
+  // stack: no allocation on the shortest path.
+  constexpr size_t kSmall = 16;
+  CmaLane::Op small[kSmall];
+  std::vector<CmaLane::Op> large;
+  if (count > kSmall) large.resize(count);
+  CmaLane::Op *ops = count > kSmall ? large.data() : small;
+  size_t n_ops = 0;
   bool mapped = false;
   for (size_t i = 0; i < count; ++i) {
     const adxl_plugin_iov_t &v = iov[i];
@@ -397,11 +403,11 @@ void PostHccs(adxl_plugin_ep_t *ep, bool put, const adxl_plugin_iov_t *iov, size
       batch->status.store(ADXL_PLUGIN_ERR_INVALID);
       return;
     }
-    ops.push_back({local, v.local != nullptr ? v.local->cma_memh : UCT_MEM_HANDLE_NULL, v.length, v.remote_addr,
-                   v.remote->cma.rkey});
+    ops[n_ops++] = {local, v.local != nullptr ? v.local->cma_memh : UCT_MEM_HANDLE_NULL, v.length, v.remote_addr,
+                    v.remote->cma.rkey};
   }
   int err_no = 0;
-  ucs_status_t st = ep->ctx->cma.Copy(put, ep->cma_ep, ops.data(), ops.size(), &err_no);
+  ucs_status_t st = n_ops == 0 ? UCS_OK : ep->ctx->cma.Copy(put, ep->cma_ep, ops, n_ops, &err_no);
   if (st != UCS_OK) {
     ep->ctx->Log(ADXL_PLUGIN_LOG_ERROR, "cma %s batch of %zu operations failed: %s (%s)", put ? "put" : "get", count,
                  ucs_status_string(st), err_no == ESRCH ? "the peer process is gone" : strerror(err_no));
