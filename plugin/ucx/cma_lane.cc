@@ -1,6 +1,12 @@
 #include "cma_lane.h"
 
+#include <limits.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -15,23 +21,20 @@ constexpr const char kDev[] = "memory";
 CmaLane::~CmaLane() {
   for (auto &t : threads_) {
     {
-      std::lock_guard<std::mutex> l(t->mu);
+      adxl::MutexLock l(&t->mu);
       t->stop = true;
     }
-    t->cv.notify_one();
+    t->cv.NotifyOne();
     t->thread.join();
   }
-  for (auto &st : stripes_) {
-    if (st->iface != nullptr) uct_iface_close(st->iface);
-    if (st->worker != nullptr) uct_worker_destroy(st->worker);
-    if (st->async != nullptr) ucs_async_context_destroy(st->async);
-  }
-  stripes_.clear();
+  if (iface_ != nullptr) uct_iface_close(iface_);
+  if (worker_ != nullptr) uct_worker_destroy(worker_);
+  if (async_ != nullptr) ucs_async_context_destroy(async_);
   if (md_ != nullptr) uct_md_close(md_);
   if (components_ != nullptr) uct_release_component_list(components_);
 }
 
-bool CmaLane::Open(unsigned stripes, std::string *why) {
+bool CmaLane::Open(unsigned threads, std::string *why) {
   // Honour a UCX_TLS restriction the way UCP reads it: "^a,b" excludes,
   // otherwise only the listed transports (or the "sm"/"all" aliases) are used.
   if (const char *tls = getenv("UCX_TLS")) {
@@ -80,18 +83,10 @@ bool CmaLane::Open(unsigned stripes, std::string *why) {
   }
   need_reg_ = (md_attr.cap.flags & UCT_MD_FLAG_REG) != 0;
   rkey_size_ = md_attr.rkey_packed_size;
-  for (unsigned i = 0; i < (stripes == 0 ? 1 : stripes); ++i) {
-    auto stripe = std::make_unique<Stripe>();
-    if (!OpenStripe(stripe.get(), why)) {
-      if (stripe->iface != nullptr) uct_iface_close(stripe->iface);
-      if (stripe->worker != nullptr) uct_worker_destroy(stripe->worker);
-      if (stripe->async != nullptr) ucs_async_context_destroy(stripe->async);
-      if (i == 0) return false;
-      break;  // fewer stripes than asked: still a working lane
-    }
-    stripes_.push_back(std::move(stripe));
-  }
-  for (size_t i = 1; i < stripes_.size(); ++i) {
+  if (!OpenInterface(why)) return false;
+  if (const char *v = getenv("ADXL_UCX_CMA_SPLIT_BYTES")) split_min_bytes_ = strtoull(v, nullptr, 0);
+  if (const char *v = getenv("ADXL_UCX_CMA_SPIN_US")) spin_us_ = static_cast<unsigned>(strtoul(v, nullptr, 0));
+  for (unsigned i = 1; i < threads; ++i) {
     threads_.push_back(std::make_unique<CopyThread>());
     CopyThread *t = threads_.back().get();
     t->thread = std::thread([this, t] { RunCopyThread(t); });
@@ -99,10 +94,11 @@ bool CmaLane::Open(unsigned stripes, std::string *why) {
   return true;
 }
 
-// A worker and a cma interface; the first stripe's address is the lane's.
-bool CmaLane::OpenStripe(Stripe *s, std::string *why) {
-  if (ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &s->async) != UCS_OK ||
-      uct_worker_create(s->async, UCS_THREAD_MODE_SINGLE, &s->worker) != UCS_OK) {
+// A worker and a cma interface: the lane's address, and the reachability
+// test of a peer's address.  Nothing is ever posted on them.
+bool CmaLane::OpenInterface(std::string *why) {
+  if (ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &async_) != UCS_OK ||
+      uct_worker_create(async_, UCS_THREAD_MODE_SINGLE, &worker_) != UCS_OK) {
     *why = "UCT worker for cma could not be created";
     return false;
   }
@@ -124,34 +120,37 @@ bool CmaLane::OpenStripe(Stripe *s, std::string *why) {
   params.open_mode = UCT_IFACE_OPEN_MODE_DEVICE;
   params.mode.device.tl_name = kTl;
   params.mode.device.dev_name = kDev;
-  ucs_status_t st = uct_iface_open(md_, s->worker, &params, iface_config, &s->iface);
+  ucs_status_t st = uct_iface_open(md_, worker_, &params, iface_config, &iface_);
   uct_config_release(iface_config);
   if (st != UCS_OK) {
-    s->iface = nullptr;
+    iface_ = nullptr;
     *why = std::string("uct_iface_open(cma): ") + ucs_status_string(st);
     return false;
   }
   uct_iface_attr_t attr{};
-  if (uct_iface_query(s->iface, &attr) != UCS_OK ||
+  if (uct_iface_query(iface_, &attr) != UCS_OK ||
       !(attr.cap.flags & UCT_IFACE_FLAG_PUT_ZCOPY) || !(attr.cap.flags & UCT_IFACE_FLAG_GET_ZCOPY) ||
       !(attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_IFACE)) {
     *why = "cma interface lacks zero-copy put/get";
-    uct_iface_close(s->iface);
-    s->iface = nullptr;
+    uct_iface_close(iface_);
+    iface_ = nullptr;
     return false;
   }
-  max_zcopy_ = std::min(attr.cap.put.max_zcopy, attr.cap.get.max_zcopy);
   dev_addr_len_ = attr.device_addr_len;
+  iface_addr_len_ = attr.iface_addr_len;
   std::string dev(attr.device_addr_len, '\0');
   std::string ifa(attr.iface_addr_len, '\0');
-  if (uct_iface_get_device_address(s->iface, reinterpret_cast<uct_device_addr_t *>(dev.data())) != UCS_OK ||
-      uct_iface_get_address(s->iface, reinterpret_cast<uct_iface_addr_t *>(ifa.data())) != UCS_OK) {
+  if (uct_iface_get_device_address(iface_, reinterpret_cast<uct_device_addr_t *>(dev.data())) != UCS_OK ||
+      uct_iface_get_address(iface_, reinterpret_cast<uct_iface_addr_t *>(ifa.data())) != UCS_OK) {
     *why = "cma address query failed";
-    uct_iface_close(s->iface);
-    s->iface = nullptr;
+    uct_iface_close(iface_);
+    iface_ = nullptr;
     return false;
   }
-  if (address_.empty()) address_ = dev + ifa;
+  const uint32_t pid = static_cast<uint32_t>(getpid());
+  std::string pid_bytes(4, '\0');
+  for (int i = 0; i < 4; ++i) pid_bytes[i] = static_cast<char>((pid >> (8 * i)) & 0xff);
+  address_ = dev + ifa + pid_bytes;
   return true;
 }
 
@@ -197,164 +196,241 @@ void CmaLane::Release(uct_rkey_bundle_t *rkey) {
 }
 
 CmaLane::Peer *CmaLane::Connect(const std::string &peer_address) {
-  if (!available() || peer_address.size() < dev_addr_len_ || peer_address.size() != address_.size()) return nullptr;
+  if (!available() || peer_address.size() != address_.size() || peer_address.size() < dev_addr_len_ + 4) return nullptr;
   auto *dev = reinterpret_cast<const uct_device_addr_t *>(peer_address.data());
   auto *ifa = reinterpret_cast<const uct_iface_addr_t *>(peer_address.data() + dev_addr_len_);
-  if (!uct_iface_is_reachable(stripes_[0]->iface, dev, ifa)) return nullptr;
-  auto peer = std::make_unique<Peer>();
-  for (auto &stripe : stripes_) {
-    uct_ep_params_t p{};
-    p.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR | UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    p.iface = stripe->iface;
-    p.dev_addr = dev;
-    p.iface_addr = ifa;
-    uct_ep_h ep = nullptr;
-    if (uct_ep_create(&p, &ep) != UCS_OK) {
-      Disconnect(peer.release());
-      return nullptr;
-    }
-    peer->eps.push_back(ep);
-  }
-  return peer.release();
+  if (!uct_iface_is_reachable(iface_, dev, ifa)) return nullptr;
+  uint32_t pid = 0;
+  const size_t at = peer_address.size() - 4;
+  for (int i = 0; i < 4; ++i) pid |= static_cast<uint32_t>(static_cast<uint8_t>(peer_address[at + i])) << (8 * i);
+  if (pid == 0) return nullptr;
+  auto *peer = new Peer;
+  peer->pid = static_cast<pid_t>(pid);
+  return peer;
 }
 
-void CmaLane::Disconnect(Peer *peer) {
-  if (peer == nullptr) return;
-  for (uct_ep_h ep : peer->eps) uct_ep_destroy(ep);
-  delete peer;
-}
+void CmaLane::Disconnect(Peer *peer) { delete peer; }
 
 namespace {
 
-// Completion shared by the operations of one CopyOn(): counts down to zero.
-struct BatchCompletion {
-  uct_completion_t comp;
-  ucs_status_t status = UCS_OK;
-};
+// One system call's worth of iovecs at most, on each side.
+constexpr size_t kIov = IOV_MAX;
 
-void OnDone(uct_completion_t *comp) {
-  auto *b = reinterpret_cast<BatchCompletion *>(comp);
-  if (comp->status != UCS_OK && b->status == UCS_OK) b->status = comp->status;
+// Drops the first n bytes of an iovec list.
+void Advance(struct iovec **v, size_t *count, size_t n) {
+  while (n > 0 && *count > 0) {
+    if ((*v)->iov_len <= n) {
+      n -= (*v)->iov_len;
+      ++*v;
+      --*count;
+    } else {
+      (*v)->iov_base = static_cast<char *>((*v)->iov_base) + n;
+      (*v)->iov_len -= n;
+      n = 0;
+    }
+  }
+}
+
+// Moves `total` bytes (the sum of both lists) with as many system calls as
+// partial transfers need; 0 or errno.  The lists are consumed.
+int Move(bool put, pid_t pid, struct iovec *l, size_t nl, struct iovec *r, size_t nr, size_t total) {
+  while (total > 0) {
+    const ssize_t n = put ? process_vm_writev(pid, l, nl, r, nr, 0) : process_vm_readv(pid, l, nl, r, nr, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    // A partial transfer stops at a fault; the rest is retried, and a
+    // fault at its very start fails the next call (or moves nothing).
+    if (n == 0) return EFAULT;
+    total -= static_cast<size_t>(n);
+    Advance(&l, &nl, static_cast<size_t>(n));
+    Advance(&r, &nr, static_cast<size_t>(n));
+  }
+  return 0;
+}
+
+// Spins while busy() holds, for at most `us` microseconds.
+template <typename Busy>
+void SpinWhile(unsigned us, Busy busy) {
+  if (us == 0 || !busy()) return;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+  while (busy() && std::chrono::steady_clock::now() < until) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+}
+
+ucs_status_t FromErrno(int e) {
+  switch (e) {
+    case 0:
+      return UCS_OK;
+    case ESRCH:
+      return UCS_ERR_UNREACHABLE;  // the peer process is gone
+    case EFAULT:
+      return UCS_ERR_INVALID_ADDR;
+    case EPERM:
+      return UCS_ERR_REJECTED;
+    case ENOMEM:
+      return UCS_ERR_NO_MEMORY;
+    default:
+      return UCS_ERR_IO_ERROR;
+  }
 }
 
 }  // namespace
 
-ucs_status_t CmaLane::Copy(bool put, Peer *peer, const Op *ops, size_t count) {
+int CmaLane::CopyPart(bool put, pid_t pid, const Op *ops, size_t count, size_t first, size_t offset,
+                      size_t bytes) {
+  struct iovec l[kIov];
+  struct iovec r[kIov];
+  size_t nl = 0, nr = 0, call = 0;
+  size_t i = first, off = offset;
+  while (bytes > 0 && i < count) {
+    const Op &op = ops[i];
+    const size_t n = std::min({op.len - off, bytes, kMaxCallBytes - call});
+    if (n == 0) {  // an empty operation, or the end of one
+      ++i;
+      off = 0;
+      continue;
+    }
+    char *lp = static_cast<char *>(op.local) + off;
+    char *rp = reinterpret_cast<char *>(static_cast<uintptr_t>(op.remote + off));
+    const bool merge_l = nl > 0 && static_cast<char *>(l[nl - 1].iov_base) + l[nl - 1].iov_len == lp;
+    const bool merge_r = nr > 0 && static_cast<char *>(r[nr - 1].iov_base) + r[nr - 1].iov_len == rp;
+    if ((!merge_l && nl == kIov) || (!merge_r && nr == kIov)) {
+      if (int e = Move(put, pid, l, nl, r, nr, call)) return e;
+      nl = nr = call = 0;
+      continue;
+    }
+    if (merge_l) {
+      l[nl - 1].iov_len += n;
+    } else {
+      l[nl++] = {lp, n};
+    }
+    if (merge_r) {
+      r[nr - 1].iov_len += n;
+    } else {
+      r[nr++] = {rp, n};
+    }
+    call += n;
+    bytes -= n;
+    off += n;
+    if (off == op.len) {
+      ++i;
+      off = 0;
+    }
+    if (call == kMaxCallBytes) {
+      if (int e = Move(put, pid, l, nl, r, nr, call)) return e;
+      nl = nr = call = 0;
+    }
+  }
+  return call > 0 ? Move(put, pid, l, nl, r, nr, call) : 0;
+}
+
+void CmaLane::RunChunks(Split *s) {
+  for (size_t i = s->next.fetch_add(1); i < s->chunks.size(); i = s->next.fetch_add(1)) {
+    if (s->err.load(std::memory_order_relaxed) != 0) return;  // failed: stop early
+    const Chunk &c = s->chunks[i];
+    if (int e = CopyPart(s->put, s->pid, s->ops, s->count, c.first, c.offset, c.bytes)) {
+      int none = 0;
+      s->err.compare_exchange_strong(none, e);
+    }
+  }
+}
+
+ucs_status_t CmaLane::Copy(bool put, Peer *peer, const Op *ops, size_t count, int *err_no) {
   size_t total = 0;
   for (size_t i = 0; i < count; ++i) total += ops[i].len;
-  const size_t parts = total < kStripeMinBytes ? 1 : stripes_.size();
-  if (parts == 1) {
-    // The first free stripe, else wait for the first one.
-    for (size_t i = 0; i < stripes_.size(); ++i) {
-      std::unique_lock<std::mutex> l(stripes_[i]->mu, std::try_to_lock);
-      if (l.owns_lock()) return CopyOn(stripes_[i].get(), put, peer->eps[i], ops, count);
-    }
-    std::lock_guard<std::mutex> l(stripes_[0]->mu);
-    return CopyOn(stripes_[0].get(), put, peer->eps[0], ops, count);
+  if (threads_.empty() || total < split_min_bytes_) {
+    // The shortest path: the caller's thread, one system call per IOV_MAX
+    // iovecs, no lock, no allocation.
+    const int e = CopyPart(put, peer->pid, ops, count, 0, 0, total);
+    if (err_no != nullptr) *err_no = e;
+    return FromErrno(e);
   }
-  // Cut the batch into `parts` runs of about total / parts bytes each,
-  // splitting an operation where a boundary falls inside it.
-  std::vector<std::vector<Op>> runs(parts);
-  const size_t share = (total + parts - 1) / parts;
-  size_t run = 0, in_run = 0;
-  for (size_t i = 0; i < count; ++i) {
-    Op op = ops[i];
-    while (op.len > 0) {
-      const size_t n = std::min(op.len, share - in_run);
-      runs[run].push_back({op.local, op.memh, n, op.remote, op.rkey});
-      op.local = static_cast<char *>(op.local) + n;
-      op.remote += n;
-      op.len -= n;
-      in_run += n;
-      if (in_run == share && run + 1 < parts) {
-        ++run;
-        in_run = 0;
+  // Chunks of about total / (kChunksPerThread * threads) bytes, at least
+  // kMinChunkBytes, an operation split where a boundary falls inside it.
+  const size_t threads = threads_.size() + 1;
+  const size_t n_chunks = std::max<size_t>(
+      1, std::min(kChunksPerThread * threads, total / std::max<size_t>(kMinChunkBytes, 1)));
+  const size_t share = (total + n_chunks - 1) / n_chunks;
+  Split s;
+  s.put = put;
+  s.pid = peer->pid;
+  s.ops = ops;
+  s.count = count;
+  s.chunks.reserve(n_chunks);
+  size_t i = 0, off = 0, at = 0;
+  while (at < total) {
+    const Chunk c{i, off, std::min(share, total - at)};
+    size_t want = c.bytes;
+    while (want > 0 && i < count) {
+      const size_t n = std::min(ops[i].len - off, want);
+      want -= n;
+      off += n;
+      if (off == ops[i].len) {
+        ++i;
+        off = 0;
       }
     }
+    at += c.bytes;
+    s.chunks.push_back(c);
   }
-  // Runs 1.. go to the copy threads; run 0 is copied here.
-  std::mutex mu;
-  std::condition_variable cv;
-  size_t pending = 0;
-  ucs_status_t status = UCS_OK;
-  for (size_t r = 1; r < parts; ++r) {
-    if (runs[r].empty()) continue;
-    ++pending;
-    CopyThread *t = threads_[r - 1].get();
-    std::lock_guard<std::mutex> l(t->mu);
-    t->jobs.push_back([&, r] {
-      ucs_status_t st;
-      {
-        std::lock_guard<std::mutex> sl(stripes_[r]->mu);
-        st = CopyOn(stripes_[r].get(), put, peer->eps[r], runs[r].data(), runs[r].size());
-      }
-      std::lock_guard<std::mutex> dl(mu);
-      if (st != UCS_OK && status == UCS_OK) status = st;
-      if (--pending == 0) cv.notify_one();
-    });
-    t->cv.notify_one();
+  // As many helpers as there are chunks beyond the caller's first.
+  const size_t helpers = std::min(threads_.size(), s.chunks.size() - 1);
+  for (size_t h = 0; h < helpers; ++h) {
+    CopyThread *t = threads_[h].get();
+    {
+      adxl::MutexLock l(&t->mu);
+      t->jobs.push_back(&s);
+      t->queued.store(t->jobs.size(), std::memory_order_release);
+    }
+    t->cv.NotifyOne();
   }
-  ucs_status_t mine;
+  RunChunks(&s);
+  // Jobs no thread has taken yet are taken back; the others run to their end
+  // (they find no chunk left, or finish the one they copy).
+  for (size_t h = 0; h < helpers; ++h) {
+    CopyThread *t = threads_[h].get();
+    adxl::MutexLock l(&t->mu);
+    auto it = std::find(t->jobs.begin(), t->jobs.end(), &s);
+    if (it != t->jobs.end()) {
+      t->jobs.erase(it);
+      t->queued.store(t->jobs.size(), std::memory_order_release);
+    }
+  }
+  SpinWhile(spin_us_, [&] { return s.left.load(std::memory_order_acquire) != 0; });
   {
-    std::lock_guard<std::mutex> l(stripes_[0]->mu);
-    mine = CopyOn(stripes_[0].get(), put, peer->eps[0], runs[0].data(), runs[0].size());
+    adxl::MutexLock l(&s.mu);
+    s.cv.Wait(&s.mu, [&]() ADXL_REQUIRES(s.mu) { return s.running == 0; });
   }
-  // Every run must finish before the caller may reuse the buffers.
-  std::unique_lock<std::mutex> l(mu);
-  cv.wait(l, [&] { return pending == 0; });
-  return mine != UCS_OK ? mine : status;
+  const int e = s.err.load();
+  if (err_no != nullptr) *err_no = e;
+  return FromErrno(e);
 }
 
 void CmaLane::RunCopyThread(CopyThread *t) {
-  std::unique_lock<std::mutex> l(t->mu);
   while (true) {
-    t->cv.wait(l, [t] { return t->stop || !t->jobs.empty(); });
-    if (t->jobs.empty()) return;  // stop, and nothing left to run
-    auto job = std::move(t->jobs.front());
-    t->jobs.pop_front();
-    l.unlock();
-    job();
-    l.lock();
-  }
-}
-
-ucs_status_t CmaLane::CopyOn(Stripe *s, bool put, uct_ep_h ep, const Op *ops, size_t count) {
-  BatchCompletion done;
-  done.comp.func = OnDone;
-  done.comp.count = 1;  // released after the last post
-  done.comp.status = UCS_OK;
-  ucs_status_t first_error = UCS_OK;
-  for (size_t i = 0; i < count && first_error == UCS_OK; ++i) {
-    auto *p = static_cast<char *>(ops[i].local);
-    uint64_t remote = ops[i].remote;
-    size_t left = ops[i].len;
-    while (left > 0) {
-      const size_t n = left < max_zcopy_ ? left : max_zcopy_;
-      uct_iov_t iov{p, n, ops[i].memh, 0, 1};
-      ++done.comp.count;
-      ucs_status_t st = put ? uct_ep_put_zcopy(ep, &iov, 1, remote, ops[i].rkey, &done.comp)
-                            : uct_ep_get_zcopy(ep, &iov, 1, remote, ops[i].rkey, &done.comp);
-      if (st == UCS_INPROGRESS) {
-        // queued: completes through done.comp
-      } else if (st == UCS_ERR_NO_RESOURCE) {
-        --done.comp.count;
-        uct_worker_progress(s->worker);  // drain, then retry this piece
-        continue;
-      } else {
-        --done.comp.count;
-        if (st != UCS_OK) {
-          first_error = st;
-          break;
-        }
-      }
-      p += n;
-      remote += n;
-      left -= n;
+    Split *s = nullptr;
+    SpinWhile(spin_us_, [t] { return t->queued.load(std::memory_order_acquire) == 0; });
+    {
+      adxl::MutexLock l(&t->mu);
+      t->cv.Wait(&t->mu, [t]() ADXL_REQUIRES(t->mu) { return t->stop || !t->jobs.empty(); });
+      if (t->jobs.empty()) return;  // stop, and nothing left to run
+      s = t->jobs.front();
+      t->jobs.pop_front();
+      t->queued.store(t->jobs.size(), std::memory_order_release);
+      // Counted in before the queue is let go: the caller, taking back
+      // jobs, either finds this one queued or waits for it.
+      adxl::MutexLock sl(&s->mu);
+      ++s->running;
+      s->left.fetch_add(1, std::memory_order_relaxed);
     }
+    RunChunks(s);
+    adxl::MutexLock l(&s->mu);
+    s->left.fetch_sub(1, std::memory_order_release);
+    if (--s->running == 0) s->cv.NotifyOne();
   }
-  // Everything queued must finish (or fail) before the caller may reuse or
-  // unregister the buffers, error or not.
-  --done.comp.count;
-  while (done.comp.count > 0) uct_worker_progress(s->worker);
-  return first_error != UCS_OK ? first_error : done.status;
 }

@@ -1,31 +1,38 @@
-// CmaLane: the HCCS lane of the UCX plugin — UCT's cross-memory-attach
-// transport ("cma", process_vm_readv/writev) used directly.
+// CmaLane: the HCCS lane of the UCX plugin for private (not shareable)
+// memory — cross-memory attach: the initiator's own process_vm_writev /
+// process_vm_readv moves the bytes between its memory and the peer's.
 //
-// Why UCT and not UCP: UCP 1.13 never selects cma for RMA, and its shared-
-// memory RMA on user memory is emulated (needs the target to progress).  cma
-// zero-copy is truly one-sided on any registered memory: the initiator's own
-// system call moves the bytes, so a stopped target still completes, and when
-// a call returns nothing of it moves any more.
+// UCT's cma transport is used for what it is good at: the transport's
+// address and the reachability test (same host, same PID namespace, the
+// ptrace permission UCX checks), and its memory domain's registration and
+// keys.  The copies themselves are this lane's own system calls, batched:
+// UCT's cma issues one system call and one completion per descriptor, which
+// on small blocks cost more than the copy (issue 13: 0.78 M descriptors/s at
+// 4 KiB).  Here one call carries up to IOV_MAX local and IOV_MAX remote
+// iovecs, adjacent local iovecs merged with each other and adjacent remote
+// ones with each other (the two lists are independent byte streams of equal
+// length), so a batch of 1024 × 4 KiB descriptors is one system call.
 //
-// UCT's single-copy transports queue each zcopy and move the bytes while the
-// UCT worker is progressed (in segments); Copy() posts a whole batch and
-// progresses until every byte is in place.  A UCT worker is single-threaded,
-// so the lane opens several "stripes" (a worker and an interface each, one
-// endpoint per stripe to every peer), each used by one thread at a time:
-//   - a large batch (kStripeMinBytes or more) is cut into one part per
-//     stripe by bytes; the caller copies the first part, the lane's copy
-//     threads (one per further stripe) the others, all at once.  One kernel
-//     copy (process_vm_writev) ran at about half the speed of a user-space
-//     memcpy on the 2-core CI machines; two in parallel came close to it.
-//   - a small batch runs in the caller's thread on the first free stripe.
+// Truly one-sided: the kernel copies on the initiator's thread, whether the
+// target runs, sleeps or is stopped (SIGSTOP), and when Copy returns nothing
+// of it moves any more.
 //
-// Locks.  Stripe::mu: the stripe's UCT worker, interface and endpoints (UCT
-// workers are single-threaded); held across a whole CopyOn, which progresses
-// only that UCT worker (no UCP, no callback into this lane).  CopyThread::mu:
-// the thread's job queue and stop flag; never held while a job runs.  Copy's
-// local completion mutex: its pending count and status.  Nesting: a job takes
-// Stripe::mu, then the completion mutex; no lock of this lane is held with
-// UCP's worker lock or with the AM lane's locks.
+// Threads.  A batch smaller than kSplitMinBytes (measured: below it the
+// hand-off to a copy thread costs more than the second thread gains) runs
+// entirely on the caller's thread: a 4 KiB TransferSync is one system call
+// there, no lock, no allocation.  A larger batch is cut into one part per
+// copy thread by bytes (an operation split where a boundary falls inside
+// it) -- in fact into several chunks per thread, which the caller and the
+// copy threads take one by one, so that a thread that wakes up late (a
+// loaded machine) leaves its share to the others; Copy takes back the jobs
+// no thread has started and returns when every chunk is done.
+//
+// Locks.  CopyThread::mu: the thread's job queue and stop flag; never held
+// while a job runs.  Split::mu: how many copy threads still work on a split
+// batch.  Nesting: CopyThread::mu -> Split::mu (a thread takes its job and
+// counts itself in before it lets go of its queue, so that the caller,
+// which takes back jobs nobody took, never misses one that runs).  No lock of this lane is held with UCP's worker lock or
+// with the AM lane's locks, and no UCX call is made under one.
 //
 // Thread-safety: Copy, Register/Deregister, Connect/Disconnect, Unpack and
 // Release from any thread; Open once before, and the destructor after, all
@@ -33,18 +40,21 @@
 #ifndef ADXL_PLUGIN_UCX_CMA_LANE_H_
 #define ADXL_PLUGIN_UCX_CMA_LANE_H_
 
-#include <condition_variable>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <uct/api/uct.h>
+
+#include "common/thread_annotations.h"
 
 class CmaLane {
  public:
@@ -53,10 +63,11 @@ class CmaLane {
   CmaLane(const CmaLane &) = delete;
   CmaLane &operator=(const CmaLane &) = delete;
 
-  // Opens the cma transport with `stripes` (>= 1) workers, and a copy
-  // thread for each but the first; false (and *why) when this UCX has no cma.
-  bool Open(unsigned stripes, std::string *why);
-  bool available() const { return !stripes_.empty(); }
+  // Opens the cma transport and `threads` - 1 copy threads (threads >= 1:
+  // the caller's thread is the first); false (and *why) when this UCX has
+  // no cma.
+  bool Open(unsigned threads, std::string *why);
+  bool available() const { return iface_ != nullptr; }
   // The copy threads, for placement (the caller may pin them).
   std::vector<pthread_t> copy_threads() {
     std::vector<pthread_t> v;
@@ -64,7 +75,8 @@ class CmaLane {
     return v;
   }
 
-  // Address peers use to reach this process (device + interface address).
+  // Address peers use to reach this process: UCT's device and interface
+  // address, then this process's PID (4 bytes, little-endian).
   const std::string &address() const { return address_; }
 
   // Registration and its packed key (empty when cma needs none).
@@ -75,10 +87,10 @@ class CmaLane {
   bool Unpack(const std::string &packed, uct_rkey_bundle_t *rkey, std::string *why);
   void Release(uct_rkey_bundle_t *rkey);
 
-  // A peer: one endpoint per stripe.  nullptr when the peer is not
-  // reachable over cma (another host, another PID namespace...).
+  // A peer process.  nullptr when the peer is not reachable over cma
+  // (another host, another PID namespace...).
   struct Peer {
-    std::vector<uct_ep_h> eps;  // [stripe]
+    pid_t pid = 0;
   };
   Peer *Connect(const std::string &peer_address);
   void Disconnect(Peer *peer);
@@ -91,42 +103,83 @@ class CmaLane {
     uct_rkey_t rkey;
   };
   // Copies every op (put: local -> remote; get: remote -> local) and returns
-  // when all bytes are in place (UCS_OK) or the first error.
-  ucs_status_t Copy(bool put, Peer *peer, const Op *ops, size_t count);
+  // when all bytes are in place (UCS_OK) or the first error (every part has
+  // ended either way: the caller may reuse the buffers).  *err_no: the
+  // system call's errno on failure (may be null).
+  ucs_status_t Copy(bool put, Peer *peer, const Op *ops, size_t count, int *err_no = nullptr);
 
-  // Batches of at least this many bytes are striped.
-  static constexpr size_t kStripeMinBytes = 512u << 10;
+  // Batches of at least this many bytes are split over the copy threads
+  // (measured on the 2-core reference VM; README's performance section).
+  // ADXL_UCX_CMA_SPLIT_BYTES overrides it (for measurements).
+  static constexpr size_t kSplitMinBytes = 256u << 10;
+  // Bytes one system call carries at most (the kernel caps one call at
+  // MAX_RW_COUNT, just under 2 GiB).
+  static constexpr size_t kMaxCallBytes = 1u << 30;
+  // How long a waiting thread spins before it sleeps (a futex wake-up cost
+  // tens of microseconds on the 2-core VM); ADXL_UCX_CMA_SPIN_US overrides.
+  static constexpr unsigned kSpinUs = 20;
+  // A split batch is cut into this many chunks per thread, each of at
+  // least kMinChunkBytes.
+  static constexpr size_t kChunksPerThread = 4;
+  static constexpr size_t kMinChunkBytes = 64u << 10;
+
+  // One part of a batch: `bytes` bytes from byte `offset` of ops[first].
+  // Copied with as few system calls as the iovec limits allow; 0 or errno.
+  static int CopyPart(bool put, pid_t pid, const Op *ops, size_t count, size_t first, size_t offset, size_t bytes);
 
  private:
-  struct Stripe {
-    ucs_async_context_t *async = nullptr;
-    uct_worker_h worker = nullptr;
-    uct_iface_h iface = nullptr;
-    std::mutex mu;  // the worker and interface are single-threaded
+  // A split batch: cut into chunks that the caller and the copy threads
+  // take one by one (next), so that a copy thread that wakes up late -- on
+  // a loaded machine, milliseconds -- finds the work done by the others
+  // instead of holding the batch up.
+  struct Chunk {
+    size_t first, offset, bytes;  // CopyPart's arguments
   };
-  // A copy thread: runs jobs on its own stripe, in order.
+  struct Split {
+    bool put;
+    pid_t pid;
+    const Op *ops;
+    size_t count;
+    std::vector<Chunk> chunks;
+    std::atomic<size_t> next{0};  // the next chunk to take
+    std::atomic<int> err{0};      // the first error
+    adxl::Mutex mu;
+    adxl::CondVar cv;
+    size_t running ADXL_GUARDED_BY(mu) = 0;  // copy threads that took their job
+    // running, readable without mu: the caller spins on it a little before
+    // it sleeps (then takes mu once, so that the last thread has let go).
+    std::atomic<size_t> left{0};
+  };
+  // Takes chunks of s until none is left.
+  static void RunChunks(Split *s);
+  // A copy thread: runs jobs (a Split to help with) in order.
   struct CopyThread {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::deque<std::function<void()>> jobs;
-    bool stop = false;
+    adxl::Mutex mu;
+    adxl::CondVar cv;
+    std::deque<Split *> jobs ADXL_GUARDED_BY(mu);
+    bool stop ADXL_GUARDED_BY(mu) = false;
+    // jobs.size(), readable without mu: the thread spins on it a little
+    // after a job (the engine posts the next slice of a batch right away).
+    std::atomic<size_t> queued{0};
     std::thread thread;
   };
 
-  bool OpenStripe(Stripe *s, std::string *why);
-  // Copies on one stripe; the caller holds s->mu.
-  ucs_status_t CopyOn(Stripe *s, bool put, uct_ep_h ep, const Op *ops, size_t count);
+  bool OpenInterface(std::string *why);
   void RunCopyThread(CopyThread *t);
 
   uct_component_h component_ = nullptr;
   uct_component_h *components_ = nullptr;
   uct_md_h md_ = nullptr;
-  std::vector<std::unique_ptr<Stripe>> stripes_;
-  std::vector<std::unique_ptr<CopyThread>> threads_;  // [i] serves stripes_[i + 1]
+  ucs_async_context_t *async_ = nullptr;
+  uct_worker_h worker_ = nullptr;
+  uct_iface_h iface_ = nullptr;  // address and reachability only
+  std::vector<std::unique_ptr<CopyThread>> threads_;
   size_t dev_addr_len_ = 0;
-  size_t max_zcopy_ = 0;
+  size_t iface_addr_len_ = 0;
   bool need_reg_ = false;
   size_t rkey_size_ = 0;
+  size_t split_min_bytes_ = kSplitMinBytes;
+  unsigned spin_us_ = kSpinUs;
   std::string address_;
 };
 

@@ -1,9 +1,18 @@
 // MappedLane: the HCCS lane's direct mapping — for a peer region its owner
-// shared as a file (MallocMem memory with EnableUseFabricMem=1, registered
-// with a share_path: its memfd under /proc/<pid>/fd/), the region's pages
+// shared as a file, the region's pages
 // are mapped into this process at key unpack (Map), and every copy to or
 // from it is a plain memcpy of the posting thread (Copy): one user-space
-// copy, no system call, truly one-sided, complete when Copy returns.  A
+// copy, no system call, truly one-sided, complete when Copy returns.
+//
+// Which regions are shared: MallocMem memory with EnableUseFabricMem=1 (the
+// engine registers it with a share_path, its memfd under /proc/<pid>/fd/),
+// and any host registration whose pages are a writable MAP_SHARED mapping of
+// a file (/dev/shm, memfd, hugetlbfs, a file on disk): FindShareable reads
+// /proc/self/maps at registration, finds the file (by its path, else among
+// this process's open descriptors, else /proc/self/map_files), keeps a
+// descriptor of it open for the registration's life and shares it as
+// /proc/<pid>/fd/<fd>.  Private memory (malloc, MAP_PRIVATE, anonymous)
+// stays on cma.  A
 // region that cannot be mapped (another host, no access to the file) stays
 // on cma (cma_lane.h).  Host memory only: device memory never comes here.
 //
@@ -28,7 +37,21 @@ class MappedLane {
     size_t map_len = 0;
     uint64_t remote_base = 0;  // the peer's region base address
     uint64_t len = 0;          // the region's length
+    const char *kind = "";     // what the file is: "memfd", "shm", "hugetlbfs", "file"
   };
+
+  // A registration's shared file, found by FindShareable.
+  struct Shareable {
+    int fd = -1;          // owned by the registration: close at deregistration
+    uint64_t offset = 0;  // where the region starts in the file
+    const char *kind = "";
+  };
+  // Whether [addr, addr + len) is entirely one writable MAP_SHARED mapping
+  // of one file (contiguous in it), and a descriptor of that file; false
+  // (and *why) otherwise.  Reads /proc/self/maps.
+  static bool FindShareable(const void *addr, size_t len, Shareable *out, std::string *why);
+  // What the open file `fd` is ("memfd", "shm", "hugetlbfs" or "file").
+  static const char *KindOf(int fd);
 
   // Maps `len` bytes at `offset` of the file at `path`: the peer's region at
   // `remote_base`.  The page tables are set up here (MAP_POPULATE), not in

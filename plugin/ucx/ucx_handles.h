@@ -26,8 +26,9 @@ struct adxl_plugin_mem {
   std::string cma_key;   // packed at registration
   void *addr = nullptr;  // host registrations: key of the AM lane's table
   size_t len = 0;
-  std::string share_path;  // MallocMem memory: same-node peers may map this
+  std::string share_path;  // MallocMem memory, or a shared file mapping: same-node peers may map this
   uint64_t share_offset = 0;
+  int share_fd = -1;       // found by MappedLane::FindShareable: closed at deregistration
 };
 
 struct adxl_plugin_ep {
@@ -38,7 +39,10 @@ struct adxl_plugin_ep {
   bool am = false;                  // RDMA lane moves data with am_lane.h
   CmaLane::Peer *cma_ep = nullptr;  // HCCS lane
   std::atomic<int> mapped_regions{0};  // HCCS lane: peer regions reached by direct mapping
+  // ... by what they are (MappedLane::Region::kind): memfd, shm, hugetlbfs, file
+  std::atomic<int> mapped_kinds[4] = {};
   std::atomic<int> failed{ADXL_PLUGIN_OK};
+  std::atomic<int64_t> alive_checked_ns{0};  // HCCS lane, mapped regions: the peer's last liveness check (PostHccs)
 };
 
 struct adxl_plugin_rkey {

@@ -24,6 +24,8 @@
 // Addresses and packed keys: ucx_blob.h.  The UCP context, worker, settings
 // and progress thread: ucx_context.h.  Locks: none here; see the lanes and
 // ucx_context.h for theirs and their nesting under UCP's worker lock.
+#include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +33,8 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <signal.h>
+#include <unistd.h>
 #include <vector>
 
 #include <ucp/api/ucp.h>
@@ -77,6 +81,9 @@ struct Defer {
 };
 template <typename F>
 Defer(F) -> Defer<F>;
+
+// MappedLane::Region::kind values, in the order EpDescribe lists them.
+const char *const kMappedKinds[4] = {"memfd", "shm", "hugetlbfs", "file"};
 
 int CopyOut(const std::string &blob, void *buf, size_t *len) {
   const size_t cap = *len;
@@ -130,6 +137,19 @@ int MemReg(adxl_plugin_context_t *ctx, void *addr, size_t len, int mem_type, con
   auto mem = std::make_unique<adxl_plugin_mem>();
   const bool host = mem_type == ADXL_PLUGIN_MEM_HOST;
   if (host && share_path != nullptr) mem->share_path = share_path;
+  if (host && share_path == nullptr) {
+    // Memory that is a shared file mapping goes the direct way too: found
+    // from this process's mappings, no option (mapped_lane.h).
+    MappedLane::Shareable sh;
+    std::string why;
+    if (MappedLane::FindShareable(addr, len, &sh, &why)) {
+      mem->share_fd = sh.fd;
+      mem->share_path = "/proc/" + std::to_string(getpid()) + "/fd/" + std::to_string(sh.fd);
+      share_offset = sh.offset;
+      ctx->log(ADXL_PLUGIN_LOG_INFO, "region %p (%zu bytes) is a shared %s mapping: same-node peers map it directly",
+               addr, len, sh.kind);
+    }
+  }
   ucp_mem_map_params_t p{};
   p.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
   p.address = addr;
@@ -144,6 +164,7 @@ int MemReg(adxl_plugin_context_t *ctx, void *addr, size_t len, int mem_type, con
   }
   ucs_status_t st = ucp_mem_map(ctx->ucp, &p, &mem->memh);
   if (st != UCS_OK) {
+    if (mem->share_fd >= 0) close(mem->share_fd);
     ctx->log(ADXL_PLUGIN_LOG_ERROR, "ucp_mem_map(%p, %zu, %s memory): %s", addr, len,
              mem->device ? "device" : "host", ucs_status_string(st));
     return FromUcs(st);
@@ -153,6 +174,7 @@ int MemReg(adxl_plugin_context_t *ctx, void *addr, size_t len, int mem_type, con
       ctx->am.AddRegion(addr, len, mem->memh);
     } catch (...) {
       ucp_mem_unmap(ctx->ucp, mem->memh);
+      if (mem->share_fd >= 0) close(mem->share_fd);
       throw;
     }
     mem->addr = addr;
@@ -195,6 +217,7 @@ void MemDereg(adxl_plugin_context_t *ctx, adxl_plugin_mem_t *mem) {
   if (mem->addr != nullptr) ctx->am.RemoveRegion(mem->addr);
   if (mem->cma_ok) ctx->cma.Deregister(mem->cma_memh);
   ucp_mem_unmap(ctx->ucp, mem->memh);
+  if (mem->share_fd >= 0) close(mem->share_fd);
   delete mem;
 }
 
@@ -267,7 +290,13 @@ void EpDestroy(adxl_plugin_ep_t *ep, int force) {
 int EpDescribe(adxl_plugin_ep_t *ep, char *buf, size_t len) {
   if (ep == nullptr || buf == nullptr || len == 0) return ADXL_PLUGIN_ERR_INVALID;
   if (ep->lane == ADXL_PLUGIN_LANE_HCCS) {
-    snprintf(buf, len, ep->mapped_regions.load() > 0 ? "cma/memory,mapped/memfd" : "cma/memory");
+    // cma for private memory; "mapped/<kind>" for each kind of peer region
+    // mapped directly (MappedLane::Region::kind).
+    std::string s = "cma/memory";
+    for (size_t i = 0; i < 4; ++i) {
+      if (ep->mapped_kinds[i].load() > 0) s += std::string(",mapped/") + kMappedKinds[i];
+    }
+    snprintf(buf, len, "%s", s.c_str());
     return ADXL_PLUGIN_OK;
   }
   snprintf(buf, len, "%s", DescribeUcpEp(ep->ep).c_str());
@@ -326,7 +355,12 @@ int RkeyUnpack(adxl_plugin_ep_t *ep, const void *packed, size_t len, adxl_plugin
       ctx->log(ADXL_PLUGIN_LOG_ERROR, "HCCS lane key: %s", why.empty() ? "region not reachable over cma" : why.c_str());
       return ADXL_PLUGIN_ERR_INVALID;
     }
-    if (rkey->mapped.mapped != nullptr) ep->mapped_regions.fetch_add(1);
+    if (rkey->mapped.mapped != nullptr) {
+      ep->mapped_regions.fetch_add(1);
+      for (size_t i = 0; i < 4; ++i) {
+        if (strcmp(rkey->mapped.kind, kMappedKinds[i]) == 0) ep->mapped_kinds[i].fetch_add(1);
+      }
+    }
     // With device memory the endpoint has UCP too, and a batch that moves
     // device memory moves its host regions through UCP as well (Post).
     if (ep->ep != nullptr && ucp_ep_rkey_unpack(ep->ep, k.ucp.data(), &rkey->rkey) != UCS_OK) rkey->rkey = nullptr;
@@ -338,12 +372,41 @@ int RkeyUnpack(adxl_plugin_ep_t *ep, const void *packed, size_t len, adxl_plugin
 // HCCS lane: every copy is a memcpy or a system call of this thread (and the
 // cma copy threads); the batch is complete (or failed) when this returns.
 void PostHccs(adxl_plugin_ep_t *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, adxl_plugin_batch_t *batch) {
-  std::vector<CmaLane::Op> ops;
-  ops.reserve(count);
+  // Small batches (a 4 KiB TransferSync) keep their operations on the
+  // stack: no allocation on the shortest path.
+  constexpr size_t kSmall = 16;
+  CmaLane::Op small[kSmall];
+  std::vector<CmaLane::Op> large;
+  if (count > kSmall) large.resize(count);
+  CmaLane::Op *ops = count > kSmall ? large.data() : small;
+  size_t n_ops = 0;
+  bool mapped = false;
   for (size_t i = 0; i < count; ++i) {
     const adxl_plugin_iov_t &v = iov[i];
     void *local = reinterpret_cast<void *>(static_cast<uintptr_t>(v.local_addr));
     if (MappedLane::Contains(v.remote->mapped, v.remote_addr, v.length)) {
+      if (!mapped) {
+        // The mapping outlives its owner: a batch to a peer that is gone
+        // fails, as on cma (whose system call says ESRCH).  kill(pid, 0) is
+        // a system call (0.3-5 us on the 2-core VM), so at most one per
+        // kAliveCheckNs per endpoint: a batch within that time of the
+        // peer's death may still land in its orphaned pages.
+        mapped = true;
+        const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now().time_since_epoch())
+                                .count();
+        constexpr int64_t kAliveCheckNs = 100 * 1000;
+        const int64_t last = ep->alive_checked_ns.load(std::memory_order_relaxed);
+        if (now - last < kAliveCheckNs) {
+          // checked a moment ago
+        } else if (ep->alive_checked_ns.store(now, std::memory_order_relaxed), kill(ep->cma_ep->pid, 0) != 0 &&
+                   errno == ESRCH) {
+          ep->ctx->log(ADXL_PLUGIN_LOG_ERROR, "mapped %s batch: the peer process is gone", put ? "put" : "get");
+          ep->failed.store(ADXL_PLUGIN_ERR_IO);
+          batch->status.store(ADXL_PLUGIN_ERR_IO);
+          return;
+        }
+      }
       MappedLane::Copy(put, v.remote->mapped, local, v.remote_addr, v.length);
       continue;
     }
@@ -351,13 +414,14 @@ void PostHccs(adxl_plugin_ep_t *ep, bool put, const adxl_plugin_iov_t *iov, size
       batch->status.store(ADXL_PLUGIN_ERR_INVALID);
       return;
     }
-    ops.push_back({local, v.local != nullptr ? v.local->cma_memh : UCT_MEM_HANDLE_NULL, v.length, v.remote_addr,
-                   v.remote->cma.rkey});
+    ops[n_ops++] = {local, v.local != nullptr ? v.local->cma_memh : UCT_MEM_HANDLE_NULL, v.length, v.remote_addr,
+                    v.remote->cma.rkey};
   }
-  ucs_status_t st = ep->ctx->cma.Copy(put, ep->cma_ep, ops.data(), ops.size());
+  int err_no = 0;
+  ucs_status_t st = n_ops == 0 ? UCS_OK : ep->ctx->cma.Copy(put, ep->cma_ep, ops, n_ops, &err_no);
   if (st != UCS_OK) {
-    ep->ctx->log(ADXL_PLUGIN_LOG_ERROR, "cma %s batch of %zu operations failed: %s (peer gone?)",
-                 put ? "put" : "get", count, ucs_status_string(st));
+    ep->ctx->log(ADXL_PLUGIN_LOG_ERROR, "cma %s batch of %zu operations failed: %s (%s)", put ? "put" : "get", count,
+                 ucs_status_string(st), err_no == ESRCH ? "the peer process is gone" : strerror(err_no));
     ep->failed.store(ADXL_PLUGIN_ERR_IO);
     batch->status.store(ADXL_PLUGIN_ERR_IO);
     return;

@@ -11,6 +11,7 @@ const std::vector<Lane> &AllLanes() {
   static const std::vector<Lane> lanes = {
       {"hccs_cma", "hccs", "cma", {}, {}, false, true},
       {"hccs_mapped", "hccs", "mapped", {"EnableUseFabricMem=1"}, {}, true, true},
+      {"hccs_shared_file", "hccs", "mapped/memfd", {}, {}, false, true, true},
       {"rdma_am",
        "rdma",
        "",
@@ -74,7 +75,7 @@ std::unique_ptr<PeerProcess> Conformance::StartPeer(std::string *name, uintptr_t
   auto peer = std::make_unique<PeerProcess>(lane().env);
   *name = InitOnFreePort(*peer, PeerInitArgs(init_extra));
   EXPECT_NE(*name, "") << "the peer could not initialize";
-  auto a = peer->Ok((lane().mapped_memory ? "malloc " : "alloc ") + std::to_string(kRemoteSize));
+  auto a = peer->Ok(AllocCommand() + std::to_string(kRemoteSize));
   EXPECT_EQ(a.size(), 2u);
   *buffer = a.size() == 2 ? std::stoull(a[1]) : 0;
   EXPECT_EQ(peer->Ok("reg 0").size(), 1u);

@@ -8,9 +8,13 @@
 // that a link runs on the lane under test.
 //
 // Lanes (kLanes in conformance.cc):
-//   hccs_cma     same node, plain posix_memalign memory: UCT cma
+//   hccs_cma     same node, plain posix_memalign memory: cross-memory
+//                attach (batched process_vm_readv/writev)
 //   hccs_mapped  same node, MallocMem memory with EnableUseFabricMem=1:
 //                the initiator maps the target's memory (memcpy)
+//   hccs_shared_file  same node, the target's memory a memfd MAP_SHARED
+//                mapping of its own (no engine option): the plugin finds
+//                the file from the mapping and the initiator maps it too
 //   rdma_am      protocol_desc "roce:host": the network lane, active-message
 //                rendezvous over TCP
 //
@@ -43,6 +47,7 @@ struct Lane {
   // Transfers complete while the target process is stopped (the initiator
   // moves the bytes itself); otherwise the target's progress thread must run.
   bool one_sided;
+  bool shared_file = false;  // the peer's buffer is a memfd MAP_SHARED mapping ("memfd" peer command)
 };
 
 const std::vector<Lane> &AllLanes();
@@ -59,6 +64,11 @@ class Conformance : public ::testing::TestWithParam<Lane> {
   void TearDown() override;
 
   const Lane &lane() const { return GetParam(); }
+  // The peer command that allocates a buffer of the lane's memory kind
+  // ("alloc ", "malloc " or "memfd "), to be followed by the length.
+  std::string AllocCommand() const {
+    return lane().mapped_memory ? "malloc " : lane().shared_file ? "memfd " : "alloc ";
+  }
 
   // The lane's engine options plus a short heartbeat and `extra`.
   Options LaneOptions(const Options &extra = {}) const;

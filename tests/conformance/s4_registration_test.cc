@@ -59,7 +59,7 @@ TEST_P(Conformance, S4_4_DescriptorsUseSubRangesAndSpanAdjacentRegistrations) {
   // Remote: a second buffer registered as three adjacent 1 MiB pieces, and
   // a page after them that is not registered (a block of its own could lie
   // right before another registered one).
-  auto a = peer_->Ok((lane().mapped_memory ? "malloc " : "alloc ") + std::to_string((3 << 20) + 4096));
+  auto a = peer_->Ok(AllocCommand() + std::to_string((3 << 20) + 4096));
   ASSERT_EQ(a.size(), 2u);
   const uintptr_t r2 = std::stoull(a[1]);
   for (int i = 0; i < 3; ++i) {
@@ -128,7 +128,7 @@ TEST_P(Conformance, S4_6_DeviceTypeOnHostMemoryIsRefusedAndNothingIsLost) {
 TEST_P(Conformance, S4_7_RegistrationsWhileLinkedAreUsableAtOnceAndWithdrawnForGood) {
   InitLocal();
   ASSERT_EQ(Connect(), SUCCESS);
-  auto a = peer_->Ok((lane().mapped_memory ? "malloc " : "alloc ") + std::to_string(65536));
+  auto a = peer_->Ok(AllocCommand() + std::to_string(65536));
   ASSERT_EQ(a.size(), 2u);
   const uintptr_t r2 = std::stoull(a[1]);
   EXPECT_EQ(Sync(WRITE, {{local_.addr(), r2, 4096}}), PARAM_INVALID);

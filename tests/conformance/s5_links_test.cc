@@ -205,7 +205,7 @@ TEST_P(Conformance, S5_8_AutoConnectConnectsOnDemandAndAfterALinkFatalError) {
   peer_ = std::make_unique<PeerProcess>(lane().env);
   const uint16_t port = static_cast<uint16_t>(std::stoi(name.substr(name.rfind(':') + 1)));
   ASSERT_EQ(peer_->Command("init " + LoopbackName(port) + PeerInitArgs()), "ok");
-  auto a = peer_->Ok((lane().mapped_memory ? "malloc " : "alloc ") + std::to_string(kRemoteSize));
+  auto a = peer_->Ok(AllocCommand() + std::to_string(kRemoteSize));
   ASSERT_EQ(a.size(), 2u);
   remote_ = std::stoull(a[1]);
   ASSERT_EQ(peer_->Ok("reg 0").size(), 1u);

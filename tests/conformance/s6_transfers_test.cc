@@ -175,7 +175,7 @@ TEST_P(Conformance, S6_4_TimeoutMovesNoByteAfterwardsAndFailsTheLink) {
 TEST_P(Conformance, S6_4_TheDeadlineHoldsWithinOneLargeDescriptor) {
   constexpr size_t kBig = 64u << 20;
   InitLocal();
-  auto a = peer_->Ok((lane().mapped_memory ? "malloc " : "alloc ") + std::to_string(kBig));
+  auto a = peer_->Ok(AllocCommand() + std::to_string(kBig));
   ASSERT_EQ(a.size(), 2u);
   const uintptr_t remote = std::stoull(a[1]);
   ASSERT_EQ(peer_->Ok("reg 1").size(), 1u);

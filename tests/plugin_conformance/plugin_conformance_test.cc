@@ -12,6 +12,8 @@
 #include <dlfcn.h>
 #include <poll.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -78,13 +80,44 @@ std::string Unhex(const std::string &s) {
   return out;
 }
 
+// Test memory: private (posix_memalign) unless `kind` (default: the
+// environment's ADXL_CONFORMANCE_MEMORY, which a child inherits) says
+// "memfd" (memfd_create, descriptor kept open) or "shm" (a /dev/shm file,
+// unlinked at the end): a shared file mapping, which same-node peers map
+// directly.
 class Buffer {
  public:
-  explicit Buffer(size_t len) : len_(len) {
+  explicit Buffer(size_t len, const char *kind = getenv("ADXL_CONFORMANCE_MEMORY")) : len_(len) {
+    const std::string k = kind != nullptr ? kind : "";
+    if (k == "memfd" || k == "shm") {
+      static int serial = 0;
+      if (k == "memfd") {
+        fd_ = memfd_create("adxl-conformance", MFD_CLOEXEC);
+      } else {
+        shm_name_ = "/adxl-conformance-" + std::to_string(getpid()) + "-" + std::to_string(serial++);
+        fd_ = shm_open(shm_name_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      }
+      if (fd_ >= 0 && ftruncate(fd_, static_cast<off_t>(len)) == 0) {
+        void *p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+        if (p != MAP_FAILED) p_ = static_cast<uint8_t *>(p);
+      }
+      mapped_ = true;
+      return;
+    }
     void *p = nullptr;
     if (posix_memalign(&p, 4096, len) == 0) p_ = static_cast<uint8_t *>(p);
   }
-  ~Buffer() { free(p_); }
+  ~Buffer() {
+    if (!mapped_) {
+      free(p_);
+      return;
+    }
+    if (p_ != nullptr) munmap(p_, len_);
+    if (fd_ >= 0) close(fd_);
+    if (!shm_name_.empty()) shm_unlink(shm_name_.c_str());
+  }
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
   uint8_t *data() const { return p_; }
   uint64_t addr() const { return reinterpret_cast<uintptr_t>(p_); }
   size_t size() const { return len_; }
@@ -92,6 +125,9 @@ class Buffer {
  private:
   uint8_t *p_ = nullptr;
   size_t len_;
+  bool mapped_ = false;
+  int fd_ = -1;
+  std::string shm_name_;
 };
 
 constexpr size_t kBufSize = 8u << 20;
@@ -327,13 +363,19 @@ class PluginTest : public ::testing::Test {
     contexts_.push_back({ctx, {}});
     return ctx;
   }
-  adxl_plugin_mem_t *Reg(adxl_plugin_context_t *ctx, const Buffer &b) {
+  adxl_plugin_mem_t *Reg(adxl_plugin_context_t *ctx, const Buffer &b) { return RegRange(ctx, b.data(), b.size()); }
+  adxl_plugin_mem_t *RegRange(adxl_plugin_context_t *ctx, void *addr, size_t len) {
     adxl_plugin_mem_t *m = nullptr;
-    EXPECT_EQ(ops_->mem_reg(ctx, b.data(), b.size(), ADXL_PLUGIN_MEM_HOST, nullptr, 0, &m), ADXL_PLUGIN_OK);
+    EXPECT_EQ(ops_->mem_reg(ctx, addr, len, ADXL_PLUGIN_MEM_HOST, nullptr, 0, &m), ADXL_PLUGIN_OK);
     for (auto &c : contexts_) {
       if (c.ctx == ctx && m != nullptr) c.mems.push_back(m);
     }
     return m;
+  }
+  std::string Describe(adxl_plugin_ep_t *ep) {
+    char buf[256] = {0};
+    EXPECT_EQ(ops_->ep_describe(ep, buf, sizeof(buf)), ADXL_PLUGIN_OK);
+    return buf;
   }
   std::string Address(adxl_plugin_context_t *ctx) {
     size_t len = 0;
@@ -571,16 +613,30 @@ TEST_F(PluginTest, RegisterPackUnpackAndBadArguments) {
 
 // --------------------------------------------------------- data movement
 
+// The parameter: a lane, with kSharedFileMemory set for every buffer of the
+// test (both processes) being a shared file mapping (memfd), which the
+// HCCS lane maps directly instead of cross-memory attach.
+constexpr uint32_t kSharedFileMemory = 1u << 16;
+
 class LaneTest : public PluginTest, public ::testing::WithParamInterface<uint32_t> {
  protected:
+  void SetUp() override {
+    if (GetParam() & kSharedFileMemory) setenv("ADXL_CONFORMANCE_MEMORY", "memfd", 1);
+    PluginTest::SetUp();
+  }
+  void TearDown() override {
+    PluginTest::TearDown();
+    unsetenv("ADXL_CONFORMANCE_MEMORY");
+  }
+  uint32_t lane() const { return GetParam() & ~kSharedFileMemory; }
   // ep_create on the parameter's lane; skips when the plugin does not offer it.
   adxl_plugin_ep_t *Connect(adxl_plugin_context_t *ctx, const std::string &addr) {
     adxl_plugin_ep_t *ep = nullptr;
-    int rc = ops_->ep_create(ctx, addr.data(), addr.size(), GetParam(), &ep);
+    int rc = ops_->ep_create(ctx, addr.data(), addr.size(), lane(), &ep);
     if (rc == ADXL_PLUGIN_ERR_UNSUPPORTED) return nullptr;
     EXPECT_EQ(rc, ADXL_PLUGIN_OK);
     if (rc != ADXL_PLUGIN_OK) return nullptr;
-    EXPECT_EQ(ops_->ep_lane(ep), GetParam()) << "ep_lane must report the lane asked for";
+    EXPECT_EQ(ops_->ep_lane(ep), lane()) << "ep_lane must report the lane asked for";
     return ep;
   }
   adxl_plugin_rkey_t *Unpack(adxl_plugin_ep_t *ep, const std::string &key) {
@@ -592,7 +648,7 @@ class LaneTest : public PluginTest, public ::testing::WithParamInterface<uint32_
 };
 
 #define SKIP_IF_NO_LANE(ep) \
-  if ((ep) == nullptr) GTEST_SKIP() << "the plugin does not offer the " << LaneName(GetParam()) << " lane here"
+  if ((ep) == nullptr) GTEST_SKIP() << "the plugin does not offer the " << LaneName(lane()) << " lane here"
 
 // A context of this process linked to a child process over the lane under
 // test, after one checked 4 KiB PUT; `all` covers the whole local buffer and
@@ -622,6 +678,10 @@ void LaneTest::LinkToChild(ChildLink *l, const std::vector<adxl_plugin_param_t> 
   SKIP_IF_NO_LANE(l->ep);
   l->rk = Unpack(l->ep, l->child.key());
   ASSERT_NE(l->rk, nullptr);
+  if ((GetParam() & kSharedFileMemory) && lane() == ADXL_PLUGIN_LANE_HCCS) {
+    ASSERT_NE(Describe(l->ep).find("mapped/memfd"), std::string::npos)
+        << "the child's memfd memory is not mapped directly: " << Describe(l->ep);
+  }
   ASSERT_EQ(Run(l->ep, ADXL_PLUGIN_PUT, {{l->mem, l->local.addr(), l->rk, l->child.remote_addr(), 4096}}),
             ADXL_PLUGIN_OK);
   for (size_t off = 0; off < kBufSize; off += kMaxOp) {
@@ -801,7 +861,7 @@ TEST_P(LaneTest, ForcedDestroyCancelsBatchesInFlight) {
   for (auto *b : batches) before.push_back(ops_->test(b));
   const auto in_flight = std::count(before.begin(), before.end(), ADXL_PLUGIN_IN_PROGRESS);
   RecordProperty("batches_in_flight", static_cast<int>(in_flight));
-  printf("%s lane: %d of %zu batches in flight at ep_destroy(force)\n", LaneName(GetParam()), static_cast<int>(in_flight),
+  printf("%s lane: %d of %zu batches in flight at ep_destroy(force)\n", LaneName(lane()), static_cast<int>(in_flight),
          batches.size());
   ops_->rkey_destroy(l.rk);
   const auto t0 = std::chrono::steady_clock::now();
@@ -887,7 +947,7 @@ TEST_P(LaneTest, BatchesInFlightEndPromptlyWhenThePeerDies) {
     }
   }
   printf("%s lane: %d of %zu batches in flight at the peer's death; all ended %.1f ms after it\n",
-         LaneName(GetParam()), static_cast<int>(std::count(before.begin(), before.end(), ADXL_PLUGIN_IN_PROGRESS)),
+         LaneName(lane()), static_cast<int>(std::count(before.begin(), before.end(), ADXL_PLUGIN_IN_PROGRESS)),
          batches.size(), last_end_ms);
   constexpr double kPromptMs = 100, kSchedulingSlackMs = 50;
   EXPECT_LT(last_end_ms, kPromptMs + kSchedulingSlackMs) << "batches outlived their dead peer";
@@ -896,8 +956,176 @@ TEST_P(LaneTest, BatchesInFlightEndPromptlyWhenThePeerDies) {
   ops_->ep_destroy(ep, 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Lanes, LaneTest, ::testing::Values(ADXL_PLUGIN_LANE_HCCS, ADXL_PLUGIN_LANE_RDMA),
-                         [](const ::testing::TestParamInfo<uint32_t> &i) { return std::string(LaneName(i.param)); });
+
+// One batch over several registrations on both sides -- two adjacent ones
+// (descriptors running across their boundary, which the HCCS lane merges
+// into single iovecs) and a separate one -- with odd sizes and offsets,
+// zero-gap runs and gaps, more descriptors than IOV_MAX (1024); then one
+// small batch (below the copy threads' split) of many tiny descriptors.
+// Every byte of every buffer is checked, including those no descriptor
+// touches.
+TEST_P(LaneTest, BatchesAcrossRegistrationsOddSizesAndManyDescriptors) {
+  const adxl_plugin_param_t threads = {"hccs_copy_threads", "3"};
+  adxl_plugin_context_t *a = Open({threads}), *b = Open();
+  ASSERT_TRUE(a && b);
+  constexpr size_t kHalf = 4u << 20;
+  Buffer la(2 * kHalf), rb(2 * kHalf), rc(1u << 20);
+  ASSERT_TRUE(la.data() && rb.data() && rc.data());
+  adxl_plugin_mem_t *ma[2] = {RegRange(a, la.data(), kHalf), RegRange(a, la.data() + kHalf, kHalf)};
+  adxl_plugin_mem_t *mb[3] = {RegRange(b, rb.data(), kHalf), RegRange(b, rb.data() + kHalf, kHalf), Reg(b, rc)};
+  ASSERT_TRUE(ma[0] && ma[1] && mb[0] && mb[1] && mb[2]);
+  adxl_plugin_ep_t *ep = Connect(a, Address(b));
+  SKIP_IF_NO_LANE(ep);
+  adxl_plugin_rkey_t *rk[3];
+  for (int i = 0; i < 3; ++i) ASSERT_NE(rk[i] = Unpack(ep, Pack(b, mb[i])), nullptr);
+  struct Desc {
+    size_t loff;   // in la
+    int remote;    // 0: rb, 1: rc
+    size_t roff;   // in rb or rc
+    size_t len;
+  };
+  std::mt19937_64 rng(lane() * 77 + 5);
+  // Descriptors at increasing offsets on both sides (destinations never
+  // overlap), cut where a registration ends.
+  auto generate = [&](size_t n, size_t max_len) {
+    std::vector<Desc> d;
+    size_t l = 1 + rng() % 7, r = 3 + rng() % 5, c = 1 + rng() % 3;
+    while (d.size() < n) {
+      const size_t len = 1 + rng() % max_len;
+      const bool to_c = rng() % 10 == 0;
+      size_t &rpos = to_c ? c : r;
+      const size_t rcap = to_c ? rc.size() : rb.size();
+      if (l + len > la.size() || rpos + len > rcap) break;
+      size_t done = 0;
+      while (done < len) {  // cut at the boundary of la's (and rb's) halves
+        size_t n1 = len - done;
+        if (l + done < kHalf) n1 = std::min(n1, kHalf - (l + done));
+        if (!to_c && rpos + done < kHalf) n1 = std::min(n1, kHalf - (rpos + done));
+        d.push_back({l + done, to_c ? 1 : 0, rpos + done, n1});
+        done += n1;
+      }
+      const size_t gap = rng() % 2 ? 0 : 1 + rng() % 97;
+      l += len + (rng() % 3 ? 0 : gap);
+      rpos += len + gap;
+    }
+    return d;
+  };
+  auto iovs = [&](const std::vector<Desc> &d) {
+    std::vector<adxl_plugin_iov_t> v;
+    for (const Desc &x : d) {
+      const int li = x.loff < kHalf ? 0 : 1;
+      const int ri = x.remote == 1 ? 2 : (x.roff < kHalf ? 0 : 1);
+      const uint64_t rbase = x.remote == 1 ? rc.addr() : rb.addr();
+      v.push_back({ma[li], la.addr() + x.loff, rk[ri], rbase + x.roff, x.len});
+    }
+    return v;
+  };
+  for (const auto &shape : {std::make_pair(size_t{3000}, size_t{3001}), std::make_pair(size_t{1500}, size_t{37})}) {
+    const std::vector<Desc> d = generate(shape.first, shape.second);
+    ASSERT_GT(d.size(), size_t{1024}) << "more descriptors than IOV_MAX";
+    size_t bytes = 0;
+    for (const Desc &x : d) bytes += x.len;
+    // PUT: la -> rb, rc
+    FillPattern(la.data(), la.size(), 11);
+    FillPattern(rb.data(), rb.size(), 12);
+    FillPattern(rc.data(), rc.size(), 13);
+    std::vector<uint8_t> want_b(rb.data(), rb.data() + rb.size()), want_c(rc.data(), rc.data() + rc.size());
+    for (const Desc &x : d) memcpy((x.remote ? want_c : want_b).data() + x.roff, la.data() + x.loff, x.len);
+    ASSERT_EQ(Run(ep, ADXL_PLUGIN_PUT, iovs(d)), ADXL_PLUGIN_OK);
+    ASSERT_EQ(memcmp(rb.data(), want_b.data(), rb.size()), 0) << "PUT of " << d.size() << " descriptors, " << bytes << " bytes";
+    ASSERT_EQ(memcmp(rc.data(), want_c.data(), rc.size()), 0) << "PUT into the separate registration";
+    // GET: rb, rc -> la
+    FillPattern(la.data(), la.size(), 21);
+    std::vector<uint8_t> want_a(la.data(), la.data() + la.size());
+    for (const Desc &x : d) memcpy(want_a.data() + x.loff, (x.remote ? rc.data() : rb.data()) + x.roff, x.len);
+    ASSERT_EQ(Run(ep, ADXL_PLUGIN_GET, iovs(d)), ADXL_PLUGIN_OK);
+    ASSERT_EQ(memcmp(la.data(), want_a.data(), la.size()), 0) << "GET of " << d.size() << " descriptors, " << bytes << " bytes";
+  }
+  for (auto *k : rk) ops_->rkey_destroy(k);
+  ops_->ep_destroy(ep, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Lanes, LaneTest,
+                         ::testing::Values(ADXL_PLUGIN_LANE_HCCS, ADXL_PLUGIN_LANE_RDMA,
+                                           ADXL_PLUGIN_LANE_HCCS | kSharedFileMemory),
+                         [](const ::testing::TestParamInfo<uint32_t> &i) {
+                           return std::string(LaneName(i.param & ~kSharedFileMemory)) +
+                                  ((i.param & kSharedFileMemory) ? "_SharedFileMemory" : "");
+                         });
+
+// Which same-node path a registration takes, as the endpoint's description
+// (the engine's LinkInfo::transports) says: private memory (malloc,
+// MAP_PRIVATE of a file) goes over cross-memory attach, a shared file
+// mapping (/dev/shm, memfd, MAP_SHARED of a file) is mapped directly by the
+// peer -- found by the plugin from the mapping itself, no option.  Data moves
+// correctly on each.
+TEST_F(PluginTest, SameNodePathFollowsTheMemory) {
+  adxl_plugin_context_t *a = Open(), *b = Open();
+  ASSERT_TRUE(a && b);
+  constexpr size_t kLen = 1u << 20;
+  // A regular file, mapped shared and privately.
+  char path[] = "/tmp/adxl-conformance-XXXXXX";
+  const int file_fd = mkstemp(path);
+  ASSERT_GE(file_fd, 0);
+  unlink(path);
+  ASSERT_EQ(ftruncate(file_fd, 2 * kLen), 0);
+  void *file_shared = mmap(nullptr, kLen, PROT_READ | PROT_WRITE, MAP_SHARED, file_fd, kLen);  // at offset kLen
+  void *file_private = mmap(nullptr, kLen, PROT_READ | PROT_WRITE, MAP_PRIVATE, file_fd, 0);
+  ASSERT_NE(file_shared, MAP_FAILED);
+  ASSERT_NE(file_private, MAP_FAILED);
+  Buffer priv(kLen, "private"), shm(kLen, "shm"), memfd(kLen, "memfd");
+  struct Case {
+    const char *name;
+    uint8_t *data;
+    const char *want;  // in the description; nullptr: exactly "cma/memory"
+  } cases[] = {{"malloc", priv.data(), nullptr},
+               {"MAP_PRIVATE file", static_cast<uint8_t *>(file_private), nullptr},
+               {"/dev/shm", shm.data(), "mapped/shm"},
+               {"memfd", memfd.data(), "mapped/memfd"},
+               {"MAP_SHARED file", static_cast<uint8_t *>(file_shared), "mapped/file"}};
+  Buffer la(kLen, "private");
+  adxl_plugin_mem_t *ma = Reg(a, la);
+  const std::string addr_b = Address(b);
+  int seed = 1;
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.name);
+    ASSERT_NE(c.data, nullptr);
+    adxl_plugin_mem_t *mb = RegRange(b, c.data, kLen);
+    ASSERT_NE(mb, nullptr);
+    adxl_plugin_ep_t *ep = nullptr;
+    const int rc = ops_->ep_create(a, addr_b.data(), addr_b.size(), ADXL_PLUGIN_LANE_HCCS, &ep);
+    if (rc == ADXL_PLUGIN_ERR_UNSUPPORTED) GTEST_SKIP() << "no HCCS lane here";
+    ASSERT_EQ(rc, ADXL_PLUGIN_OK);
+    adxl_plugin_rkey_t *rk = nullptr;
+    const std::string key = Pack(b, mb);
+    ASSERT_EQ(ops_->rkey_unpack(ep, key.data(), key.size(), &rk), ADXL_PLUGIN_OK);
+    const std::string desc = Describe(ep);
+    if (c.want == nullptr) {
+      EXPECT_EQ(desc, "cma/memory");
+    } else {
+      EXPECT_NE(desc.find(c.want), std::string::npos) << desc;
+    }
+    // Odd offsets and sizes, both directions.
+    FillPattern(la.data(), kLen, seed);
+    FillPattern(c.data, kLen, seed + 1);
+    std::vector<adxl_plugin_iov_t> v = {{ma, la.addr() + 3, rk, reinterpret_cast<uintptr_t>(c.data) + 4097, 77777},
+                                        {ma, la.addr() + 200001, rk, reinterpret_cast<uintptr_t>(c.data) + 5, 4091}};
+    ASSERT_EQ(Run(ep, ADXL_PLUGIN_PUT, v), ADXL_PLUGIN_OK);
+    EXPECT_EQ(memcmp(c.data + 4097, la.data() + 3, 77777), 0);
+    EXPECT_EQ(memcmp(c.data + 5, la.data() + 200001, 4091), 0);
+    FillPattern(c.data, kLen, seed + 2);
+    ASSERT_EQ(Run(ep, ADXL_PLUGIN_GET, v), ADXL_PLUGIN_OK);
+    EXPECT_EQ(memcmp(la.data() + 3, c.data + 4097, 77777), 0);
+    EXPECT_EQ(memcmp(la.data() + 200001, c.data + 5, 4091), 0);
+    seed += 3;
+    ops_->rkey_destroy(rk);
+    ops_->ep_destroy(ep, 0);
+  }
+  TearDown();  // deregisters before the file mappings go
+  munmap(file_shared, kLen);
+  munmap(file_private, kLen);
+  close(file_fd);
+}
 
 // At least one lane must reach a peer process on this node.
 TEST_F(PluginTest, SomeLaneReachesAPeerProcess) {

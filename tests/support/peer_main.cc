@@ -18,6 +18,7 @@
 //   lane <remote>                    "ok <lane> <transports>" of the link (adxl_ext.h)
 //   finalize                         Finalize
 //   exit                             exit(0) without Finalize (like a crash, but clean stdout)
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -79,6 +80,22 @@ int main() {
       void *p = nullptr;
       if (posix_memalign(&p, 4096, len) != 0) {
         Reply("err alloc");
+        continue;
+      }
+      buffers.push_back({p, len});
+      Reply("ok " + std::to_string(buffers.size() - 1) + " " + std::to_string(reinterpret_cast<uintptr_t>(p)));
+    } else if (cmd == "memfd") {
+      // A shared file mapping (memfd_create, MAP_SHARED), which the engine
+      // finds out by itself: same-node peers map it directly.  The
+      // descriptor stays open for the peer's life.
+      size_t len = 0;
+      in >> len;
+      const int fd = memfd_create("adxl-peer", MFD_CLOEXEC);
+      void *p = fd >= 0 && ftruncate(fd, static_cast<off_t>(len)) == 0
+                    ? mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                    : MAP_FAILED;
+      if (p == MAP_FAILED) {
+        Reply("err memfd");
         continue;
       }
       buffers.push_back({p, len});

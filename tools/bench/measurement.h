@@ -48,6 +48,7 @@ struct Row {
   double vs_memcpy = NAN;
   double vs_ucp = NAN;
   double vs_tcp = NAN;
+  double vs_cma = NAN;
   std::string note;  // first error, for the table
 };
 

@@ -109,6 +109,7 @@ bool ParseBaselines(const std::string &text, Options *o, std::string *why) {
   o->memcpy_baseline = false;
   o->ucp_baseline = false;
   o->tcp_baseline = false;
+  o->cma_baseline = false;
   for (const std::string &b : Split(text, ',')) {
     if (b == "memcpy") {
       o->memcpy_baseline = true;
@@ -116,8 +117,10 @@ bool ParseBaselines(const std::string &text, Options *o, std::string *why) {
       o->ucp_baseline = true;
     } else if (b == "tcp") {
       o->tcp_baseline = true;
+    } else if (b == "cma") {
+      o->cma_baseline = true;
     } else if (b != "none") {
-      *why = "--baselines: '" + b + "' is not memcpy, ucp, tcp or none";
+      *why = "--baselines: '" + b + "' is not memcpy, ucp, tcp, cma or none";
       return false;
     }
   }
@@ -399,8 +402,10 @@ std::string HelpText(const char *prog) {
     << "  --async-batch N       descriptors per TransferAsync request (async mode)  [64]\n"
     << "  --baselines LIST      memcpy (one thread, local copy), ucp (raw UCP put/get\n"
     << "                        + flush, one thread), tcp (one plain TCP stream to the\n"
-    << "                        target's engine IP, one send/recv per block), or none\n"
-    << "                                                              [memcpy,ucp,tcp]\n"
+    << "                        target's engine IP, one send/recv per block), cma\n"
+    << "                        (process_vm_writev/readv, IOV_MAX descriptors a call,\n"
+    << "                        the engine's same-node copy threads; same host only)\n"
+    << "                        or none                                [memcpy,ucp,tcp,cma]\n"
     << "  --bench WHAT          bandwidth, latency (one 4 KiB descriptor per\n"
     << "                        TransferSync) or all                                 [all]\n"
     << "  --latency             same as --bench latency\n"

@@ -35,6 +35,7 @@ struct Options {
   bool memcpy_baseline = true;
   bool ucp_baseline = true;
   bool tcp_baseline = true;
+  bool cma_baseline = true;  // same host only
   bool run_bandwidth = true;
   bool run_latency = true;
   int latency_iters = 2000;

@@ -94,7 +94,7 @@ void PrintPreamble(FILE *out, const RunInfo &info) {
 
 // One table line, without trailing blanks.
 void PrintLine(FILE *out, const std::vector<std::string> &cells) {
-  static const int kWidths[] = {-5, -8, -13, 6, 6, 3, 9, 8, 10, 10, 10, 8, 8, 4, -9, 0};
+  static const int kWidths[] = {-5, -8, -13, 6, 6, 3, 9, 8, 10, 10, 10, 8, 8, 8, 4, -9, 0};
   std::string line;
   for (size_t i = 0; i < cells.size(); ++i) {
     char buf[512];
@@ -107,7 +107,7 @@ void PrintLine(FILE *out, const std::vector<std::string> &cells) {
 
 void PrintTable(FILE *out, const std::vector<Row> &rows) {
   PrintLine(out, {"dir", "pattern", "benchmark", "block", "batch", "thr", "GB/s", "ops/s", "avg_us", "p99_us",
-                  "eng/memcpy", "eng/ucp", "eng/tcp", "err", "check", ""});
+                  "eng/memcpy", "eng/ucp", "eng/tcp", "eng/cma", "err", "check", ""});
   std::string group;
   for (const Row &r : rows) {
     // A blank line between (direction, block) groups: engine and its baselines.
@@ -117,7 +117,7 @@ void PrintTable(FILE *out, const std::vector<Row> &rows) {
     PrintLine(out, {r.direction, r.pattern, r.benchmark, FormatSize(r.block_size), std::to_string(r.batch_size),
                     std::to_string(r.threads), Fixed(r.bandwidth_gbps, 3), Short(r.ops_per_sec),
                     Fixed(r.avg_latency_us, 1), Fixed(r.p99_us, 1), Ratio(r.vs_memcpy), Ratio(r.vs_ucp),
-                    Ratio(r.vs_tcp), std::to_string(r.error_count), r.consistency, r.note.empty() ? "" : "(" + r.note + ")"});
+                    Ratio(r.vs_tcp), Ratio(r.vs_cma), std::to_string(r.error_count), r.consistency, r.note.empty() ? "" : "(" + r.note + ")"});
   }
   fprintf(out, "\nGB/s = 1e9 bytes/s; ops = descriptors; latency = one transfer call (the whole batch in "
                "bandwidth rows);\neng/x = engine GB/s / baseline GB/s in the same run.\n");
@@ -126,29 +126,31 @@ void PrintTable(FILE *out, const std::vector<Row> &rows) {
 void PrintRatioSummary(FILE *out, const std::vector<Row> &rows) {
   struct Line {
     std::string label;
-    std::string tcp, ucp;
+    std::string tcp, ucp, cma;
   };
   auto measured = [&rows](const char *baseline) {
     return std::any_of(rows.begin(), rows.end(),
                        [baseline](const Row &r) { return r.pattern == "seq" && r.benchmark == baseline; });
   };
-  const bool have_tcp = measured("tcp"), have_ucp = measured("ucp");
-  if (!have_tcp && !have_ucp) return;
+  const bool have_tcp = measured("tcp"), have_ucp = measured("ucp"), have_cma = measured("cma");
+  if (!have_tcp && !have_ucp && !have_cma) return;
   std::vector<Line> lines;
   for (const Row &r : rows) {
     if (r.pattern != "seq" || r.benchmark.rfind("engine", 0) != 0) continue;
     const std::string label = r.direction + " " + r.benchmark;
     auto it = std::find_if(lines.begin(), lines.end(), [&](const Line &l) { return l.label == label; });
-    if (it == lines.end()) it = lines.insert(lines.end(), Line{label, "", ""});
+    if (it == lines.end()) it = lines.insert(lines.end(), Line{label, "", "", ""});
     const std::string block = FormatSize(r.block_size);
     it->tcp += "  " + block + " " + Ratio(r.vs_tcp);
     it->ucp += "  " + block + " " + Ratio(r.vs_ucp);
+    it->cma += "  " + block + " " + Ratio(r.vs_cma);
   }
   if (lines.empty()) return;
   fprintf(out, "\nengine GB/s / baseline GB/s by block size ('-': no baseline row or a failed one):\n");
   for (const Line &l : lines) {
     if (have_tcp) fprintf(out, "%-18s eng/tcp:%s\n", l.label.c_str(), l.tcp.c_str());
     if (have_ucp) fprintf(out, "%-18s eng/ucp:%s\n", have_tcp ? "" : l.label.c_str(), l.ucp.c_str());
+    if (have_cma) fprintf(out, "%-18s eng/cma:%s\n", have_tcp || have_ucp ? "" : l.label.c_str(), l.cma.c_str());
   }
 }
 
@@ -184,7 +186,7 @@ bool WriteJson(const std::string &path, const RunInfo &info, const std::vector<R
       << ", \"avg_latency_us\": " << JsonNumber(r.avg_latency_us) << ", \"p99_us\": " << JsonNumber(r.p99_us)
       << ", \"error_count\": " << r.error_count << ", \"consistency\": " << JsonString(r.consistency)
       << ", \"engine_vs_memcpy\": " << JsonNumber(r.vs_memcpy) << ", \"engine_vs_ucp\": " << JsonNumber(r.vs_ucp)
-      << ", \"engine_vs_tcp\": " << JsonNumber(r.vs_tcp)
+      << ", \"engine_vs_tcp\": " << JsonNumber(r.vs_tcp) << ", \"engine_vs_cma\": " << JsonNumber(r.vs_cma)
       << ", \"note\": " << JsonString(r.note) << "}";
   }
   s << "\n  ]\n}\n";

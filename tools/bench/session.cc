@@ -1,5 +1,6 @@
 #include "session.h"
 
+#include <limits.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -21,8 +22,9 @@ constexpr uint64_t kReadSeed = 2;
 // Engine rows get their ratios to the baselines of the same group (none to
 // a baseline that failed: its row has no bandwidth).
 void FillRatios(std::vector<Row> *group) {
-  double memcpy_gbps = 0, ucp_gbps = 0, tcp_gbps = 0;
+  double memcpy_gbps = 0, ucp_gbps = 0, tcp_gbps = 0, cma_gbps = 0;
   for (const Row &r : *group) {
+    if (r.benchmark == "cma") cma_gbps = r.bandwidth_gbps;
     if (r.benchmark == "memcpy") memcpy_gbps = r.bandwidth_gbps;
     if (r.benchmark == "ucp") ucp_gbps = r.bandwidth_gbps;
     if (r.benchmark == "tcp") tcp_gbps = r.bandwidth_gbps;
@@ -32,6 +34,7 @@ void FillRatios(std::vector<Row> *group) {
     if (memcpy_gbps > 0) r.vs_memcpy = r.bandwidth_gbps / memcpy_gbps;
     if (ucp_gbps > 0) r.vs_ucp = r.bandwidth_gbps / ucp_gbps;
     if (tcp_gbps > 0) r.vs_tcp = r.bandwidth_gbps / tcp_gbps;
+    if (cma_gbps > 0) r.vs_cma = r.bandwidth_gbps / cma_gbps;
   }
 }
 
@@ -90,6 +93,14 @@ void Session::SetUp(const std::function<bool()> &keep_trying) {
   if (DeviceThere() && o_.memcpy_baseline) Check(PageBuffer::AllocateDevice(o_.transfer_size, &device_scratch_, &why), why);
   StartEngine();
   if (o_.ucp_baseline) StartUcp();
+  if (o_.cma_baseline) {
+    char host[256] = "?";
+    gethostname(host, sizeof(host) - 1);
+    // Another host's PID means nothing here: no cma row then.
+    if (target_pid_ != 0 && target_host_ == host) {
+      cma_ = std::make_unique<CmaBaseline>(static_cast<pid_t>(target_pid_), CmaBaseline::LaneThreads());
+    }
+  }
   if (o_.tcp_baseline) StartTcp();
 }
 
@@ -125,6 +136,9 @@ void Session::Hello() {
               !ucp_worker_address_.empty() && !ucp_rkey_.empty(),
           "target's READY lacks a valid UCP worker address or remote key");
   }
+  target_pid_ = 0;
+  ready.GetU64("pid", &target_pid_);
+  target_host_ = ready.Get("host");
   if (o_.tcp_baseline) {
     uint64_t port = 0;
     Check(ready.GetU64("tcp_port", &port) && port > 0 && port <= 65535, "target's READY lacks a valid tcp_port");
@@ -204,6 +218,12 @@ RunInfo Session::Info() const {
   if (o_.memcpy_baseline) baselines.push_back("memcpy (1 thread)");
   if (o_.ucp_baseline) baselines.push_back("ucp (1 thread)");
   if (o_.tcp_baseline) baselines.push_back("tcp (1 stream)");
+  if (cma_) {
+    baselines.push_back("cma (process_vm_readv/writev, " + std::to_string(IOV_MAX) + " descriptors a call, " +
+                        std::to_string(cma_->threads()) + " thread" + (cma_->threads() > 1 ? "s" : "") + ")");
+  } else if (o_.cma_baseline) {
+    baselines.push_back("cma off (the target runs on another host)");
+  }
   char host[256] = "?";
   gethostname(host, sizeof(host) - 1);
   char when[64];
@@ -368,6 +388,16 @@ Row Session::MeasureTcp(const Direction &d, const BlockBatch &b) {
   return row;
 }
 
+Row Session::MeasureCma(const Direction &d, const BlockBatch &b) {
+  Row row = NewRow("cma", "seq", d, b.block, b.count, cma_->threads());
+  const size_t span = b.block * b.count;
+  RowAccumulator acc;
+  RunSteps(RemoteSideDestination(d), o_.verify ? SourceHash(d, span) : 0, span, span, b.count,
+           [&] { return cma_->RunStep(b); }, &acc);
+  acc.FillRow(&row);
+  return row;
+}
+
 Row Session::MeasureMemcpy(const Direction &d, const BlockBatch &b) {
   Row row = NewRow("memcpy", "seq", d, b.block, b.count, 1);
   const size_t span = b.block * b.count;
@@ -412,6 +442,10 @@ void Session::RunBandwidth(const Direction &d, Progress &progress, std::vector<R
       progress.Row(label + "tcp");
       group.push_back(MeasureTcp(d, b));
     }
+    if (cma_ && !UsesDevice(d)) {
+      progress.Row(label + "cma");
+      group.push_back(MeasureCma(d, b));
+    }
     if (o_.memcpy_baseline) {
       progress.Row(label + "memcpy");
       group.push_back(MeasureMemcpy(d, b));
@@ -454,6 +488,11 @@ void Session::RunLatency(const Direction &d, Progress &progress, std::vector<Row
     group.push_back(measure("tcp", RemoteSideDestination(d), expected,
                             [&](int n) { return tcp_->RunLatency(one, n); }));
   }
+  if (cma_ && !UsesDevice(d)) {
+    progress.Row(label + "cma");
+    group.push_back(measure("cma", RemoteSideDestination(d), expected,
+                            [&](int n) { return cma_->RunLatency(one, n); }));
+  }
   if (o_.memcpy_baseline) {
     progress.Row(label + "memcpy");
     const Destination dest = MemcpyDestination(d);
@@ -469,7 +508,8 @@ void Session::RunAll(std::vector<Row> *rows) {
   int total = 0;
   for (const std::string &name : o_.directions) {
     const bool host_only = !UsesDevice(*FindDirection(name.c_str()));
-    const int baselines = (ucp_ && host_only ? 1 : 0) + (tcp_ && host_only ? 1 : 0) + (o_.memcpy_baseline ? 1 : 0);
+    const int baselines = (ucp_ && host_only ? 1 : 0) + (tcp_ && host_only ? 1 : 0) +
+                          (cma_ && host_only ? 1 : 0) + (o_.memcpy_baseline ? 1 : 0);
     if (o_.run_bandwidth) {
       total += static_cast<int>(o_.block_sizes.size()) * (baselines + static_cast<int>(o_.modes.size()));
     }

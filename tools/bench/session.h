@@ -14,6 +14,7 @@
 
 #include "adxl/adxl_engine.h"
 #include "buffer.h"
+#include "cma_baseline.h"
 #include "directions.h"
 #include "engine_runner.h"
 #include "lane.h"
@@ -83,6 +84,7 @@ class Session {
   Row MeasureUcp(const Direction &d, const BlockBatch &b);
   Row MeasureTcp(const Direction &d, const BlockBatch &b);
   Row MeasureMemcpy(const Direction &d, const BlockBatch &b);
+  Row MeasureCma(const Direction &d, const BlockBatch &b);
   void RunSteps(const Destination &dest, uint64_t expected, size_t span, size_t bytes, size_t ops,
                 const std::function<StepResult()> &step, RowAccumulator *acc);
 
@@ -147,6 +149,9 @@ class Session {
   std::unique_ptr<EngineRunner> runner_;
   std::unique_ptr<UcpInitiator> ucp_;
   std::unique_ptr<TcpInitiator> tcp_;
+  std::unique_ptr<CmaBaseline> cma_;  // same host only
+  uint64_t target_pid_ = 0;
+  std::string target_host_;
   bool finished_ = false;
 };
 

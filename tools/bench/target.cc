@@ -1,5 +1,7 @@
 #include "target.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 
@@ -111,6 +113,10 @@ bool SetUp(const Options &o, const Message &hello, TargetState *s, Message *read
   }
   ready->Set("engine", o.local_engine).Set("addr", s->buffer.addr()).Set("size", s->buffer.size());
   ready->Set("memory", MemoryOptionName(memory));
+  // For the cma baseline (same host only): whom to copy to.
+  char host[256] = "?";
+  gethostname(host, sizeof(host) - 1);
+  ready->Set("pid", static_cast<uint64_t>(getpid())).Set("host", host);
   ready->Set("tls", s->tls.value.empty() ? "-" : s->tls.value).Set("tls_source", s->tls.source);
   return true;
 }
