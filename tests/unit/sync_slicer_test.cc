@@ -160,11 +160,11 @@ TEST(SyncSlicerTest, RandomPlansAreCoveredExactlyOnceInOrder) {
 }
 
 TEST(SyncSlicerTest, DefaultLimits) {
-  EXPECT_EQ(SyncSlicer::kDefaultMaxOps, 1024u);
-  EXPECT_EQ(SyncSlicer::kDefaultMaxBytes, 4u << 20);
-  std::vector<adxl_plugin_iov_t> plan(3000, Op(0x1000, 0x2000, 512));
+  EXPECT_EQ(SyncSlicer::kDefaultMaxOps, 4096u);
+  EXPECT_EQ(SyncSlicer::kDefaultMaxBytes, 16u << 20);
+  std::vector<adxl_plugin_iov_t> plan(10000, Op(0x1000, 0x2000, 512));
   const auto slices = AllSlices(plan, SyncSlicer::kDefaultMaxOps, SyncSlicer::kDefaultMaxBytes);
-  ASSERT_EQ(slices.size(), 3u);  // 1024 + 1024 + 952
+  ASSERT_EQ(slices.size(), 3u);  // 4096 + 4096 + 1808
   ExpectExactCover(plan, slices, SyncSlicer::kDefaultMaxOps, SyncSlicer::kDefaultMaxBytes);
 }
 
