@@ -32,23 +32,17 @@
 //    "[llm_datadist ERROR pid] ..." on stderr; nothing throws.
 //
 // Metadata exchange (how a puller learns remote addresses, shapes, keys)
-//  Every manager publishes a metadata window: a 256 KiB host region mapped
-//  at a well-known virtual address (a symmetric address, as OpenSHMEM's
-//  symmetric heap): base 0x7e9000000000 + slot * 1 MiB, the slot being
-//  FNV-1a(local engine name) mod 1024, probing at most 16 following slots when
-//  the address is taken (several managers in one process).  The window is
-//  registered with the engine like any host memory.  A linking peer knows the
-//  remote engine name, computes the same slot, and READs the window through
-//  the engine (a probe of a slot the remote has not registered is refused by
-//  the engine before any byte moves).  The window holds a header (magic
-//  "LLMDDMD1", format version, sequence number, cluster id, engine name,
-//  payload length) and a payload listing every remote-accessible cache: id,
-//  description, tensor addresses, CacheKeys, BlocksCacheKey.  The holder
-//  updates it seqlock-style (sequence odd while writing); a reader reads the
-//  header, then the payload, then the header again, and retries when the
-//  sequence changed or was odd.  Readers cache the payload per cluster and
-//  re-read only the 128-byte header before each transfer, the payload only
-//  when the sequence moved.  Both sides must have the same byte order.
+//  Every manager publishes its cache table through its engine
+//  (adxl/adxl_ext.h PublishMetadata, name "llm_datadist.cache_table"): the
+//  cluster id, then every remote-accessible cache (id, description, tensor
+//  addresses, CacheKeys, BlocksCacheKey), republished on every change.  A
+//  peer that links to it receives the table with the engine's handshake and
+//  every new version over the engine's control channel, without asking; a
+//  pull or push that names a cache missing from the table it holds asks the
+//  owner for its current table once (refresh on miss) before it reports
+//  LLM_KV_CACHE_NOT_EXIST.  No fixed address, no window to READ: the engine
+//  tells peers what they need to know.  The table's size is bounded by the
+//  engine's metadata limit (1 MiB per blob).
 //  Incoming links: LinkClusters sends the notify {"llm_datadist.link",
 //  "<cluster_id>"} (and UnlinkClusters "llm_datadist.unlink") to the remote
 //  engine; a manager drains its engine's notifies when it must know whether a
@@ -82,7 +76,7 @@ class CacheManager {
   // Uses `engine` (already initialized as `local_engine`), which must outlive
   // this manager's Finalize.
   Status Initialize(uint64_t cluster_id, adxl::AdxlEngine &engine, const std::string &local_engine);
-  // Unlinks, unregisters every cache and the metadata window; finalizes an
+  // Unlinks, unregisters every cache; finalizes an
   // owned engine.  Idempotent.
   void Finalize();
 

@@ -48,10 +48,12 @@ Status Transfers::Prepare(const char *api, const std::string &remote, TransferOp
   if (st != SUCCESS) return st;
   std::string why;
   st = registrar_->Plan(descs, *link, plan, &why);
-  if (st == PARAM_INVALID && !link->CoversRemote(descs) &&
-      link->RefreshRegions(std::min(connect_deadline, Clock::now() + kRefreshWait))) {
-    // A range the peer registered after our table was made, whose push has
-    // not reached us yet: asked once, planned once more.
+  // A range the peer registered after our table was made: its push reached
+  // us since (the control thread applied it meanwhile), or it has not yet
+  // and we ask the peer once; either way, planned once more.
+  if (st == PARAM_INVALID &&
+      (link->CoversRemote(descs) ||
+       link->RefreshRegions(std::min(connect_deadline, Clock::now() + kRefreshWait)))) {
     *plan = TransferPlan{};
     why.clear();
     st = registrar_->Plan(descs, *link, plan, &why);

@@ -90,57 +90,44 @@ Status ResolveLayers(const char *what, const CacheDesc &src, const CacheDesc &ds
   return LLM_SUCCESS;
 }
 
-// READ of `len` bytes of the link's remote window at `addr` into out (through
-// the link's registered landing buffer).
-Status ReadRemote(const OpContext &ctx, RemoteLink &link, uintptr_t addr, size_t len, uint8_t *out)
-    ADXL_REQUIRES(link.mu) {
-  Status s = ctx.engine->TransferSync(link.engine.c_str(), adxl::READ,
-                                      {{reinterpret_cast<uintptr_t>(link.scratch), addr, len}}, ctx.timeout_ms);
-  if (s == adxl::SUCCESS) memcpy(out, link.scratch, len);
-  return s;
-}
-
-Status RefreshLocked(const OpContext &ctx, RemoteLink &rc) ADXL_REQUIRES(rc.mu) {
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    WindowHeader h1{}, h2{};
-    Status s = ReadRemote(ctx, rc, rc.window, kHeaderSize, reinterpret_cast<uint8_t *>(&h1));
-    if (s != adxl::SUCCESS) return s;
-    if (!HeaderMatches(h1, rc.engine) || h1.cluster_id != rc.cluster) {
-      ADXL_ERROR("metadata of %s is not a cache-layer window of cluster %lu", rc.engine.c_str(),
-               static_cast<unsigned long>(rc.cluster));
-      return LLM_FAILED;
-    }
-    if (h1.seq % 2 == 1) {
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-      continue;
-    }
-    if (h1.seq == rc.seq) return LLM_SUCCESS;
-    std::vector<uint8_t> payload(h1.payload_len);
-    if (h1.payload_len > 0) {
-      s = ReadRemote(ctx, rc, rc.window + kHeaderSize, h1.payload_len, payload.data());
-      if (s != adxl::SUCCESS) return s;
-    }
-    s = ReadRemote(ctx, rc, rc.window, kHeaderSize, reinterpret_cast<uint8_t *>(&h2));
-    if (s != adxl::SUCCESS) return s;
-    if (h2.seq != h1.seq) continue;
-    auto records = std::make_shared<std::vector<CacheRecord>>();
-    if (!ParseRecords(payload.data(), payload.size(), rc.cluster, records.get())) {
-      ADXL_ERROR("metadata of %s is malformed", rc.engine.c_str());
-      return LLM_FAILED;
-    }
-    rc.records = std::move(records);
-    rc.seq = h1.seq;
-    return LLM_SUCCESS;
+// Decodes the table the engine holds of link's peer (asking the peer for
+// its current one first with `refresh`) when its version moved.
+Status RefreshLocked(const OpContext &ctx, RemoteLink &rc, bool refresh) ADXL_REQUIRES(rc.mu) {
+  std::string blob;
+  uint64_t version = 0;
+  Status s = adxl::ext::GetPeerMetadata(*ctx.engine, rc.engine.c_str(), kMetadataName, blob, version,
+                                        refresh ? ctx.timeout_ms : 0);
+  if (s != adxl::SUCCESS) {
+    ADXL_ERROR("metadata of %s: status %u", rc.engine.c_str(), s);
+    return s;
   }
-  ADXL_ERROR("metadata of %s kept changing while being read", rc.engine.c_str());
-  return LLM_TIMEOUT;
+  if (version == 0) {
+    ADXL_ERROR("%s publishes no cache-layer metadata (not a cache layer, or not initialized)", rc.engine.c_str());
+    return LLM_FAILED;
+  }
+  if (version == rc.version) return LLM_SUCCESS;
+  uint64_t owner = 0;
+  auto records = std::make_shared<std::vector<CacheRecord>>();
+  if (!DecodeTable(blob, &owner, records.get())) {
+    ADXL_ERROR("metadata of %s is malformed", rc.engine.c_str());
+    return LLM_FAILED;
+  }
+  if (owner != rc.cluster) {
+    ADXL_ERROR("%s is cluster %lu, not %lu", rc.engine.c_str(), static_cast<unsigned long>(owner),
+               static_cast<unsigned long>(rc.cluster));
+    return LLM_PARAM_INVALID;
+  }
+  rc.records = std::move(records);
+  rc.version = version;
+  return LLM_SUCCESS;
 }
 
 }  // namespace
 
-Status RefreshLink(const OpContext &ctx, RemoteLink &link, std::shared_ptr<const std::vector<CacheRecord>> *records) {
+Status RefreshLink(const OpContext &ctx, RemoteLink &link, bool refresh,
+                   std::shared_ptr<const std::vector<CacheRecord>> *records) {
   adxl::MutexLock lock(&link.mu);
-  Status s = RefreshLocked(ctx, link);
+  Status s = RefreshLocked(ctx, link, refresh);
   if (s == LLM_SUCCESS) *records = link.records ? link.records : std::make_shared<const std::vector<CacheRecord>>();
   return s;
 }
@@ -160,16 +147,10 @@ void CacheManager::Impl::EndOp() {
 }
 
 Status CacheManager::Impl::Start(const char *what) {
-  std::string why;
-  window = MetadataWindow::Create(local_name, cluster_id, &why);
-  if (!window) {
-    ADXL_ERROR("%s: %s", what, why.c_str());
-    return LLM_FAILED;
-  }
-  Status s = engine->RegisterMem({window->addr(), window->size()}, adxl::MEM_HOST, window_handle);
-  if (s != adxl::SUCCESS) {
-    ADXL_ERROR("%s: registering the metadata window failed (status %u)", what, s);
-    window.reset();
+  // An empty table from the start: a peer that links finds a cache layer.
+  Status s = PublishLocked();
+  if (s != LLM_SUCCESS) {
+    ADXL_ERROR("%s: publishing the cache table failed (status %u)", what, s);
     return s;
   }
   live = true;
@@ -194,10 +175,8 @@ void CacheManager::Impl::Stop() {
   }
   std::map<uint64_t, std::shared_ptr<RemoteLink>> gone_links;
   std::map<int64_t, LocalCache> gone_caches;
-  std::unique_ptr<MetadataWindow> gone_window;
   std::unique_ptr<adxl::AdxlEngine> gone_owned;
   adxl::AdxlEngine *eng = nullptr;
-  adxl::MemHandle wh = nullptr;
   int32_t t = 1000;
   uint64_t id = 0;
   {
@@ -207,28 +186,22 @@ void CacheManager::Impl::Stop() {
     gone_caches.swap(caches);
     addrs.clear();
     incoming.clear();
-    gone_window = std::move(window);
     gone_owned = std::move(owned);
     eng = engine;
-    wh = window_handle;
     t = timeout_ms;
     id = cluster_id;
   }
   for (auto &l : gone_links) {
     eng->SendNotify(l.second->engine.c_str(), {kUnlinkNotify, std::to_string(id).c_str()}, t);
     eng->Disconnect(l.second->engine.c_str(), t);
-    eng->DeregisterMem(l.second->scratch_handle);
   }
   for (auto &c : gone_caches) {
     for (adxl::MemHandle h : c.second.handles) eng->DeregisterMem(h);
   }
-  eng->DeregisterMem(wh);
-  gone_window.reset();
   if (gone_owned) gone_owned->Finalize();
   gone_owned.reset();
   adxl::MutexLock lock(&mu);
   engine = nullptr;
-  window_handle = nullptr;
   live = false;
   stopping = false;
 }
@@ -264,7 +237,8 @@ Status CacheManager::Impl::PublishLocked() {
     r.blocks_key = c.second.blocks_key;
     records.push_back(std::move(r));
   }
-  return window->Publish(SerializeRecords(records)) ? LLM_SUCCESS : LLM_RESOURCE_EXHAUSTED;
+  const Status s = adxl::ext::PublishMetadata(*engine, kMetadataName, EncodeTable(cluster_id, records));
+  return s == adxl::SUCCESS ? LLM_SUCCESS : s == adxl::RESOURCE_EXHAUSTED || s == adxl::PARAM_INVALID ? LLM_RESOURCE_EXHAUSTED : s;
 }
 
 Status CacheManager::Impl::Register(const char *what, const CacheDesc &desc, const std::vector<uintptr_t> &addrs_in,
@@ -369,7 +343,7 @@ Status CacheManager::Impl::Register(const char *what, const CacheDesc &desc, con
   const int64_t id = lc.cache.cache_id;
   caches.emplace(id, std::move(lc));
   if (remote && PublishLocked() != LLM_SUCCESS) {
-    ADXL_ERROR("%s: the metadata window is full (too many keys)", what);
+    ADXL_ERROR("%s: the cache table is over the engine's metadata limit (too many keys)", what);
     for (adxl::MemHandle h : caches[id].handles) engine->DeregisterMem(h);
     caches.erase(id);
     PublishLocked();
@@ -424,7 +398,8 @@ namespace {
 // metadata refresh (the link's lock) and the transfer with no lock held.
 Status PlanAndRun(
     CacheManager::Impl *impl, const char *what, uint64_t remote_cluster, const Cache &local_in, bool local_is_dst,
-    const std::function<Status(const std::vector<CacheRecord> &, const CacheRecord **, uint64_t *)> &find,
+    const std::function<Status(const std::vector<CacheRecord> &, const CacheRecord **, uint64_t *, std::string *)>
+        &find,
     const std::function<Status(const SideView &, const SideView &, uint64_t, std::vector<adxl::TransferOpDesc> *)>
         &build,
     adxl::TransferOp op) ADXL_EXCLUDES(impl->mu) {
@@ -441,16 +416,26 @@ Status PlanAndRun(
     if (s != LLM_SUCCESS) return s;
   }
   std::shared_ptr<const std::vector<CacheRecord>> records;
-  Status s = RefreshLink(ctx, *link, &records);
-  if (s != LLM_SUCCESS) {
-    ADXL_ERROR("%s: reading the metadata of cluster %lu failed: status %u", what,
-             static_cast<unsigned long>(remote_cluster), s);
-    return s;
-  }
   const CacheRecord *rec = nullptr;
   uint64_t index = 0;
-  s = find(*records, &rec, &index);
-  if (s != LLM_SUCCESS) return s;
+  Status s = LLM_SUCCESS;
+  // The table as last pushed; once more after asking the peer when what we
+  // look for is not in it (refresh on miss).
+  std::string why;
+  for (bool refresh : {false, true}) {
+    s = RefreshLink(ctx, *link, refresh, &records);
+    if (s != LLM_SUCCESS) {
+      ADXL_ERROR("%s: reading the metadata of cluster %lu failed: status %u", what,
+                 static_cast<unsigned long>(remote_cluster), s);
+      return s;
+    }
+    s = find(*records, &rec, &index, &why);
+    if (s == LLM_SUCCESS) break;
+  }
+  if (s != LLM_SUCCESS) {
+    ADXL_ERROR("%s: %s", what, why.c_str());
+    return s;
+  }
   std::vector<adxl::TransferOpDesc> ops;
   SideView l{&local.cache_desc, &local.tensor_addrs, local.paged};
   SideView r{&rec->desc, &rec->addrs, rec->paged};
@@ -586,46 +571,21 @@ Status LinkOne(const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms, s
     return s;
   }
   auto rc = std::make_shared<RemoteLink>(c.remote_cluster_id, c.remote_engine);
-  s = ctx.engine->RegisterMem({reinterpret_cast<uintptr_t>(rc->scratch), kWindowSize}, adxl::MEM_HOST,
-                              rc->scratch_handle);
-  if (s != adxl::SUCCESS) {
-    ADXL_ERROR("LinkClusters: registering the metadata buffer failed (status %u)", s);
-    if (connected_here) ctx.engine->Disconnect(c.remote_engine.c_str(), timeout_ms);
-    return s;
-  }
   OpContext probe = ctx;
   probe.timeout_ms = timeout_ms;
-  s = LLM_FAILED;
   {
-    adxl::MutexLock lock(&rc->mu);  // nobody else has it yet; ReadRemote wants it
-    for (int p = 0; p < kSlotProbes; ++p) {
-      rc->window = WindowAddress(c.remote_engine, p);
-      WindowHeader h{};
-      Status r = ReadRemote(probe, *rc, rc->window, kHeaderSize, reinterpret_cast<uint8_t *>(&h));
-      if (r == adxl::PARAM_INVALID) continue;  // not registered there: next probe
-      if (r != adxl::SUCCESS) {
-        s = r;
-        break;
-      }
-      if (!HeaderMatches(h, c.remote_engine)) continue;
-      if (h.cluster_id != c.remote_cluster_id) {
-        ADXL_ERROR("LinkClusters: %s is cluster %lu, not %lu", c.remote_engine.c_str(),
-                 static_cast<unsigned long>(h.cluster_id), static_cast<unsigned long>(c.remote_cluster_id));
-        s = LLM_PARAM_INVALID;
-        break;
-      }
-      s = RefreshLocked(probe, *rc);
-      break;
-    }
+    // The table came with the handshake; asked for once more when the link
+    // existed already (a shared engine), so it is current.
+    adxl::MutexLock lock(&rc->mu);  // nobody else has it yet; RefreshLocked wants it
+    s = RefreshLocked(probe, *rc, !connected_here);
   }
-  if (s == LLM_FAILED) ADXL_ERROR("LinkClusters: %s publishes no cache-layer metadata", c.remote_engine.c_str());
   if (s == LLM_SUCCESS) {
     ctx.engine->SendNotify(c.remote_engine.c_str(), {kLinkNotify, std::to_string(ctx.cluster_id).c_str()},
                            timeout_ms);
     *out = std::move(rc);
     return s;
   }
-  ctx.engine->DeregisterMem(rc->scratch_handle);
+  ADXL_ERROR("LinkClusters: %s: its cache table is not usable (status %u)", c.remote_engine.c_str(), s);
   if (connected_here) ctx.engine->Disconnect(c.remote_engine.c_str(), timeout_ms);
   return s;
 }
@@ -715,8 +675,7 @@ Status CacheManager::UnlinkClusters(const std::vector<ClusterInfo> &clusters, st
                              timeout_ms);
       Status d = ctx.engine->Disconnect(link->engine.c_str(), timeout_ms);
       if (d != adxl::SUCCESS && d != adxl::NOT_CONNECTED) s = d;
-      adxl::MutexLock lock(&link->mu);  // a metadata read in flight on this link ends first
-      ctx.engine->DeregisterMem(link->scratch_handle);
+      adxl::MutexLock lock(&link->mu);  // a metadata refresh in flight on this link ends first
     }
     rets[i] = s;
     if (first == LLM_SUCCESS) first = s;
@@ -846,8 +805,9 @@ auto ToBlocks(const char *what, const LayerRangeArgs &layers, std::vector<uint64
   };
 }
 
-auto FindByKey(const char *what, const CacheKey &key) {
-  return [=](const std::vector<CacheRecord> &recs, const CacheRecord **rec, uint64_t *index) -> Status {
+auto FindByKey(const CacheKey &key) {
+  return [=](const std::vector<CacheRecord> &recs, const CacheRecord **rec, uint64_t *index,
+             std::string *why) -> Status {
     for (const CacheRecord &r : recs) {
       for (size_t i = 0; i < r.keys.size(); ++i) {
         if (SameKey(r.keys[i], key)) {
@@ -857,13 +817,14 @@ auto FindByKey(const char *what, const CacheKey &key) {
         }
       }
     }
-    ADXL_ERROR("%s: %s is not registered (remote-accessible) at the remote cluster", what, KeyText(key).c_str());
+    *why = KeyText(key) + " is not registered (remote-accessible) at the remote cluster";
     return LLM_KV_CACHE_NOT_EXIST;
   };
 }
 
-auto FindById(const char *what, const CacheKeyByIdAndIndex &key) {
-  return [=](const std::vector<CacheRecord> &recs, const CacheRecord **rec, uint64_t *index) -> Status {
+auto FindById(const CacheKeyByIdAndIndex &key) {
+  return [=](const std::vector<CacheRecord> &recs, const CacheRecord **rec, uint64_t *index,
+             std::string *why) -> Status {
     for (const CacheRecord &r : recs) {
       if (r.cache_id == key.cache_id) {
         *rec = &r;
@@ -871,14 +832,15 @@ auto FindById(const char *what, const CacheKeyByIdAndIndex &key) {
         return LLM_SUCCESS;
       }
     }
-    ADXL_ERROR("%s: cache %ld is not registered (remote-accessible) at cluster %lu", what,
-             static_cast<long>(key.cache_id), static_cast<unsigned long>(key.cluster_id));
+    *why = "cache " + std::to_string(key.cache_id) + " is not registered (remote-accessible) at cluster " +
+           std::to_string(key.cluster_id);
     return LLM_KV_CACHE_NOT_EXIST;
   };
 }
 
-auto FindBlocks(const char *what, const BlocksCacheKey &key) {
-  return [=](const std::vector<CacheRecord> &recs, const CacheRecord **rec, uint64_t *index) -> Status {
+auto FindBlocks(const BlocksCacheKey &key) {
+  return [=](const std::vector<CacheRecord> &recs, const CacheRecord **rec, uint64_t *index,
+             std::string *why) -> Status {
     for (const CacheRecord &r : recs) {
       if (r.blocks_key && r.blocks_key->model_id == key.model_id) {
         *rec = &r;
@@ -886,8 +848,8 @@ auto FindBlocks(const char *what, const BlocksCacheKey &key) {
         return LLM_SUCCESS;
       }
     }
-    ADXL_ERROR("%s: BlocksCacheKey(cluster_id=%lu, model_id=%lu) is not registered at the remote cluster", what,
-             static_cast<unsigned long>(key.cluster_id), static_cast<unsigned long>(key.model_id));
+    *why = "BlocksCacheKey(cluster_id=" + std::to_string(key.cluster_id) + ", model_id=" +
+           std::to_string(key.model_id) + ") is not registered at the remote cluster";
     return LLM_KV_CACHE_NOT_EXIST;
   };
 }
@@ -910,28 +872,28 @@ auto FromBlocks(const char *what, const LayerRangeArgs &layers, std::vector<uint
 Status CacheManager::PullCache(const CacheKey &key, const Cache &dst, uint32_t batch_index, int64_t size,
                                const LayerRangeArgs &layers) {
   const char *what = "PullCache";
-  return PlanAndRun(impl_.get(), what, key.cluster_id, dst, true, FindByKey(what, key),
+  return PlanAndRun(impl_.get(), what, key.cluster_id, dst, true, FindByKey(key),
                      CacheToCache(what, layers, batch_index, size, true), adxl::READ);
 }
 
 Status CacheManager::PullCache(const CacheKeyByIdAndIndex &key, const Cache &dst, uint32_t batch_index, int64_t size,
                                const LayerRangeArgs &layers) {
   const char *what = "PullCache";
-  return PlanAndRun(impl_.get(), what, key.cluster_id, dst, true, FindById(what, key),
+  return PlanAndRun(impl_.get(), what, key.cluster_id, dst, true, FindById(key),
                      CacheToCache(what, layers, batch_index, size, true), adxl::READ);
 }
 
 Status CacheManager::PullBlocks(const BlocksCacheKey &key, const Cache &dst, const std::vector<uint64_t> &src_blocks,
                                 const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers) {
   const char *what = "PullBlocks";
-  return PlanAndRun(impl_.get(), what, key.cluster_id, dst, true, FindBlocks(what, key),
+  return PlanAndRun(impl_.get(), what, key.cluster_id, dst, true, FindBlocks(key),
                      ToBlocks(what, layers, src_blocks, dst_blocks, true), adxl::READ);
 }
 
 Status CacheManager::PullBlocks(const CacheKey &key, const Cache &dst, const std::vector<uint64_t> &src_blocks,
                                 const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers) {
   const char *what = "PullBlocks";
-  return PlanAndRun(impl_.get(), what, key.cluster_id, dst, true, FindByKey(what, key),
+  return PlanAndRun(impl_.get(), what, key.cluster_id, dst, true, FindByKey(key),
                      ToBlocks(what, layers, src_blocks, dst_blocks, true), adxl::READ);
 }
 
@@ -939,21 +901,21 @@ Status CacheManager::PullBlocks(const CacheKeyByIdAndIndex &key, const Cache &ds
                                 const std::vector<uint64_t> &src_blocks, const std::vector<uint64_t> &dst_blocks,
                                 const LayerRangeArgs &layers) {
   const char *what = "PullBlocks";
-  return PlanAndRun(impl_.get(), what, key.cluster_id, dst, true, FindById(what, key),
+  return PlanAndRun(impl_.get(), what, key.cluster_id, dst, true, FindById(key),
                      ToBlocks(what, layers, src_blocks, dst_blocks, true), adxl::READ);
 }
 
 Status CacheManager::PushCache(const CacheKeyByIdAndIndex &key, const Cache &src, uint32_t src_batch_index,
                                int64_t size, const LayerRangeArgs &layers) {
   const char *what = "PushCache";
-  return PlanAndRun(impl_.get(), what, key.cluster_id, src, false, FindById(what, key),
+  return PlanAndRun(impl_.get(), what, key.cluster_id, src, false, FindById(key),
                      CacheToCache(what, layers, src_batch_index, size, false), adxl::WRITE);
 }
 
 Status CacheManager::PushBlocks(const BlocksCacheKey &key, const Cache &src, const std::vector<uint64_t> &src_blocks,
                                 const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers) {
   const char *what = "PushBlocks";
-  return PlanAndRun(impl_.get(), what, key.cluster_id, src, false, FindBlocks(what, key),
+  return PlanAndRun(impl_.get(), what, key.cluster_id, src, false, FindBlocks(key),
                      FromBlocks(what, layers, src_blocks, dst_blocks), adxl::WRITE);
 }
 

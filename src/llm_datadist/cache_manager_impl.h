@@ -4,18 +4,18 @@
 //
 // Locks, and what each guards (every one annotated; scripts/thread_safety.sh):
 //  - Impl::mu: the manager's tables (lifecycle flags, caches, addresses,
-//    links map, incoming links, kept notifies, task threads, the metadata
-//    window's contents).  Held only for table work and calls into the local
-//    engine that do not wait for a peer (RegisterMem, GetNotifies); never
-//    across a TransferSync, Connect, Disconnect, SendNotify, DeregisterMem or
-//    a metadata read.  An operation that does network I/O takes what it
+//    links map, incoming links, kept notifies, task threads).  Held only for
+//    table work and calls into the local engine that do not wait for a peer
+//    (RegisterMem, GetNotifies, PublishMetadata, which queues); never across
+//    a TransferSync, Connect, Disconnect, SendNotify, DeregisterMem or a
+//    metadata refresh.  An operation that does network I/O takes what it
 //    needs under mu (a copy of the local cache, the link's shared_ptr, the
 //    engine pointer) and counts itself in `busy`, so that Finalize waits for
 //    it before tearing the engine down.
-//  - RemoteLink::mu (one per link): that link's metadata cache and its
-//    registered landing buffer.  Held across the link's metadata reads (so a
-//    second caller on the same link waits for the read it would have made
-//    anyway), never with Impl::mu, never with another link's lock.  Callers on
+//  - RemoteLink::mu (one per link): that link's decoded cache table.  Held
+//    across the link's metadata refresh (so a second caller on the same link
+//    waits for the refresh it would have made anyway), never with Impl::mu,
+//    never with another link's lock.  Callers on
 //    different links share no lock held across I/O.
 //  - CacheTask::State::mu (one per task): the task's progress and results.
 //    May be taken under Impl::mu (Finalize's cancel marks), never the other
@@ -48,24 +48,19 @@ struct LocalCache {
   std::optional<BlocksCacheKey> blocks_key;
 };
 
-// One outgoing link: the remote engine and what we last read of its
-// metadata window.  Shared by the links map and every operation in flight on
-// it (so Unlink never pulls it from under one).
+// One outgoing link: the remote engine and the version of its cache table
+// we last decoded (the engine keeps the table its peer published; see
+// metadata.h).  Shared by the links map and every operation in flight on it
+// (so Unlink never pulls it from under one).
 struct RemoteLink {
-  RemoteLink(uint64_t c, std::string e) : cluster(c), engine(std::move(e)), scratch(new uint8_t[kWindowSize]) {}
-  ~RemoteLink() { delete[] scratch; }
+  RemoteLink(uint64_t c, std::string e) : cluster(c), engine(std::move(e)) {}
   RemoteLink(const RemoteLink &) = delete;
   RemoteLink &operator=(const RemoteLink &) = delete;
   const uint64_t cluster;
   const std::string engine;
-  // Set by LinkClusters before the link is in the links map, constant after.
-  uintptr_t window = 0;
-  adxl::MemHandle scratch_handle = nullptr;
 
   adxl::Mutex mu;
-  // Local landing zone of metadata reads (registered with the engine).
-  uint8_t *const scratch ADXL_PT_GUARDED_BY(mu);
-  uint64_t seq ADXL_GUARDED_BY(mu) = 1;  // odd: nothing read yet
+  uint64_t version ADXL_GUARDED_BY(mu) = 0;  // 0: nothing decoded yet
   std::shared_ptr<const std::vector<CacheRecord>> records ADXL_GUARDED_BY(mu);
 };
 
@@ -116,8 +111,6 @@ class CacheManager::Impl {
   std::unique_ptr<adxl::AdxlEngine> owned ADXL_GUARDED_BY(mu);
   adxl::AdxlEngine *engine ADXL_GUARDED_BY(mu) = nullptr;
   int32_t timeout_ms ADXL_GUARDED_BY(mu) = 1000;
-  std::unique_ptr<MetadataWindow> window ADXL_GUARDED_BY(mu);
-  adxl::MemHandle window_handle ADXL_GUARDED_BY(mu) = nullptr;
   std::map<int64_t, LocalCache> caches ADXL_GUARDED_BY(mu);
   int64_t next_id ADXL_GUARDED_BY(mu) = 1;
   std::set<uintptr_t> addrs ADXL_GUARDED_BY(mu);
@@ -146,11 +139,13 @@ class CacheManager::Impl {
   void ReapWorkersLocked() ADXL_REQUIRES(mu);
 };
 
-// Brings link's cached metadata up to date (reads the header, the payload
-// when the sequence moved) and returns the current records.  Takes link.mu;
-// network I/O.
-Status RefreshLink(const OpContext &ctx, RemoteLink &link, std::shared_ptr<const std::vector<CacheRecord>> *records)
-    ADXL_EXCLUDES(link.mu);
+// The link's current cache table, decoded from what the engine received
+// from the peer.  With `refresh`, the peer is asked for its current table
+// first (network I/O, up to ctx.timeout_ms): callers do so once when the
+// table they hold lacks what they look for (refresh on miss).  Takes
+// link.mu.
+Status RefreshLink(const OpContext &ctx, RemoteLink &link, bool refresh,
+                   std::shared_ptr<const std::vector<CacheRecord>> *records) ADXL_EXCLUDES(link.mu);
 
 // Scoped operation: EndOp at destruction when Begin succeeded.
 class OpGuard {

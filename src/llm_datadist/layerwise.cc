@@ -139,23 +139,28 @@ Status PlanTarget(const char *what, CacheManager::Impl *impl, const OpContext &c
   // Keyed: the remote cache's record.
   const auto &kc = std::get<TransferWithCacheKeyConfig>(target);
   std::shared_ptr<const std::vector<CacheRecord>> records;
-  Status s = RefreshLink(ctx, *link, &records);
-  if (s != LLM_SUCCESS) {
-    ADXL_ERROR("%s: reading the metadata of cluster %lu failed: status %u", what, static_cast<unsigned long>(cluster),
-             s);
-    return s;
-  }
   const CacheRecord *rec = nullptr;
   uint64_t dst_index = 0;
-  for (const CacheRecord &r : *records) {
-    if (const auto *bk = std::get_if<BlocksCacheKey>(&kc.cache_key)) {
-      if (r.blocks_key && r.blocks_key->model_id == bk->model_id) rec = &r;
-    } else {
-      const auto &ik = std::get<CacheKeyByIdAndIndex>(kc.cache_key);
-      if (r.cache_id == ik.cache_id) {
-        rec = &r;
-        dst_index = ik.batch_index;
+  // The table as last pushed; once more after asking the peer when the
+  // destination is not in it (refresh on miss).
+  for (bool refresh : {false, true}) {
+    Status s = RefreshLink(ctx, *link, refresh, &records);
+    if (s != LLM_SUCCESS) {
+      ADXL_ERROR("%s: reading the metadata of cluster %lu failed: status %u", what,
+                 static_cast<unsigned long>(cluster), s);
+      return s;
+    }
+    for (const CacheRecord &r : *records) {
+      if (const auto *bk = std::get_if<BlocksCacheKey>(&kc.cache_key)) {
+        if (r.blocks_key && r.blocks_key->model_id == bk->model_id) rec = &r;
+      } else {
+        const auto &ik = std::get<CacheKeyByIdAndIndex>(kc.cache_key);
+        if (r.cache_id == ik.cache_id) {
+          rec = &r;
+          dst_index = ik.batch_index;
+        }
       }
+      if (rec != nullptr) break;
     }
     if (rec != nullptr) break;
   }

@@ -1,19 +1,10 @@
 #include "metadata.h"
 
-#include <sys/mman.h>
-
-#include <atomic>
 #include <cstring>
 
 namespace llm_datadist {
 namespace {
 
-constexpr char kMagic[8] = {'L', 'L', 'M', 'D', 'D', 'M', 'D', '1'};
-// In the high application range of x86-64 / aarch64 (48-bit) processes, also
-// under ASan and TSan, and far below the mmap base of ordinary processes.
-constexpr uintptr_t kWindowBase = 0x7e9000000000ULL;
-constexpr uintptr_t kSlotStride = 1ULL << 20;
-constexpr uint64_t kSlots = 1024;
 constexpr uint32_t kMaxDims = 32;
 constexpr uint32_t kMaxItems = 1U << 20;
 
@@ -40,15 +31,6 @@ class Reader {
   size_t n_;
   size_t off_ = 0;
 };
-
-uint64_t Fnv1a(const std::string &s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
 
 }  // namespace
 
@@ -123,67 +105,19 @@ bool ParseRecords(const uint8_t *data, size_t len, uint64_t cluster_id, std::vec
   return true;
 }
 
-uintptr_t WindowAddress(const std::string &engine_name, int probe) {
-  uint64_t slot = (Fnv1a(engine_name) + static_cast<uint64_t>(probe)) % kSlots;
-  return kWindowBase + slot * kSlotStride;
+std::string EncodeTable(uint64_t cluster_id, const std::vector<CacheRecord> &records) {
+  std::vector<uint8_t> out;
+  Put<uint64_t>(out, cluster_id);
+  const std::vector<uint8_t> table = SerializeRecords(records);
+  out.insert(out.end(), table.begin(), table.end());
+  return std::string(out.begin(), out.end());
 }
 
-bool HeaderMatches(const WindowHeader &h, const std::string &engine_name) {
-  if (memcmp(h.magic, kMagic, sizeof(kMagic)) != 0 || h.version != kMetadataVersion ||
-      h.header_size != kHeaderSize || h.payload_len > kWindowSize - kHeaderSize) {
-    return false;
-  }
-  return strncmp(h.engine_name, engine_name.c_str(), sizeof(h.engine_name)) == 0 &&
-         engine_name.size() < sizeof(h.engine_name);
-}
-
-std::unique_ptr<MetadataWindow> MetadataWindow::Create(const std::string &engine_name, uint64_t cluster_id,
-                                                       std::string *why) {
-  WindowHeader h{};
-  if (engine_name.size() >= sizeof(h.engine_name)) {
-    *why = "engine name too long for the metadata window";
-    return nullptr;
-  }
-  for (int p = 0; p < kSlotProbes; ++p) {
-    void *want = reinterpret_cast<void *>(WindowAddress(engine_name, p));
-    void *got = mmap(want, kWindowSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
-                     -1, 0);
-    if (got == MAP_FAILED) continue;
-    if (got != want) {  // a kernel without MAP_FIXED_NOREPLACE took it as a hint
-      munmap(got, kWindowSize);
-      continue;
-    }
-    memcpy(h.magic, kMagic, sizeof(kMagic));
-    h.version = kMetadataVersion;
-    h.header_size = kHeaderSize;
-    h.seq = 0;
-    h.cluster_id = cluster_id;
-    h.payload_len = 0;
-    memcpy(h.engine_name, engine_name.c_str(), engine_name.size() + 1);
-    memcpy(got, &h, sizeof(h));
-    std::unique_ptr<MetadataWindow> w(new MetadataWindow(got));  // private constructor
-    uint32_t empty = 0;
-    w->Publish(std::vector<uint8_t>(reinterpret_cast<uint8_t *>(&empty),
-                                    reinterpret_cast<uint8_t *>(&empty) + sizeof(empty)));
-    return w;
-  }
-  *why = "no free address for the metadata window (16 probes taken)";
-  return nullptr;
-}
-
-MetadataWindow::~MetadataWindow() { munmap(base_, kWindowSize); }
-
-bool MetadataWindow::Publish(const std::vector<uint8_t> &payload) {
-  if (payload.size() > kWindowSize - kHeaderSize) return false;
-  auto *h = static_cast<WindowHeader *>(base_);
-  auto *seq = reinterpret_cast<std::atomic<uint64_t> *>(&h->seq);
-  seq->fetch_add(1, std::memory_order_acq_rel);  // odd: writing
-  std::atomic_thread_fence(std::memory_order_release);
-  memcpy(static_cast<uint8_t *>(base_) + kHeaderSize, payload.data(), payload.size());
-  h->payload_len = payload.size();
-  std::atomic_thread_fence(std::memory_order_release);
-  seq->fetch_add(1, std::memory_order_acq_rel);  // even: stable
-  return true;
+bool DecodeTable(const std::string &blob, uint64_t *cluster_id, std::vector<CacheRecord> *out) {
+  if (blob.size() < sizeof(uint64_t)) return false;
+  memcpy(cluster_id, blob.data(), sizeof(uint64_t));
+  const auto *p = reinterpret_cast<const uint8_t *>(blob.data());
+  return ParseRecords(p + sizeof(uint64_t), blob.size() - sizeof(uint64_t), *cluster_id, out);
 }
 
 }  // namespace llm_datadist
