@@ -10,7 +10,7 @@
 //                                request's blocks layer by layer; decode verifies.
 //
 // Addresses, shapes and block sizes travel through the engine (the cache
-// layer's metadata window); the pipe between the processes only says
+// layer's cache table, published as engine metadata); the pipe between the processes only says
 // "ready" and "done".
 #include <sys/wait.h>
 #include <unistd.h>
