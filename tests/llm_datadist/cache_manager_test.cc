@@ -13,23 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "free_port.h"
 #include "llm_datadist/cache_manager.h"
 #include "metadata.h"
 
 namespace llm_datadist {
 namespace {
 
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a));
-  socklen_t n = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr *>(&a), &n);
-  close(fd);
-  return ntohs(a.sin_port);
-}
+using adxl_test::FreePort;
 
 CacheDesc HostDesc(uint32_t n, std::vector<int64_t> shape) {
   CacheDesc d;

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "free_port.h"
 #include "llm_datadist/cache_manager.h"
 
 namespace llm_datadist {
@@ -27,17 +28,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a));
-  socklen_t n = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr *>(&a), &n);
-  close(fd);
-  return ntohs(a.sin_port);
-}
+using adxl_test::FreePort;
 
 constexpr uint64_t kPrefill = 1, kDecode = 2;
 constexpr uint32_t kLayers = 3, kTensors = kLayers * 2, kBlocks = 8, kBlockElems = 64;
@@ -176,7 +167,9 @@ TEST_F(LayerwiseTest, OverlapKeyedAndRawTargets) {
       } else {
         EXPECT_TRUE(d2_.Zero(t, b)) << t << " " << b;
       }
-      if (it == kDstBlocks.end()) EXPECT_TRUE(d1_.Zero(t, b));
+      if (it == kDstBlocks.end()) {
+        EXPECT_TRUE(d1_.Zero(t, b));
+      }
     }
   }
 }

@@ -19,26 +19,13 @@
 #include <string>
 #include <vector>
 
+#include "free_port.h"
+
 #ifndef ADXL_TEST_PEER_PATH
 #error "ADXL_TEST_PEER_PATH must name the adxl_test_peer binary"
 #endif
 
 namespace adxl_test {
-
-// A TCP port on 127.0.0.1 that was free a moment ago.
-inline uint16_t FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
-inline std::string LoopbackName(uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
 
 class PeerProcess;
 // Sends "init 127.0.0.1:<port> <args>" to `peer`, picking another free port
