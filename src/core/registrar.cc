@@ -180,7 +180,9 @@ Status Registrar::Publish(const std::string &name, const std::string &blob) {
                wire::kMaxMetadataName, blob.size(), wire::kMaxMetadataBlob);
     return PARAM_INVALID;
   }
-  MutexLock op(&op_mu_);
+  // Not under op_mu_, which a deregistration holds while it waits for peers:
+  // publishing never waits.  Two publishes may reach a peer in either order;
+  // the peer keeps the higher version (Link::SetMetadata).
   wire::Metadata entry;
   std::vector<std::shared_ptr<ControlConn>> peers;
   {

@@ -75,7 +75,8 @@ class Registrar {
   // and pushes it to every subscriber without waiting.  PARAM_INVALID for a
   // name or blob over the wire limits, RESOURCE_EXHAUSTED past
   // wire::kMaxMetadataEntries names or kMaxMetadataBytes in all.
-  Status Publish(const std::string &name, const std::string &blob) ADXL_EXCLUDES(op_mu_, mu_);
+  // Never waits: not serialised with registrations (op_mu_).
+  Status Publish(const std::string &name, const std::string &blob) ADXL_EXCLUDES(mu_);
 
   // Answers a subscriber's TableRequest (control thread): a RegionAdd for
   // every current region, then the Ack of `seq`, all queued under mu_ so
