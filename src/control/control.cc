@@ -64,11 +64,16 @@ void ControlConn::set_peer_name(const std::string &n) {
   peer_name_ = n;
 }
 
-bool ControlConn::EncodeFrame(const wire::Body &body, uint64_t seq, std::string *frame) const {
-  if (wire::Encode(wire::Message{seq, body}, frame)) return true;
-  ADXL_ERROR("control %s: %s message over the wire limits, not sent", desc_.c_str(),
-             wire::TypeName(wire::TypeOf(body)));
+bool ControlConn::Encode(const wire::Body &body, uint64_t seq, Frame *frame) const {
+  frame->type = wire::TypeOf(body);
+  frame->bytes.clear();
+  if (wire::Encode(seq, body, &frame->bytes)) return true;
+  ADXL_ERROR("control %s: %s message over the wire limits, not sent", desc_.c_str(), wire::TypeName(frame->type));
   return false;
+}
+
+bool ControlConn::EncodePost(const wire::Body &body, Frame *frame) {
+  return Encode(body, next_seq_.fetch_add(1), frame);
 }
 
 void ControlConn::Enqueue(std::string frame, Clock::time_point deadline, bool answer) {
@@ -83,9 +88,13 @@ size_t ControlConn::QueuedBehind() const {
 }
 
 bool ControlConn::Send(const wire::Body &body, uint64_t seq, Clock::time_point deadline) {
-  std::string frame;
-  if (!EncodeFrame(body, seq, &frame)) return false;
-  const wire::Type type = wire::TypeOf(body);
+  Frame frame;
+  if (!Encode(body, seq, &frame)) return false;
+  return SendEncoded(std::move(frame), deadline);
+}
+
+bool ControlConn::SendEncoded(Frame frame, Clock::time_point deadline) {
+  const wire::Type type = frame.type;
   FlushResult r = FlushResult::kPending;
   uint64_t end = 0;
   size_t behind = 0;
@@ -98,7 +107,7 @@ bool ControlConn::Send(const wire::Body &body, uint64_t seq, Clock::time_point d
     // is about to write a handshake answer) and writes this one behind
     // them: no write attempt that would find the socket full.
     loop_told = !out_.empty() && waker_ != nullptr;
-    Enqueue(std::move(frame), deadline, false);
+    Enqueue(std::move(frame.bytes), deadline, false);
     end = enqueued_;
     if (!loop_told) r = WriteQueue();
     behind = QueuedBehind();
@@ -204,11 +213,15 @@ bool ControlConn::Post(const wire::Body &body, Clock::time_point deadline) {
 }
 
 bool ControlConn::StartQueued(const wire::Body &body, uint64_t seq, Clock::time_point deadline) {
-  std::string frame;
-  if (!EncodeFrame(body, seq, &frame)) return false;
-  MutexLock q(&out_mu_);
-  Enqueue(std::move(frame), deadline, true);
+  Frame frame;
+  if (!Encode(body, seq, &frame)) return false;
+  StartQueuedEncoded(std::move(frame), deadline);
   return true;
+}
+
+void ControlConn::StartQueuedEncoded(Frame frame, Clock::time_point deadline) {
+  MutexLock q(&out_mu_);
+  Enqueue(std::move(frame.bytes), deadline, true);
 }
 
 bool ControlConn::queued() const {

@@ -39,8 +39,9 @@
 // write" list and its eventfd.  No two of these are ever held together (each
 // is a leaf: a method takes one, releases it, then may take another), and
 // none is held while calling a ControlHandler.  Callers may hold their own
-// locks around StartQueued() (no I/O) and Send() (no wait); the engine queues
-// a handshake answer under its reg_mu_ (core/engine.h).
+// locks around StartQueued() (no I/O) and Send() (no wait); the Registrar
+// queues a handshake answer under its lock, encoded before it took it
+// (core/registrar.h).
 //
 // ControlLoop owns an epoll set with the listening socket and every
 // registered connection.  It accepts, reads, decodes, completes Acks itself
@@ -133,6 +134,20 @@ class ControlConn {
   // frame is over the wire limits, nothing is queued.  The loop (ControlLoop)
   // writes it when the handler returns.
   bool StartQueued(const wire::Body &body, uint64_t seq, Clock::time_point deadline) ADXL_EXCLUDES(out_mu_);
+
+  // Frames encoded ahead, so that a caller encodes a large message (a table
+  // of thousands of regions) outside its own locks and only queues it under
+  // them.  Encode / EncodePost (a fresh seq, as Post) take no lock; false
+  // (logged) when the message is over the wire limits.  SendEncoded is
+  // Send of an encoded frame; StartQueuedEncoded is StartQueued of one.
+  struct Frame {
+    std::string bytes;
+    wire::Type type = wire::Type::kAck;
+  };
+  bool Encode(const wire::Body &body, uint64_t seq, Frame *frame) const;
+  bool EncodePost(const wire::Body &body, Frame *frame);
+  bool SendEncoded(Frame frame, Clock::time_point deadline) ADXL_EXCLUDES(out_mu_, mu_);
+  void StartQueuedEncoded(Frame frame, Clock::time_point deadline) ADXL_EXCLUDES(out_mu_);
   // Frames wait in the queue.
   bool queued() const ADXL_EXCLUDES(out_mu_);
   // The StartQueued() frame (the handshake answer) was written completely.
@@ -192,8 +207,6 @@ class ControlConn {
     void unlock() ADXL_NO_THREAD_SAFETY_ANALYSIS { mu->Unlock(); }
   };
 
-  // Encodes one frame; false (logged) when it is over the wire limits.
-  bool EncodeFrame(const wire::Body &body, uint64_t seq, std::string *frame) const;
   // Appends a frame; its deadline is raised to that of the frame ahead.
   void Enqueue(std::string frame, Clock::time_point deadline, bool answer) ADXL_REQUIRES(out_mu_);
   // Writes what the socket takes now.

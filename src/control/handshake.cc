@@ -17,7 +17,7 @@ class ClientChannel {
 
   Status Send(const wire::Body &body, uint64_t seq, const char *what) {
     std::string frame;
-    if (!wire::Encode(wire::Message{seq, body}, &frame)) {
+    if (!wire::Encode(seq, body, &frame)) {
       ADXL_ERROR("Connect to '%s': %s over the wire limits", remote_.c_str(), what);
       return FAILED;
     }

@@ -25,16 +25,20 @@ class Writer {
     return Str(m.blob, kMaxMetadataBlob);
   }
   bool RegionOut(const Region &r) {
+    if (r.rkey.size() > kMaxString) return false;
     U64(r.id);
     U64(r.addr);
     U64(r.len);
     U32(r.mem_type);
     return Str(r.rkey);
   }
+  void Raw(const std::string &bytes) { out_->append(bytes); }
 
  private:
   void Le(uint64_t v, int n) {
-    for (int i = 0; i < n; ++i) out_->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+    char b[8];
+    for (int i = 0; i < n; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+    out_->append(b, static_cast<size_t>(n));
   }
   std::string *out_;
 };
@@ -86,13 +90,15 @@ bool EncodeBody(const Body &body, Writer &w) {
         } else if constexpr (std::is_same_v<M, AuthResponse>) {
           return w.Str(m.proof, kMaxAuthField);
         } else if constexpr (std::is_same_v<M, HelloAck>) {
-          if (m.regions.size() > kMaxRegions) return false;
+          const size_t count = m.regions.size() + m.encoded_regions.size();
+          if (count > kMaxRegions) return false;
           w.U32(m.status);
           if (!w.Str(m.node_id) || !w.Str(m.transport_address)) return false;
-          w.U32(static_cast<uint32_t>(m.regions.size()));
+          w.U32(static_cast<uint32_t>(count));
           for (const Region &r : m.regions) {
             if (!w.RegionOut(r)) return false;
           }
+          for (const std::string *r : m.encoded_regions) w.Raw(*r);
           if (!w.Str(m.proof, kMaxAuthField) || m.metadata.size() > kMaxMetadataEntries) return false;
           w.U32(static_cast<uint32_t>(m.metadata.size()));
           for (const Metadata &e : m.metadata) {
@@ -119,6 +125,11 @@ bool EncodeBody(const Body &body, Writer &w) {
 }
 
 }  // namespace
+
+bool EncodeRegion(const Region &r, std::string *out) {
+  Writer w(out);
+  return w.RegionOut(r);
+}
 
 Type TypeOf(const Body &body) {
   static constexpr Type kTypes[] = {Type::kHello,  Type::kHelloAck, Type::kRegionAdd, Type::kRegionDel,
@@ -148,16 +159,16 @@ const char *TypeName(Type t) {
   return "?";
 }
 
-bool Encode(const Message &msg, std::string *out) {
+bool Encode(uint64_t seq, const Body &body, std::string *out) {
   const size_t start = out->size();
   Writer w(out);
   w.U32(kMagic);
   w.U16(kVersion);
-  w.U16(static_cast<uint16_t>(TypeOf(msg.body)));
+  w.U16(static_cast<uint16_t>(TypeOf(body)));
   w.U32(0);  // length, patched below
   w.U32(0);
-  w.U64(msg.seq);
-  if (!EncodeBody(msg.body, w) || out->size() - start - kHeaderSize > kMaxPayload) {
+  w.U64(seq);
+  if (!EncodeBody(body, w) || out->size() - start - kHeaderSize > kMaxPayload) {
     out->resize(start);
     return false;
   }

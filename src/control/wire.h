@@ -100,6 +100,11 @@ struct HelloAck {
   std::string node_id;
   std::string transport_address;
   std::vector<Region> regions;
+  // Sender side only: more regions, each already encoded by EncodeRegion
+  // (a server encodes a region once, when it is registered, and appends the
+  // bytes to every HelloAck; the pointees must outlive Encode).  They go on
+  // the wire after `regions`, as regions; a decoder fills `regions` alone.
+  std::vector<const std::string *> encoded_regions;
   std::string proof;  // the server's proof when authenticated, else empty (<= kMaxAuthField)
   std::vector<Metadata> metadata;  // <= kMaxMetadataEntries (version 3)
 };
@@ -144,9 +149,14 @@ struct Message {
 Type TypeOf(const Body &body);
 const char *TypeName(Type t);
 
+// Appends one region as it appears on the wire (inside a HelloAck or a
+// RegionAdd).  False, nothing appended, when its key is over kMaxString.
+bool EncodeRegion(const Region &r, std::string *out);
+
 // Appends one encoded frame to *out.  Fails (false) only when a field is
 // over a limit, so a sender can never emit what a receiver would refuse.
-bool Encode(const Message &msg, std::string *out);
+bool Encode(uint64_t seq, const Body &body, std::string *out);
+inline bool Encode(const Message &msg, std::string *out) { return Encode(msg.seq, msg.body, out); }
 
 // Incremental decoder over a byte stream.
 class FrameReader {

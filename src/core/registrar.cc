@@ -61,6 +61,15 @@ Status Registrar::Register(const MemDesc &mem, MemType type, MemHandle *handle) 
   {
     WriterLock l(&mu_);
     registry_->Insert(region);
+    // Encoded once here (the id is known now), appended to every HelloAck.
+    if (!wire::EncodeRegion(ToWire(*region), &region->advert)) {
+      registry_->Erase(region->id);
+      ADXL_ERROR("RegisterMem {addr 0x%" PRIxPTR ", len %zu}: the transport's key of %zu bytes is over the wire "
+                 "limit (%zu)", mem.addr, mem.len, region->mem ? region->mem->packed_key().size() : size_t{0},
+                 wire::kMaxString);
+      return FAILED;
+    }
+    ++version_;
     peers.assign(subscribers_.begin(), subscribers_.end());
   }
   // Queued, not waited for (see the header).
@@ -135,6 +144,7 @@ Status Registrar::Deregister(MemHandle handle) {
     }
     if (--region->refs > 0) return SUCCESS;
     registry_->Erase(id);
+    ++version_;
     peers.assign(subscribers_.begin(), subscribers_.end());
   }
   PushWithdrawal(id, peers);
@@ -163,15 +173,51 @@ void Registrar::PushWithdrawal(uint64_t id, const std::vector<std::shared_ptr<Co
   }
 }
 
+void Registrar::Snapshot(TableSnapshot *snap) const {
+  snap->version = version_;
+  snap->regions = registry_->All();
+  snap->metadata.clear();
+  for (const auto &kv : metadata_) snap->metadata.push_back(kv.second);
+}
+
+bool Registrar::EncodeTable(ControlConn &conn, const TableSnapshot &snap, uint64_t seq,
+                            std::vector<ControlConn::Frame> *frames) {
+  frames->assign(snap.regions.size() + snap.metadata.size() + 1, ControlConn::Frame{});
+  size_t i = 0;
+  for (const auto &r : snap.regions) {
+    if (!conn.EncodePost(wire::RegionAdd{ToWire(*r)}, &(*frames)[i++])) return false;
+  }
+  for (const auto &m : snap.metadata) {
+    if (!conn.EncodePost(wire::MetadataUpdate{m}, &(*frames)[i++])) return false;
+  }
+  return conn.Encode(wire::Ack{SUCCESS}, seq, &(*frames)[i]);
+}
+
 void Registrar::SendTable(const std::shared_ptr<ControlConn> &conn, uint64_t seq, Clock::time_point deadline) {
+  // Encoded outside mu_ and queued under it if nothing changed meanwhile
+  // (see kSnapshotAttempts); the last attempt holds mu_ throughout.
+  std::vector<ControlConn::Frame> frames;
+  for (int attempt = 1; attempt < kSnapshotAttempts; ++attempt) {
+    TableSnapshot snap;
+    {
+      ReaderLock l(&mu_);
+      Snapshot(&snap);
+    }
+    if (!EncodeTable(*conn, snap, seq, &frames)) return;
+    ReaderLock l(&mu_);
+    if (snap.version != version_) continue;
+    for (auto &f : frames) {
+      if (!conn->SendEncoded(std::move(f), deadline)) return;
+    }
+    return;
+  }
   ReaderLock l(&mu_);
-  for (const auto &r : registry_->All()) {
-    if (!conn->Post(wire::RegionAdd{ToWire(*r)}, deadline)) return;
+  TableSnapshot snap;
+  Snapshot(&snap);
+  if (!EncodeTable(*conn, snap, seq, &frames)) return;
+  for (auto &f : frames) {
+    if (!conn->SendEncoded(std::move(f), deadline)) return;
   }
-  for (const auto &kv : metadata_) {
-    if (!conn->Post(wire::MetadataUpdate{kv.second}, deadline)) return;
-  }
-  conn->Send(wire::Ack{SUCCESS}, seq, deadline);
 }
 
 Status Registrar::Publish(const std::string &name, const std::string &blob) {
@@ -200,6 +246,7 @@ Status Registrar::Publish(const std::string &name, const std::string &blob) {
     e.blob = blob;
     ++e.version;
     metadata_bytes_ = new_total;
+    ++version_;
     entry = e;
     peers.assign(subscribers_.begin(), subscribers_.end());
   }
@@ -208,14 +255,45 @@ Status Registrar::Publish(const std::string &name, const std::string &blob) {
   return SUCCESS;
 }
 
+bool Registrar::EncodeAnswer(ControlConn &conn, const wire::HelloAck &answer, const TableSnapshot &snap,
+                             uint64_t seq, ControlConn::Frame *frame) {
+  // Built in place in the Body (a HelloAck converted to one would be a copy)
+  // from the regions' adverts, encoded when they were registered.
+  wire::Body body{answer};
+  auto &ack = std::get<wire::HelloAck>(body);
+  ack.encoded_regions.reserve(snap.regions.size());
+  for (const auto &r : snap.regions) ack.encoded_regions.push_back(&r->advert);
+  ack.metadata = snap.metadata;
+  return conn.Encode(body, seq, frame);
+}
+
 bool Registrar::Subscribe(const std::shared_ptr<ControlConn> &conn, wire::HelloAck answer, uint64_t seq,
                           Clock::time_point deadline, size_t *regions) {
+  // Encoded outside mu_ and queued (with the subscription) under it if
+  // nothing changed meanwhile (see kSnapshotAttempts); the last attempt
+  // holds mu_ throughout.
+  ControlConn::Frame frame;
+  for (int attempt = 1; attempt < kSnapshotAttempts; ++attempt) {
+    TableSnapshot snap;
+    {
+      ReaderLock l(&mu_);
+      Snapshot(&snap);
+    }
+    if (!EncodeAnswer(*conn, answer, snap, seq, &frame)) return false;
+    WriterLock l(&mu_);
+    if (snap.version != version_) continue;
+    conn->StartQueuedEncoded(std::move(frame), deadline);
+    subscribers_.insert(conn);
+    *regions = snap.regions.size();
+    return true;
+  }
   WriterLock l(&mu_);
-  for (const auto &r : registry_->All()) answer.regions.push_back(ToWire(*r));
-  for (const auto &kv : metadata_) answer.metadata.push_back(kv.second);
-  *regions = answer.regions.size();
-  if (!conn->StartQueued(answer, seq, deadline)) return false;
+  TableSnapshot snap;
+  Snapshot(&snap);
+  if (!EncodeAnswer(*conn, answer, snap, seq, &frame)) return false;
+  conn->StartQueuedEncoded(std::move(frame), deadline);
   subscribers_.insert(conn);
+  *regions = snap.regions.size();
   return true;
 }
 

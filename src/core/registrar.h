@@ -6,8 +6,12 @@
 // change exactly once and in order, and must not miss one that happens while
 // it is handshaking:
 //  - Subscribe (control thread, server side of a handshake) snapshots the
-//    registry into the HelloAck, queues it on the connection and adds the
-//    connection to the subscribers under one exclusive hold of mu_.
+//    registry into the HelloAck, then queues it on the connection and adds
+//    the connection to the subscribers under one exclusive hold of mu_, in
+//    which it checks that the table did not change since the snapshot
+//    (version_).  The answer (about 85 bytes a region: 235 KB for 2800) is
+//    encoded between the two holds, not under mu_, where it stalled every
+//    RegisterMem and TransferSync of the engine (for tens of ms under TSan).
 //  - Register / Deregister change the registry and copy the subscribers
 //    under mu_ exclusively, then push outside it, one change at a time
 //    (op_mu_).  So a change is either in a peer's snapshot or pushed to it,
@@ -80,7 +84,8 @@ class Registrar {
 
   // Answers a subscriber's TableRequest (control thread): a RegionAdd for
   // every current region, then the Ack of `seq`, all queued under mu_ so
-  // that no change falls between them and later pushes.
+  // that no change falls between them and later pushes (encoded outside it,
+  // as Subscribe's answer).
   void SendTable(const std::shared_ptr<ControlConn> &conn, uint64_t seq, Clock::time_point deadline)
       ADXL_EXCLUDES(mu_);
   std::vector<std::shared_ptr<ControlConn>> Subscribers() const ADXL_EXCLUDES(mu_);
@@ -97,6 +102,26 @@ class Registrar {
   void PushWithdrawal(uint64_t id, const std::vector<std::shared_ptr<ControlConn>> &peers) ADXL_REQUIRES(op_mu_)
       ADXL_EXCLUDES(mu_);
   static wire::Region ToWire(const LocalRegion &r);
+
+  // What peers learn of this engine, copied under mu_ (pointers and the
+  // metadata: cheap) to be encoded outside it.  A snapshot is queued only
+  // if version_ still equals its version; after kSnapshotAttempts - 1
+  // attempts that lost such a race, the last one encodes under mu_ (so a
+  // stream of registrations cannot starve a handshake).
+  struct TableSnapshot {
+    uint64_t version = 0;
+    std::vector<std::shared_ptr<LocalRegion>> regions;
+    std::vector<wire::Metadata> metadata;
+  };
+  static constexpr int kSnapshotAttempts = 3;
+  void Snapshot(TableSnapshot *snap) const ADXL_REQUIRES_SHARED(mu_);
+  // The HelloAck `answer` completed with `snap`, encoded for `conn`.
+  static bool EncodeAnswer(ControlConn &conn, const wire::HelloAck &answer, const TableSnapshot &snap,
+                           uint64_t seq, ControlConn::Frame *frame);
+  // SendTable's frames: a RegionAdd per region, a MetadataUpdate per entry,
+  // the Ack of `seq`.
+  static bool EncodeTable(ControlConn &conn, const TableSnapshot &snap, uint64_t seq,
+                          std::vector<ControlConn::Frame> *frames);
   // Registers [mem] with the transport; offers MallocMem memory as a
   // mapping to same-node peers when EnableUseFabricMem=1.
   Status RegisterWithTransport(const MemDesc &mem, MemType type, std::shared_ptr<LocalRegion> *region);
@@ -110,6 +135,8 @@ class Registrar {
   mutable SharedMutex mu_ ADXL_ACQUIRED_AFTER(op_mu_);
   std::unique_ptr<Registry> registry_ ADXL_GUARDED_BY(mu_);
   std::set<std::shared_ptr<ControlConn>> subscribers_ ADXL_GUARDED_BY(mu_);
+  // Bumped by every change of the registry or the metadata (see TableSnapshot).
+  uint64_t version_ ADXL_GUARDED_BY(mu_) = 0;
   // What the HelloAck may carry besides the region table (which is at most
   // kMaxRegions entries, well under 1 MiB): the frame stays under 4 MiB.
   static constexpr size_t kMaxMetadataBytes = 2u << 20;

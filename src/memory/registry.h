@@ -29,6 +29,9 @@ struct LocalRegion {
   MemType type = MEM_HOST;
   uint32_t refs = 1;  // registrations of this identical range
   std::unique_ptr<TransportMem> mem;  // null in unit tests
+  // What peers are told of this region, encoded for the wire once, when it
+  // is registered (core/registrar.h); immutable afterwards.
+  std::string advert;
   ~LocalRegion();  // out of line: TransportMem is complete only in registry.cc
 };
 

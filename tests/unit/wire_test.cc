@@ -292,6 +292,55 @@ TEST(WireTest, HelloAckWithNoRegionsRoundTrips) {
   EXPECT_TRUE(std::get<HelloAck>(got.body).regions.empty());
 }
 
+// A server encodes each region once (EncodeRegion) and appends the bytes to
+// every HelloAck (HelloAck::encoded_regions): on the wire they are regions
+// like any other, after `regions`, and the frame is byte for byte the one
+// with all of them in `regions`.
+TEST(WireTest, PreEncodedRegionsAreRegionsOnTheWire) {
+  const Region a = MakeRegion(1, 0x1000, 64, 0, "key-a");
+  const Region b = MakeRegion(2, 0x2000, 128, 1, std::string(300, 'b'));
+  const Region c = MakeRegion(3, 0x3000, 256, 0, "");
+  std::string enc_b, enc_c;
+  ASSERT_TRUE(EncodeRegion(b, &enc_b));
+  ASSERT_TRUE(EncodeRegion(c, &enc_c));
+  HelloAck mixed;
+  mixed.node_id = "node";
+  mixed.regions = {a};
+  mixed.encoded_regions = {&enc_b, &enc_c};
+  HelloAck plain;
+  plain.node_id = "node";
+  plain.regions = {a, b, c};
+  std::string f_mixed, f_plain;
+  ASSERT_TRUE(Encode(7, mixed, &f_mixed));
+  ASSERT_TRUE(Encode(7, plain, &f_plain));
+  EXPECT_EQ(f_mixed, f_plain);
+  FrameReader r;
+  r.Feed(f_mixed.data(), f_mixed.size());
+  Message got;
+  std::string why;
+  ASSERT_EQ(r.Next(&got, &why), Result::kMessage) << why;
+  const HelloAck &ack = std::get<HelloAck>(got.body);
+  EXPECT_TRUE(ack.encoded_regions.empty());
+  ExpectSameBody(Body{plain}, got.body);
+}
+
+TEST(WireTest, EncodeRegionRefusesAnOversizedKeyAndAppendsNothing) {
+  std::string out = "prefix";
+  EXPECT_FALSE(EncodeRegion(MakeRegion(1, 1, 1, 0, std::string(kMaxString + 1, 'k')), &out));
+  EXPECT_EQ(out, "prefix");
+}
+
+TEST(WireTest, PreEncodedRegionsCountTowardsMaxRegions) {
+  std::string one;
+  ASSERT_TRUE(EncodeRegion(MakeRegion(1, 1, 1, 0, "k"), &one));
+  HelloAck ack;
+  ack.regions.resize(kMaxRegions);
+  ack.encoded_regions = {&one};
+  std::string out;
+  EXPECT_FALSE(Encode(1, ack, &out));
+  EXPECT_TRUE(out.empty());
+}
+
 TEST(WireTest, SeveralFramesBackToBack) {
   std::vector<Message> all = AllSamples();
   std::string stream;
