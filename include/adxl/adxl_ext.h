@@ -1,10 +1,12 @@
 // Extensions of this ADXL implementation (not in the vendor's API): what a
-// link runs on and what it moved; metadata an engine publishes to its peers.
+// link runs on, the path to each of the peer's regions, and what it moved;
+// metadata an engine publishes to its peers.
 #ifndef ADXL_ADXL_EXT_H_
 #define ADXL_ADXL_EXT_H_
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "adxl/adxl_engine.h"
 
@@ -24,6 +26,27 @@ struct LinkInfo {
 // SUCCESS and *info for an existing link of `engine` to `remote_engine`;
 // NOT_CONNECTED when there is none; FAILED when the engine is not initialized.
 ASCEND_FUNC_VISIBILITY Status GetLinkInfo(AdxlEngine &engine, const AscendString &remote_engine, LinkInfo &info);
+
+// One region the peer of a link registered, and the path this engine's
+// transfers to it take.  path: "mapped/<memfd|shm|hugetlbfs|file>" (same
+// node, memory the peer shares as a file: mapped here, copied with memcpy),
+// "cma" (same node, private memory: batched cross-memory system calls),
+// "ucp" (UCX one-sided operations or active messages: the network lane, and
+// device memory), "unreachable" (device memory this side cannot move).
+struct LinkRegion {
+  uint64_t addr = 0;
+  uint64_t len = 0;
+  MemType mem_type = MEM_HOST;
+  std::string path;
+};
+
+// SUCCESS and the peer's regions, in address order, for an existing link of
+// `engine` to `remote_engine` (the regions this engine knows of now; a
+// registration the peer made since is learnt on the first transfer naming
+// it).  NOT_CONNECTED when there is none; FAILED when the engine is not
+// initialized.
+ASCEND_FUNC_VISIBILITY Status GetLinkRegions(AdxlEngine &engine, const AscendString &remote_engine,
+                                             std::vector<LinkRegion> &regions);
 
 // Published metadata: a small named, versioned blob (a cache table, a model
 // description) that an engine publishes and that every engine linked to it

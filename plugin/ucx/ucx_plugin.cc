@@ -369,6 +369,24 @@ int RkeyUnpack(adxl_plugin_ep_t *ep, const void *packed, size_t len, adxl_plugin
   return ADXL_PLUGIN_OK;
 }
 
+int RkeyDescribe(adxl_plugin_rkey_t *rkey, char *buf, size_t len) {
+  if (rkey == nullptr || buf == nullptr || len == 0) return ADXL_PLUGIN_ERR_INVALID;
+  // The order PostHccs and Post choose in: a mapping first, then cma; UCP
+  // for device regions and on the RDMA lane.
+  std::string path;
+  if (rkey->device) {
+    path = rkey->rkey != nullptr ? "ucp" : "unreachable";
+  } else if (rkey->mapped.mapped != nullptr) {
+    path = std::string("mapped/") + rkey->mapped.kind;
+  } else if (rkey->cma_ok) {
+    path = "cma";
+  } else {
+    path = rkey->rkey != nullptr ? "ucp" : "unreachable";
+  }
+  snprintf(buf, len, "%s", path.c_str());
+  return ADXL_PLUGIN_OK;
+}
+
 // HCCS lane: every copy is a memcpy or a system call of this thread (and the
 // cma copy threads); the batch is complete (or failed) when this returns.
 void PostHccs(adxl_plugin_ep_t *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, adxl_plugin_batch_t *batch) {
@@ -500,7 +518,7 @@ const adxl_plugin_ops_t kOps = {
     Guarded<Open>::Call, Guarded<Close>::Call, Guarded<Query>::Call, Guarded<GetAddress>::Call,
     Guarded<MemReg>::Call, Guarded<MemPack>::Call, Guarded<MemDereg>::Call, Guarded<EpCreate>::Call,
     Guarded<EpLane>::Call, Guarded<EpDestroy>::Call, Guarded<EpDescribe>::Call, Guarded<RkeyUnpack>::Call,
-    Guarded<RkeyDestroy>::Call, Guarded<Post>::Call, Guarded<Test>::Call, Guarded<Release>::Call,
+    Guarded<RkeyDestroy>::Call, Guarded<RkeyDescribe>::Call, Guarded<Post>::Call, Guarded<Test>::Call, Guarded<Release>::Call,
     Guarded<Progress>::Call,
 };
 

@@ -245,6 +245,16 @@ Status Engine::GetLinkInfo(const AscendString &remote, ext::LinkInfo &info) {
   return SUCCESS;
 }
 
+Status Engine::GetLinkRegions(const AscendString &remote, std::vector<ext::LinkRegion> &regions) {
+  ReaderLock life(&life_mu_);
+  regions.clear();
+  if (!initialized_.load()) return FAILED;
+  std::shared_ptr<Link> link = links_.Find(remote.GetString());
+  if (!link || link->state() == LinkState::kConnecting) return NOT_CONNECTED;
+  regions = link->Regions();
+  return SUCCESS;
+}
+
 Status Engine::PublishMetadata(const std::string &name, const std::string &blob) {
   ReaderLock life(&life_mu_);
   if (!Ready("PublishMetadata")) return FAILED;

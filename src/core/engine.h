@@ -84,6 +84,7 @@ class Engine : public ControlHandler {
       ADXL_EXCLUDES(life_mu_);
   Status GetNotifies(std::vector<NotifyDesc> &notifies) ADXL_EXCLUDES(life_mu_);
   Status GetLinkInfo(const AscendString &remote, ext::LinkInfo &info) ADXL_EXCLUDES(life_mu_);
+  Status GetLinkRegions(const AscendString &remote, std::vector<ext::LinkRegion> &regions) ADXL_EXCLUDES(life_mu_);
   // adxl_ext.h: published metadata.
   Status PublishMetadata(const std::string &name, const std::string &blob) ADXL_EXCLUDES(life_mu_);
   Status GetPeerMetadata(const std::string &remote, const std::string &name, int32_t refresh_timeout_ms,

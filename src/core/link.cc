@@ -44,6 +44,21 @@ std::shared_ptr<RemoteRegion> Link::WithdrawRegion(uint64_t id) {
   return region;
 }
 
+std::vector<ext::LinkRegion> Link::Regions() const {
+  std::vector<ext::LinkRegion> out;
+  ReaderLock l(&regions_mu_);
+  out.reserve(regions_.size());
+  regions_.ForEach([&out](const Table::Entry &e) {
+    ext::LinkRegion r;
+    r.addr = e.addr;
+    r.len = e.len;
+    r.mem_type = static_cast<MemType>(e.value->mem_type);
+    r.path = e.value->key ? e.value->key->Describe() : "unreachable";
+    out.push_back(std::move(r));
+  });
+  return out;
+}
+
 bool Link::CoversRemote(uint64_t addr, uint64_t len) const {
   if (addr + len < addr) return false;
   std::vector<Table::Piece> p;

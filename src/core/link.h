@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "adxl/adxl_ext.h"
 #include "adxl/adxl_types.h"
 #include "common/thread_annotations.h"
 #include "control/control.h"
@@ -93,6 +94,9 @@ class Link {
   Status Plan(const std::vector<TransferOpDesc> &descs, const Registry &local, TransferPlan *plan,
               std::string *why) const ADXL_EXCLUDES(regions_mu_);
   size_t region_count() const ADXL_EXCLUDES(regions_mu_);
+  // The peer's regions in address order, each with the path transfers to it
+  // take (adxl_ext.h GetLinkRegions).
+  std::vector<ext::LinkRegion> Regions() const ADXL_EXCLUDES(regions_mu_);
 
   // ---- The peer's published metadata (adxl_ext.h).
   // Keeps `entry` unless a newer version of its name is known already.

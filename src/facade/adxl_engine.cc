@@ -61,6 +61,11 @@ Status ext::GetLinkInfo(AdxlEngine &engine, const AscendString &remote_engine, e
   return ext::EngineAccess::Core(engine).GetLinkInfo(remote_engine, info);
 }
 
+Status ext::GetLinkRegions(AdxlEngine &engine, const AscendString &remote_engine,
+                           std::vector<ext::LinkRegion> &regions) {
+  return ext::EngineAccess::Core(engine).GetLinkRegions(remote_engine, regions);
+}
+
 Status ext::PublishMetadata(AdxlEngine &engine, const AscendString &name, const std::string &blob) {
   return ext::EngineAccess::Core(engine).PublishMetadata(std::string(name.GetString(), name.GetLength()), blob);
 }

@@ -29,6 +29,11 @@ class RangeTable {
   };
 
   size_t size() const { return by_start_.size(); }
+  // Calls f(const Entry &) for every entry, in address order.
+  template <typename F>
+  void ForEach(F f) const {
+    for (const auto &kv : by_start_) f(kv.second);
+  }
   bool empty() const { return by_start_.empty(); }
 
   const Entry *FindExact(uintptr_t addr, size_t len) const {

@@ -120,4 +120,10 @@ int RemoteKey::Unpack(const std::shared_ptr<Endpoint> &ep, const std::string &pa
 
 RemoteKey::~RemoteKey() { ep_->transport()->ops().rkey_destroy(rkey_); }
 
+std::string RemoteKey::Describe() const {
+  char buf[64] = {};
+  if (ep_->transport()->ops().rkey_describe(rkey_, buf, sizeof(buf)) != ADXL_PLUGIN_OK) return "unknown";
+  return buf;
+}
+
 }  // namespace adxl

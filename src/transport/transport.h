@@ -140,6 +140,9 @@ class RemoteKey {
   static int Unpack(const std::shared_ptr<Endpoint> &ep, const std::string &packed, std::unique_ptr<RemoteKey> *out);
   ~RemoteKey();
   adxl_plugin_rkey_t *get() const { return rkey_; }
+  // The path transfers to this region take (the plugin's rkey_describe):
+  // "cma", "mapped/<kind>", "ucp", ...
+  std::string Describe() const;
 
  private:
   RemoteKey(std::shared_ptr<Endpoint> ep, adxl_plugin_rkey_t *k) : ep_(std::move(ep)), rkey_(k) {}

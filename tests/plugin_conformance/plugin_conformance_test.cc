@@ -464,7 +464,7 @@ TEST_F(PluginTest, RefusesAWrongAbiVersion) {
   for (auto fn : {(void *)ops->open, (void *)ops->close, (void *)ops->query, (void *)ops->get_address,
                   (void *)ops->mem_reg, (void *)ops->mem_pack, (void *)ops->mem_dereg, (void *)ops->ep_create,
                   (void *)ops->ep_lane, (void *)ops->ep_destroy, (void *)ops->ep_describe, (void *)ops->rkey_unpack,
-                  (void *)ops->rkey_destroy, (void *)ops->post, (void *)ops->test, (void *)ops->release,
+                  (void *)ops->rkey_destroy, (void *)ops->rkey_describe, (void *)ops->post, (void *)ops->test, (void *)ops->release,
                   (void *)ops->progress}) {
     EXPECT_NE(fn, nullptr) << "every operation of the table is required";
   }
@@ -576,6 +576,17 @@ TEST_F(PluginTest, RegisterPackUnpackAndBadArguments) {
     for (const std::string *k : {&k1, &k2}) {
       adxl_plugin_rkey_t *rk = nullptr;
       ASSERT_EQ(ops_->rkey_unpack(ep, k->data(), k->size(), &rk), ADXL_PLUGIN_OK) << LaneName(lane);
+      // rkey_describe: a short name, cut to the buffer; bad arguments refused.
+      char path[64];
+      ASSERT_EQ(ops_->rkey_describe(rk, path, sizeof(path)), ADXL_PLUGIN_OK);
+      EXPECT_GT(strlen(path), 0u);
+      EXPECT_EQ(strchr(path, ' '), nullptr) << path;
+      char tiny[2] = {'x', 'x'};
+      EXPECT_EQ(ops_->rkey_describe(rk, tiny, sizeof(tiny)), ADXL_PLUGIN_OK);
+      EXPECT_EQ(tiny[1], '\0');
+      EXPECT_EQ(ops_->rkey_describe(rk, path, 0), ADXL_PLUGIN_ERR_INVALID);
+      EXPECT_EQ(ops_->rkey_describe(nullptr, path, sizeof(path)), ADXL_PLUGIN_ERR_INVALID);
+      EXPECT_EQ(ops_->rkey_describe(rk, nullptr, sizeof(path)), ADXL_PLUGIN_ERR_INVALID);
       ops_->rkey_destroy(rk);
     }
     // Garbage, truncated and empty keys are errors, not crashes.
@@ -1105,6 +1116,10 @@ TEST_F(PluginTest, SameNodePathFollowsTheMemory) {
     } else {
       EXPECT_NE(desc.find(c.want), std::string::npos) << desc;
     }
+    // And the key itself says which path its region takes.
+    char path[64];
+    ASSERT_EQ(ops_->rkey_describe(rk, path, sizeof(path)), ADXL_PLUGIN_OK);
+    EXPECT_STREQ(path, c.want == nullptr ? "cma" : c.want);
     // Odd offsets and sizes, both directions.
     FillPattern(la.data(), kLen, seed);
     FillPattern(c.data, kLen, seed + 1);

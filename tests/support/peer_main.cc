@@ -5,6 +5,9 @@
 //   init <name> [key=value ...]      Initialize
 //   alloc <bytes>                    aligned buffer, prints "ok <index> <addr>"
 //   malloc <bytes>                   AdxlEngine::MallocMem(host) buffer, "ok <index> <addr>"
+//   memfd <bytes>                    memfd_create + MAP_SHARED buffer, "ok <index> <addr>"
+//   shm <bytes>                      /dev/shm file (shm_open, unlinked once mapped) + MAP_SHARED,
+//                                    "ok <index> <addr>"
 //   reg <index> [offset len]         RegisterMem(host) of a buffer (or part); "ok <handle>"
 //   dereg <handle>                   DeregisterMem
 //   fill <index> <seed>              pattern fill of a whole buffer
@@ -16,8 +19,10 @@
 //   notify <remote> <name> <msg> <timeout_ms>
 //   notifies                         "ok <count> name=msg ..."
 //   lane <remote>                    "ok <lane> <transports>" of the link (adxl_ext.h)
+//   regions <remote>                 "ok <count> <addr>:<len>:<path> ..." (adxl_ext.h GetLinkRegions)
 //   finalize                         Finalize
 //   exit                             exit(0) without Finalize (like a crash, but clean stdout)
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -96,6 +101,25 @@ int main() {
                     : MAP_FAILED;
       if (p == MAP_FAILED) {
         Reply("err memfd");
+        continue;
+      }
+      buffers.push_back({p, len});
+      Reply("ok " + std::to_string(buffers.size() - 1) + " " + std::to_string(reinterpret_cast<uintptr_t>(p)));
+    } else if (cmd == "shm") {
+      // A /dev/shm file, mapped shared; its name goes at once (the mapping
+      // and the descriptor, kept for the peer's life, hold the pages), so
+      // nothing is left behind in /dev/shm however the peer ends.
+      size_t len = 0;
+      in >> len;
+      static int serial = 0;
+      const std::string name = "/adxl-peer-" + std::to_string(getpid()) + "-" + std::to_string(serial++);
+      const int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      void *p = fd >= 0 && ftruncate(fd, static_cast<off_t>(len)) == 0
+                    ? mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                    : MAP_FAILED;
+      if (fd >= 0) shm_unlink(name.c_str());
+      if (p == MAP_FAILED) {
+        Reply("err shm");
         continue;
       }
       buffers.push_back({p, len});
@@ -187,6 +211,20 @@ int main() {
       }
       std::string out = "ok " + std::to_string(got.size());
       for (const auto &n : got) out += std::string(" ") + n.name.GetString() + "=" + n.notify_msg.GetString();
+      Reply(out);
+    } else if (cmd == "regions") {
+      std::string remote;
+      in >> remote;
+      std::vector<adxl::ext::LinkRegion> regions;
+      adxl::Status st = adxl::ext::GetLinkRegions(engine, remote.c_str(), regions);
+      if (st != adxl::SUCCESS) {
+        ReplyStatus(st);
+        continue;
+      }
+      std::string out = "ok " + std::to_string(regions.size());
+      for (const auto &r : regions) {
+        out += " " + std::to_string(r.addr) + ":" + std::to_string(r.len) + ":" + r.path;
+      }
       Reply(out);
     } else if (cmd == "lane") {
       std::string remote;

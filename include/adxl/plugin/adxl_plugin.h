@@ -43,7 +43,7 @@
 extern "C" {
 #endif
 
-#define ADXL_PLUGIN_ABI_VERSION 1u
+#define ADXL_PLUGIN_ABI_VERSION 2u
 #define ADXL_PLUGIN_ENTRY "adxl_plugin_get_ops"
 
 typedef enum {
@@ -152,6 +152,10 @@ typedef struct adxl_plugin_ops {
 
   int (*rkey_unpack)(adxl_plugin_ep_t *ep, const void *packed, size_t len, adxl_plugin_rkey_t **rkey);
   void (*rkey_destroy)(adxl_plugin_rkey_t *rkey);
+  /* The path transfers to the key's region take, a short name without
+   * spaces (e.g. "cma", "mapped/memfd", "ucp"): a NUL-terminated string in
+   * buf, cut to len bytes (ABI version 2). */
+  int (*rkey_describe)(adxl_plugin_rkey_t *rkey, char *buf, size_t len);
 
   /* Queue a batch of gets or puts on ep, completed as one unit; count 0 is a
    * flush of what the endpoint has in flight (also completes wire-up). */
