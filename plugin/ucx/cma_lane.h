@@ -108,10 +108,14 @@ class CmaLane {
   // system call's errno on failure (may be null).
   ucs_status_t Copy(bool put, Peer *peer, const Op *ops, size_t count, int *err_no = nullptr);
 
-  // Batches of at least this many bytes are split over the copy threads
-  // (measured on the 2-core reference VM; README's performance section).
-  // ADXL_UCX_CMA_SPLIT_BYTES overrides it (for measurements).
-  static constexpr size_t kSplitMinBytes = 256u << 10;
+  // Batches of at least this many bytes are split over the copy threads.
+  // Measured on the 2-core reference VM (adxl-bench --lane hccs, one batch
+  // of 16 KiB or 256 KiB blocks, 300 loops, split forced on or off with
+  // ADXL_UCX_CMA_SPLIT_BYTES, both directions, 2-3 runs each): at 128-512
+  // KiB one thread was 5-15 % faster than two, at 768 KiB two threads
+  // were even for WRITE and 20-30 % faster for READ, from 1 MiB 20-40 %
+  // faster both ways.  ADXL_UCX_CMA_SPLIT_BYTES overrides it.
+  static constexpr size_t kSplitMinBytes = 768u << 10;
   // Bytes one system call carries at most (the kernel caps one call at
   // MAX_RW_COUNT, just under 2 GiB).
   static constexpr size_t kMaxCallBytes = 1u << 30;

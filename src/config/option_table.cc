@@ -272,7 +272,7 @@ std::vector<OptionSpec> BuildTable() {
   t.push_back(Int("adxl.HccsCopyThreads", K::kProject, "ADXL_HCCS_COPY_THREADS", false, false, 0, 64, 0,
                   [](const EngineOptions &o) -> int64_t { return o.hccs_copy_threads; },
                   [](EngineOptions *o, int64_t v) { o->hccs_copy_threads = static_cast<uint32_t>(v); },
-                  "threads an HCCS-lane cma batch of 256 KiB or more is shared among; `0`: the CPUs of the "
+                  "threads an HCCS-lane cma batch of 768 KiB or more is shared among; `0`: the CPUs of the "
                   "transport's NUMA node, at most 4"));
   t.push_back(Other(
       "adxl.PluginPath", K::kProject, "ADXL_PLUGIN_PATH", false, "`:`-separated directories",
