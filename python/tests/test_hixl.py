@@ -123,3 +123,60 @@ def test_coexists_with_adxl():
     import adxl
     assert adxl.MEM_HOST.value == hixl.MEM_HOST.value
     assert adxl.AdxlEngine.get_capability(adxl.FeatureType.AUTO_CONNECT) == (adxl.SUCCESS, 1)
+
+
+def _max_stall_during(call):
+    """Runs call() on a thread while this thread counts; returns (how long
+    call took, the longest this thread could not run meanwhile).  A binding
+    that held the GIL across a blocking call would stall this thread for the
+    whole call."""
+    import threading
+    import time
+    span = {}
+
+    def worker():
+        span["start"] = time.monotonic()
+        span["result"] = call()
+        span["end"] = time.monotonic()
+
+    t = threading.Thread(target=worker)
+    ticks = []
+    t.start()
+    while t.is_alive():
+        ticks.append(time.monotonic())
+        time.sleep(0.001)
+    t.join()
+    start, end = span["start"], span["end"]
+    points = [start] + [x for x in ticks if start < x < end] + [end]
+    worst = max(b - a for a, b in zip(points, points[1:]))
+    return end - start, worst, span["result"]
+
+
+def test_blocking_calls_release_the_gil():
+    # A listener that never accepts: the kernel completes the TCP handshake
+    # (backlog), the engine's Hello is never answered, so connect blocks
+    # until its timeout.  Meanwhile other Python threads must run.
+    import socket
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    port = silent.getsockname()[1]
+    try:
+        e = hixl.Hixl()
+        assert e.initialize("127.0.0.1") == hixl.SUCCESS
+        took, stall, status = _max_stall_during(lambda: e.connect(f"127.0.0.1:{port}", timeout_in_millis=800))
+        assert status != hixl.SUCCESS
+        assert took >= 0.5, f"connect returned after {took:.3f} s: it did not block, so nothing was proven"
+        assert stall < 0.2, f"another Python thread could not run for {stall:.3f} s during connect"
+        e.finalize()
+
+        import adxl
+        a = adxl.AdxlEngine()
+        assert a.initialize("127.0.0.1") == adxl.SUCCESS
+        took, stall, status = _max_stall_during(lambda: a.connect(f"127.0.0.1:{port}", timeout_in_millis=800))
+        assert status != adxl.SUCCESS
+        assert took >= 0.5, f"adxl connect returned after {took:.3f} s"
+        assert stall < 0.2, f"another Python thread could not run for {stall:.3f} s during adxl connect"
+        a.finalize()
+    finally:
+        silent.close()
