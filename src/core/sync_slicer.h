@@ -9,6 +9,7 @@
 #ifndef ADXL_SRC_CORE_SYNC_SLICER_H_
 #define ADXL_SRC_CORE_SYNC_SLICER_H_
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -28,6 +29,17 @@ class SyncSlicer {
   static constexpr size_t kDefaultMaxOps = 4096;
   static constexpr uint64_t kDefaultMaxBytes = 16u << 20;
 
+  // A slice never carries more than the time the call has left could move
+  // at kPessimisticBytesPerSecond, and never less than kMinCapBytes
+  // (CapFor).  A lane may do much of its work inside Post (the same-node
+  // copies; the network lane's gathering into staging buffers, slow beside
+  // a CPU hog), so with a short deadline a slice sized for throughput would
+  // return far past it; the deadline is only checked between slices.
+  // Long deadlines (16 ms and more at these values) are not affected.
+  static constexpr uint64_t kPessimisticBytesPerSecond = 1000ull * 1000 * 1000;
+  static constexpr uint64_t kMinCapBytes = 256u << 10;
+  static uint64_t CapFor(std::chrono::nanoseconds left);
+
   // `iov` must outlive the slicer; max_ops and max_bytes must be > 0.
   explicit SyncSlicer(const std::vector<adxl_plugin_iov_t> &iov, size_t max_ops = kDefaultMaxOps,
                       uint64_t max_bytes = kDefaultMaxBytes);
@@ -35,7 +47,9 @@ class SyncSlicer {
   bool done() const { return op_ == iov_.size(); }
   // Replaces *slice with the next slice; returns false (and leaves *slice
   // empty) once everything was handed out.
-  bool Next(std::vector<adxl_plugin_iov_t> *slice);
+  bool Next(std::vector<adxl_plugin_iov_t> *slice) { return Next(slice, max_bytes_); }
+  // The same, the slice holding at most min(max_bytes, the slicer's) bytes.
+  bool Next(std::vector<adxl_plugin_iov_t> *slice, uint64_t max_bytes);
 
  private:
   const std::vector<adxl_plugin_iov_t> &iov_;

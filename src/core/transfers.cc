@@ -83,7 +83,10 @@ Status Transfers::Sync(const std::string &remote, TransferOp op, const std::vect
   // Posted in slices with the deadline checked before each: lanes that copy
   // inside Post (cma, mapped memory) would otherwise run a large batch far
   // past the caller's deadline.  Lanes that only queue work have every slice
-  // in flight at once, as if posted whole.
+  // in flight at once, as if posted whole.  A slice is no larger than the
+  // time left could move (SyncSlicer::CapFor): with a short deadline even
+  // the network lane's Post, which gathers into staging buffers, returns
+  // near it.
   std::vector<std::unique_ptr<Batch>> batches;
   int rc = ADXL_PLUGIN_OK;
   auto timed_out = [&] {
@@ -107,7 +110,7 @@ Status Transfers::Sync(const std::string &remote, TransferOp op, const std::vect
   SyncSlicer slicer(plan.iov);
   while (!slicer.done()) {
     if (!batches.empty() && Clock::now() >= deadline) return timed_out();
-    if (!slicer.Next(&slice)) break;
+    if (!slicer.Next(&slice, SyncSlicer::CapFor(deadline - Clock::now()))) break;
     std::unique_ptr<Batch> batch;
     refused = link->Post(op, slice.data(), slice.size(), &batch);
     if (refused != SUCCESS) break;

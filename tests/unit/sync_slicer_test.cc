@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -165,6 +166,47 @@ TEST(SyncSlicerTest, DefaultLimits) {
   std::vector<adxl_plugin_iov_t> plan(10000, Op(0x1000, 0x2000, 512));
   const auto slices = AllSlices(plan, SyncSlicer::kDefaultMaxOps, SyncSlicer::kDefaultMaxBytes);
   ASSERT_EQ(slices.size(), 3u);  // 4096 + 4096 + 1808
+  ExpectExactCover(plan, slices, SyncSlicer::kDefaultMaxOps, SyncSlicer::kDefaultMaxBytes);
+}
+
+// The cap for the time a call has left: what 1 GB/s moves in it, between
+// 256 KiB and the slicer's 16 MiB; a deadline already passed gets the floor.
+TEST(SyncSlicerTest, CapFollowsTheTimeLeft) {
+  using std::chrono::microseconds;
+  using std::chrono::milliseconds;
+  using std::chrono::nanoseconds;
+  EXPECT_EQ(SyncSlicer::CapFor(nanoseconds(-5)), SyncSlicer::kMinCapBytes);
+  EXPECT_EQ(SyncSlicer::CapFor(nanoseconds(0)), SyncSlicer::kMinCapBytes);
+  EXPECT_EQ(SyncSlicer::CapFor(microseconds(100)), SyncSlicer::kMinCapBytes);
+  EXPECT_EQ(SyncSlicer::CapFor(milliseconds(1)), 1000u * 1000);
+  EXPECT_EQ(SyncSlicer::CapFor(milliseconds(8)), 8u * 1000 * 1000);
+  EXPECT_EQ(SyncSlicer::CapFor(milliseconds(17)), SyncSlicer::kDefaultMaxBytes);
+  EXPECT_EQ(SyncSlicer::CapFor(std::chrono::hours(24 * 365)), SyncSlicer::kDefaultMaxBytes);
+}
+
+// A cap given to Next() bounds that slice only; the slices still cover the
+// plan exactly once, in order.
+TEST(SyncSlicerTest, PerSliceCapBoundsThatSliceOnly) {
+  const std::vector<adxl_plugin_iov_t> plan = {Op(0x10000, 0x900000, 3u << 20), Op(0x800000, 0x200000, 100)};
+  SyncSlicer slicer(plan);
+  std::vector<adxl_plugin_iov_t> slice;
+  std::vector<std::vector<adxl_plugin_iov_t>> slices;
+  const uint64_t caps[] = {1u << 20, 1000, 64u << 20};
+  for (uint64_t cap : caps) {
+    ASSERT_TRUE(slicer.Next(&slice, cap));
+    uint64_t bytes = 0;
+    for (const auto &p : slice) bytes += p.length;
+    EXPECT_LE(bytes, cap);
+    slices.push_back(slice);
+  }
+  EXPECT_TRUE(slicer.done());
+  EXPECT_FALSE(slicer.Next(&slice, 1));
+  ASSERT_EQ(slices[0].size(), 1u);
+  EXPECT_EQ(slices[0][0].length, 1u << 20);
+  ASSERT_EQ(slices[1].size(), 1u);
+  EXPECT_EQ(slices[1][0].length, 1000u);
+  EXPECT_EQ(slices[1][0].local_addr, 0x10000u + (1u << 20));
+  EXPECT_EQ(slices[1][0].remote_addr, 0x900000u + (1u << 20));
   ExpectExactCover(plan, slices, SyncSlicer::kDefaultMaxOps, SyncSlicer::kDefaultMaxBytes);
 }
 
