@@ -161,22 +161,16 @@ def test_blocking_calls_release_the_gil():
     silent.bind(("127.0.0.1", 0))
     silent.listen(8)
     port = silent.getsockname()[1]
+    import adxl
     try:
-        e = hixl.Hixl()
-        assert e.initialize("127.0.0.1") == hixl.SUCCESS
-        took, stall, status = _max_stall_during(lambda: e.connect(f"127.0.0.1:{port}", timeout_in_millis=800))
-        assert status != hixl.SUCCESS
-        assert took >= 0.5, f"connect returned after {took:.3f} s: it did not block, so nothing was proven"
-        assert stall < 0.2, f"another Python thread could not run for {stall:.3f} s during connect"
-        e.finalize()
-
-        import adxl
-        a = adxl.AdxlEngine()
-        assert a.initialize("127.0.0.1") == adxl.SUCCESS
-        took, stall, status = _max_stall_during(lambda: a.connect(f"127.0.0.1:{port}", timeout_in_millis=800))
-        assert status != adxl.SUCCESS
-        assert took >= 0.5, f"adxl connect returned after {took:.3f} s"
-        assert stall < 0.2, f"another Python thread could not run for {stall:.3f} s during adxl connect"
-        a.finalize()
+        for module, engine in ((hixl, hixl.Hixl()), (adxl, adxl.AdxlEngine())):
+            assert engine.initialize("127.0.0.1") == module.SUCCESS
+            took, stall, status = _max_stall_during(
+                lambda: engine.connect(f"127.0.0.1:{port}", timeout_in_millis=800))
+            assert status != module.SUCCESS
+            assert took >= 0.5, f"{module.__name__} connect returned after {took:.3f} s: nothing was proven"
+            assert stall < 0.2, \
+                f"another Python thread could not run for {stall:.3f} s during {module.__name__} connect"
+            engine.finalize()
     finally:
         silent.close()
