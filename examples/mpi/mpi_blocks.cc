@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "llm_datadist/cache_manager.h"
+#include "cache_manager.h"
 
-using namespace llm_datadist;
+using namespace llm_datadist::internal;
 
 namespace {
 

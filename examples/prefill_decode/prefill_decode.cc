@@ -20,11 +20,11 @@
 #include <string>
 #include <vector>
 
-#include "llm_datadist/cache_manager.h"
+#include "cache_manager.h"
 
 namespace {
 
-using namespace llm_datadist;
+using namespace llm_datadist::internal;
 
 constexpr uint64_t kPrefillCluster = 1, kDecodeCluster = 2;
 constexpr uint32_t kLayers = 4, kTensors = kLayers * 2;  // K and V per layer

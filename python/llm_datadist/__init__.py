@@ -20,6 +20,7 @@ import socket
 import threading
 
 from . import _native
+from .status_codes import status_members as _status_members
 
 __all__ = [
     "BlocksCacheKey", "Cache", "CacheDesc", "CacheKey", "CacheKeyByIdAndIndex", "CacheManager", "DataType",
@@ -34,13 +35,10 @@ _NUM_TENSORS_PER_LAYER = 2
 _U64 = 2 ** 64
 
 
-# Built from the C++ status table (include/llm_datadist/cache_types.h): its
-# rows, then the other names of some values (LLM_UNSUPPORTED,
-# LLM_RESOURCE_EXHAUSTED: aliases, the C++ header's earlier names), then
-# LLM_UNKNOWN, this package's answer for a value outside the table.
-LLMStatusCode = enum.IntEnum(
-    "LLMStatusCode", [(name, value) for name, value, _ in _native.status_table()] + [("LLM_UNKNOWN", 0xFFFFFFFF)],
-    module=__name__)
+# Built from the C++ status table (src/llm_datadist/cache_types.h, the
+# vendor's values): _status_members() (llm_datadist/status_codes.py) gives
+# the vendor Python package's names first, so they are the canonical names.
+LLMStatusCode = enum.IntEnum("LLMStatusCode", _status_members(_native.status_table()), module=__name__)
 LLMStatusCode.__doc__ = "LLM-DataDist statuses (the vendor's names), from the C++ status table."
 
 
@@ -66,10 +64,11 @@ class LLMRole(enum.Enum):
 
 
 def _code(status):
+    # As the vendor's code_2_status: a value outside the table is LLM_FAILED.
     try:
         return LLMStatusCode(status)
     except ValueError:
-        return LLMStatusCode.LLM_UNKNOWN
+        return LLMStatusCode.LLM_FAILED
 
 
 def _check(status, what):

@@ -10,11 +10,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "llm_datadist/cache_manager.h"
+#include "cache_manager.h"
 
 namespace py = pybind11;
 
-namespace llm_datadist {
+namespace llm_datadist::internal {
 namespace python {
 namespace {
 
@@ -101,4 +101,4 @@ void RegisterLayerwise(py::module_ &m) {
 }
 
 }  // namespace python
-}  // namespace llm_datadist
+}  // namespace llm_datadist::internal

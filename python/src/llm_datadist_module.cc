@@ -8,11 +8,11 @@
 #include <cstring>
 #include <tuple>
 
-#include "llm_datadist/cache_manager.h"
+#include "cache_manager.h"
 
 namespace py = pybind11;
-using namespace llm_datadist;
-namespace llm_datadist::python { void RegisterLayerwise(py::module_ &m); }  // llm_datadist_layerwise.cc
+using namespace llm_datadist::internal;
+namespace llm_datadist::internal::python { void RegisterLayerwise(py::module_ &m); }  // llm_datadist_layerwise.cc
 
 namespace {
 
@@ -182,7 +182,7 @@ PYBIND11_MODULE(_native, m) {
         py::gil_scoped_release nogil;
         return cm.PushBlocks(k, c, sb, db, Layers(s, d, t));
       });
-  llm_datadist::python::RegisterLayerwise(m);
+  llm_datadist::internal::python::RegisterLayerwise(m);
 
   // ---- Python-surface additions (issue 14, items 1 and 3) ----
   // remove_cache_key / check_link_status (CacheManager), and the host memory
@@ -206,11 +206,11 @@ PYBIND11_MODULE(_native, m) {
       py::gil_scoped_release nogil;
       s = adxl::AdxlEngine::MallocMem(adxl::MEM_HOST, size, &p);
     }
-    return py::make_tuple(s, reinterpret_cast<uintptr_t>(p));
+    return py::make_tuple(FromEngine(s), reinterpret_cast<uintptr_t>(p));
   });
   m.def("free_host", [](uintptr_t p) {
     py::gil_scoped_release nogil;
-    return adxl::AdxlEngine::FreeMem(reinterpret_cast<void *>(p));
+    return FromEngine(adxl::AdxlEngine::FreeMem(reinterpret_cast<void *>(p)));
   });
   // Local copies between registered host tensors (copy_cache, copy_blocks):
   // (dst, src, len) triples, GIL released.

@@ -2,7 +2,7 @@
 // docs/contract.md §10, links with metadata reads, and pull / push planned into one
 // engine TransferSync per call.  Locks: cache_manager_impl.h (no network I/O
 // under Impl::mu; per-link state under each link's own lock).
-#include "llm_datadist/cache_manager.h"
+#include "cache_manager.h"
 
 #include <algorithm>
 #include <chrono>
@@ -16,7 +16,7 @@
 #include "common/log.h"
 #include "metadata.h"
 
-namespace llm_datadist {
+namespace llm_datadist::internal {
 
 uint64_t EntryBytes(const CacheDesc &d) { return TensorBytes(d) / static_cast<uint64_t>(d.shape[0]); }
 
@@ -98,8 +98,8 @@ Status RefreshLocked(const OpContext &ctx, RemoteLink &rc, bool refresh) ADXL_RE
   Status s = adxl::ext::GetPeerMetadata(*ctx.engine, rc.engine.c_str(), kMetadataName, blob, version,
                                         refresh ? ctx.timeout_ms : 0);
   if (s != adxl::SUCCESS) {
-    ADXL_ERROR("metadata of %s: status %u", rc.engine.c_str(), s);
-    return s;
+    ADXL_ERROR("metadata of %s: engine status %u", rc.engine.c_str(), s);
+    return FromEngine(s);
   }
   if (version == 0) {
     ADXL_ERROR("%s publishes no cache-layer metadata (not a cache layer, or not initialized)", rc.engine.c_str());
@@ -238,7 +238,7 @@ Status CacheManager::Impl::PublishLocked() {
     records.push_back(std::move(r));
   }
   const Status s = adxl::ext::PublishMetadata(*engine, kMetadataName, EncodeTable(cluster_id, records));
-  return s == adxl::SUCCESS ? LLM_SUCCESS : s == adxl::RESOURCE_EXHAUSTED || s == adxl::PARAM_INVALID ? LLM_RESOURCE_EXHAUSTED : s;
+  return s == adxl::SUCCESS ? LLM_SUCCESS : s == adxl::RESOURCE_EXHAUSTED || s == adxl::PARAM_INVALID ? LLM_RESOURCE_EXHAUSTED : FromEngine(s);
 }
 
 Status CacheManager::Impl::Register(const char *what, const CacheDesc &desc, const std::vector<uintptr_t> &addrs_in,
@@ -326,10 +326,10 @@ Status CacheManager::Impl::Register(const char *what, const CacheDesc &desc, con
     adxl::MemHandle h = nullptr;
     Status s = engine->RegisterMem({a, bytes}, device ? adxl::MEM_DEVICE : adxl::MEM_HOST, h);
     if (s != adxl::SUCCESS) {
-      ADXL_ERROR("%s: the engine refused tensor 0x%lx (%lu bytes): status %u", what, static_cast<unsigned long>(a),
-               static_cast<unsigned long>(bytes), s);
+      ADXL_ERROR("%s: the engine refused tensor 0x%lx (%lu bytes): engine status %u", what,
+                 static_cast<unsigned long>(a), static_cast<unsigned long>(bytes), s);
       for (adxl::MemHandle done : lc.handles) engine->DeregisterMem(done);
-      return s;
+      return FromEngine(s);
     }
     lc.handles.push_back(h);
   }
@@ -443,8 +443,8 @@ Status PlanAndRun(
   if (s != LLM_SUCCESS) return s;
   // local_is_dst: READ (remote -> local); descriptors are (local, remote).
   s = ctx.engine->TransferSync(link->engine.c_str(), op, ops, ctx.timeout_ms);
-  if (s != adxl::SUCCESS) ADXL_ERROR("%s: transfer with %s failed: status %u", what, link->engine.c_str(), s);
-  return s;
+  if (s != adxl::SUCCESS) ADXL_ERROR("%s: transfer with %s failed: engine status %u", what, link->engine.c_str(), s);
+  return FromEngine(s);
 }
 
 }  // namespace
@@ -464,8 +464,8 @@ Status CacheManager::Initialize(uint64_t cluster_id, const std::string &local_en
   auto engine = std::make_unique<adxl::AdxlEngine>();
   Status s = engine->Initialize(local_engine.c_str(), options);
   if (s != adxl::SUCCESS) {
-    ADXL_ERROR("Initialize: engine %s failed to initialize: status %u", local_engine.c_str(), s);
-    return s;
+    ADXL_ERROR("Initialize: engine %s failed to initialize: engine status %u", local_engine.c_str(), s);
+    return FromEngine(s);
   }
   impl_->cluster_id = cluster_id;
   impl_->local_name = local_engine;
@@ -565,10 +565,10 @@ namespace {
 Status LinkOne(const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms, std::shared_ptr<RemoteLink> *out) {
   Status s = ctx.engine->Connect(c.remote_engine.c_str(), timeout_ms);
   const bool connected_here = s == adxl::SUCCESS;
-  if (s == adxl::ALREADY_CONNECTED) s = LLM_SUCCESS;  // a shared engine's existing link
-  if (s != LLM_SUCCESS) {
-    ADXL_ERROR("LinkClusters: connecting to %s failed: status %u", c.remote_engine.c_str(), s);
-    return s;
+  if (s == adxl::ALREADY_CONNECTED) s = adxl::SUCCESS;  // a shared engine's existing link
+  if (s != adxl::SUCCESS) {
+    ADXL_ERROR("LinkClusters: connecting to %s failed: engine status %u", c.remote_engine.c_str(), s);
+    return FromEngine(s);
   }
   auto rc = std::make_shared<RemoteLink>(c.remote_cluster_id, c.remote_engine);
   OpContext probe = ctx;
@@ -674,7 +674,7 @@ Status CacheManager::UnlinkClusters(const std::vector<ClusterInfo> &clusters, st
       ctx.engine->SendNotify(link->engine.c_str(), {kUnlinkNotify, std::to_string(ctx.cluster_id).c_str()},
                              timeout_ms);
       Status d = ctx.engine->Disconnect(link->engine.c_str(), timeout_ms);
-      if (d != adxl::SUCCESS && d != adxl::NOT_CONNECTED) s = d;
+      if (d != adxl::SUCCESS && d != adxl::NOT_CONNECTED) s = FromEngine(d);
       adxl::MutexLock lock(&link->mu);  // a metadata refresh in flight on this link ends first
     }
     rets[i] = s;
@@ -977,7 +977,7 @@ Status CacheManager::CheckLinkStatus(uint64_t remote_cluster_id) {
                static_cast<unsigned long>(remote_cluster_id), name.c_str());
     return LLM_NOT_YET_LINK;
   }
-  if (s != adxl::SUCCESS) return s;
+  if (s != adxl::SUCCESS) return FromEngine(s);
   if (info.failed) {
     ADXL_ERROR("CheckLinkStatus: the link to cluster %lu (%s) failed; unlink and link again",
                static_cast<unsigned long>(remote_cluster_id), name.c_str());
@@ -987,4 +987,4 @@ Status CacheManager::CheckLinkStatus(uint64_t remote_cluster_id) {
 }
 // ---- end of Python-surface additions ----
 
-}  // namespace llm_datadist
+}  // namespace llm_datadist::internal

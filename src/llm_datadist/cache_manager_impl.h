@@ -35,11 +35,11 @@
 
 #include "adxl/adxl_engine.h"
 #include "common/thread_annotations.h"
-#include "llm_datadist/cache_manager.h"
-#include "llm_datadist/cache_task.h"
+#include "cache_manager.h"
+#include "cache_task.h"
 #include "metadata.h"
 
-namespace llm_datadist {
+namespace llm_datadist::internal {
 
 struct LocalCache {
   Cache cache;
@@ -167,6 +167,6 @@ class OpGuard {
 uint64_t EntryBytes(const CacheDesc &d);
 void AddOp(std::vector<adxl::TransferOpDesc> *ops, uintptr_t local, uintptr_t remote, size_t len);
 
-}  // namespace llm_datadist
+}  // namespace llm_datadist::internal
 
 #endif  // LLM_DATADIST_SRC_CACHE_MANAGER_IMPL_H_

@@ -1,13 +1,26 @@
 // Value helpers of cache_types.h.
-#include "llm_datadist/cache_types.h"
+#include "cache_types.h"
 
-namespace llm_datadist {
+namespace llm_datadist::internal {
 
 const char *StatusName(Status status) {
   for (const StatusInfo &s : kStatusTable) {
     if (s.value == status) return s.name;
   }
-  return "LLM_UNKNOWN";
+  return "LLM_UNKNOWN_ERROR";
+}
+
+Status FromEngine(adxl::Status engine_status) {
+  switch (engine_status) {
+    case adxl::SUCCESS: return LLM_SUCCESS;
+    case adxl::PARAM_INVALID: return LLM_PARAM_INVALID;
+    case adxl::TIMEOUT: return LLM_TIMEOUT;
+    case adxl::NOT_CONNECTED: return LLM_NOT_YET_LINK;
+    case adxl::ALREADY_CONNECTED: return LLM_ALREADY_LINK;
+    case adxl::UNSUPPORTED: return LLM_FEATURE_NOT_ENABLED;
+    case adxl::RESOURCE_EXHAUSTED: return LLM_OUT_OF_MEMORY;
+    default: return LLM_FAILED;
+  }
 }
 
 size_t DataTypeSize(DataType type) {
@@ -40,4 +53,4 @@ uint64_t TensorBytes(const CacheDesc &desc) {
   return bytes;
 }
 
-}  // namespace llm_datadist
+}  // namespace llm_datadist::internal

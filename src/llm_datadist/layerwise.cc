@@ -11,7 +11,7 @@
 #include "cache_manager_impl.h"
 #include "common/log.h"
 
-namespace llm_datadist {
+namespace llm_datadist::internal {
 
 namespace {
 
@@ -278,12 +278,12 @@ void RunTask(Job &job, CacheTask::State &st) {
         st.phase[d] = CacheTask::State::kStarted;
         st.pushing = true;
       }
-      Status s = job.ctx.engine->TransferSync(t.engine.c_str(), adxl::WRITE, ops, job.ctx.timeout_ms);
+      Status s = FromEngine(job.ctx.engine->TransferSync(t.engine.c_str(), adxl::WRITE, ops, job.ctx.timeout_ms));
       adxl::MutexLock lock(&st.mu);
       st.pushing = false;
       st.cv.NotifyAll();
       if (st.done) break;  // a canceller waited for this transfer and has ended the task
-      if (s != adxl::SUCCESS) {
+      if (s != LLM_SUCCESS) {
         ADXL_ERROR("TransferCacheAsync: layer %u to %s failed: status %u", l, t.engine.c_str(), s);
         st.phase[d] = CacheTask::State::kFailed;
         st.results[d] = s;
@@ -433,4 +433,4 @@ Status CacheManager::TransferCacheAsync(const Cache &src, std::shared_ptr<LayerS
   return LLM_SUCCESS;
 }
 
-}  // namespace llm_datadist
+}  // namespace llm_datadist::internal

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-namespace llm_datadist {
+namespace llm_datadist::internal {
 namespace {
 
 constexpr uint32_t kMaxDims = 32;
@@ -120,4 +120,4 @@ bool DecodeTable(const std::string &blob, uint64_t *cluster_id, std::vector<Cach
   return ParseRecords(p + sizeof(uint64_t), blob.size() - sizeof(uint64_t), *cluster_id, out);
 }
 
-}  // namespace llm_datadist
+}  // namespace llm_datadist::internal

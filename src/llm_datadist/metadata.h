@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "llm_datadist/cache_types.h"
+#include "cache_types.h"
 
-namespace llm_datadist {
+namespace llm_datadist::internal {
 
 // The cache table travels as the engine's published metadata (adxl_ext.h
 // PublishMetadata / GetPeerMetadata) under this name: linked peers receive
@@ -40,6 +40,6 @@ std::string EncodeTable(uint64_t cluster_id, const std::vector<CacheRecord> &rec
 // False when `blob` is not a well-formed table; *cluster_id: whose it is.
 bool DecodeTable(const std::string &blob, uint64_t *cluster_id, std::vector<CacheRecord> *out);
 
-}  // namespace llm_datadist
+}  // namespace llm_datadist::internal
 
 #endif  // LLM_DATADIST_SRC_METADATA_H_

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "free_port.h"
-#include "llm_datadist/cache_manager.h"
+#include "cache_manager.h"
 #include "metadata.h"
 
-namespace llm_datadist {
+namespace llm_datadist::internal {
 namespace {
 
 using adxl_test::FreePort;
@@ -355,4 +355,4 @@ TEST(CacheManagerTwoProcess, PullAndPush) {
 }
 
 }  // namespace
-}  // namespace llm_datadist
+}  // namespace llm_datadist::internal

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "free_port.h"
-#include "llm_datadist/cache_manager.h"
+#include "cache_manager.h"
 
-namespace llm_datadist {
+namespace llm_datadist::internal {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -378,4 +378,4 @@ TEST_F(LayerwiseTest, SlowPeerDoesNotStallOtherLink) {
 }
 
 }  // namespace
-}  // namespace llm_datadist
+}  // namespace llm_datadist::internal

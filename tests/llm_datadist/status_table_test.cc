@@ -1,15 +1,15 @@
-// The cache layer's status table (include/llm_datadist/cache_types.h): names
-// are unique over rows and aliases, row values are unique, every alias is a
-// row's value, and StatusName round-trips.
+// The cache layer's status table (src/llm_datadist/cache_types.h): the
+// vendor's names and values, unique, aliases pointing at rows, StatusName
+// round-tripping, and engine statuses mapped (not passed through).
 #include <gtest/gtest.h>
 
 #include <map>
 #include <set>
 #include <string>
 
-#include "llm_datadist/cache_types.h"
+#include "cache_types.h"
 
-namespace llm_datadist {
+namespace llm_datadist::internal {
 namespace {
 
 TEST(LlmStatusTable, NamesAndValuesAreUnique) {
@@ -28,28 +28,70 @@ TEST(LlmStatusTable, NamesAndValuesAreUnique) {
 
 TEST(LlmStatusTable, NamesRoundTrip) {
   for (const StatusInfo &s : kStatusTable) EXPECT_STREQ(StatusName(s.value), s.name);
-  EXPECT_STREQ(StatusName(0xFFFFFFFFu), "LLM_UNKNOWN");
+  EXPECT_STREQ(StatusName(12345u), "LLM_UNKNOWN_ERROR");
 }
 
-TEST(LlmStatusTable, VendorNamesAndEarlierNamesAreOneValue) {
+// Every value, as the vendor's llm_datadist.h / llm_error_codes.h (ge::LLM_*,
+// 0x5010B000 + n) and its Python package (two ACL runtime codes) define it.
+TEST(LlmStatusTable, VendorValues) {
+  const std::map<std::string, Status> vendor = {
+      {"LLM_SUCCESS", 0x0U},
+      {"LLM_FAILED", 0xFFFFFFFFU},
+      {"LLM_WAIT_PROC_TIMEOUT", 0x5010B001U},
+      {"LLM_KV_CACHE_NOT_EXIST", 0x5010B002U},
+      {"LLM_REPEAT_REQUEST", 0x5010B003U},
+      {"LLM_REQUEST_ALREADY_COMPLETED", 0x5010B004U},
+      {"LLM_PARAM_INVALID", 0x5010B005U},
+      {"LLM_ENGINE_FINALIZED", 0x5010B006U},
+      {"LLM_NOT_YET_LINK", 0x5010B007U},
+      {"LLM_ALREADY_LINK", 0x5010B008U},
+      {"LLM_LINK_FAILED", 0x5010B009U},
+      {"LLM_UNLINK_FAILED", 0x5010B00AU},
+      {"LLM_NOTIFY_PROMPT_UNLINK_FAILED", 0x5010B00BU},
+      {"LLM_CLUSTER_NUM_EXCEED_LIMIT", 0x5010B00CU},
+      {"LLM_PROCESSING_LINK", 0x5010B00DU},
+      {"LLM_DEVICE_OUT_OF_MEMORY", 0x5010B00EU},
+      {"LLM_PREFIX_ALREADY_EXIST", 0x5010B00FU},
+      {"LLM_PREFIX_NOT_EXIST", 0x5010B010U},
+      {"LLM_SEQ_LEN_OVER_LIMIT", 0x5010B011U},
+      {"LLM_NO_FREE_BLOCK", 0x5010B012U},
+      {"LLM_BLOCKS_OUT_OF_MEMORY", 0x5010B013U},
+      {"LLM_CACHE_INCOMPATIBLE", 0x5010B014U},
+      {"LLM_CACHE_KEY_ALREADY_EXIST", 0x5010B015U},
+      {"LLM_COPY_CACHE_FAILED", 0x5010B016U},
+      {"LLM_CACHE_ID_ALREADY_EXIST", 0x5010B017U},
+      {"LLM_EXIST_LINK", 0x5010B018U},
+      {"LLM_FEATURE_NOT_ENABLED", 0x5010B019U},
+      {"LLM_TIMEOUT", 0x5010B01AU},
+      {"LLM_LINK_BUSY", 0x5010B01BU},
+      {"LLM_OUT_OF_MEMORY", 0x5010B01CU},
+      {"LLM_DEVICE_MEM_ERROR", 507053U},
+      {"LLM_SUSPECT_REMOTE_ERROR", 507057U},
+  };
+  std::map<std::string, Status> ours;
+  for (const StatusInfo &s : kStatusTable) ours[s.name] = s.value;
+  EXPECT_EQ(ours, vendor);
+}
+
+TEST(LlmStatusTable, EarlierNamesAreAliases) {
   static_assert(LLM_OUT_OF_MEMORY == LLM_RESOURCE_EXHAUSTED, "alias");
   static_assert(LLM_FEATURE_NOT_ENABLED == LLM_UNSUPPORTED, "alias");
   EXPECT_STREQ(StatusName(LLM_RESOURCE_EXHAUSTED), "LLM_OUT_OF_MEMORY");
   EXPECT_STREQ(StatusName(LLM_UNSUPPORTED), "LLM_FEATURE_NOT_ENABLED");
 }
 
-// Statuses that mean what an engine status means have its value: an
-// AdxlEngine status passes through the cache layer unchanged.
-TEST(LlmStatusTable, SharedMeaningsHaveTheEngineValue) {
-  EXPECT_EQ(LLM_SUCCESS, adxl::SUCCESS);
-  EXPECT_EQ(LLM_PARAM_INVALID, adxl::PARAM_INVALID);
-  EXPECT_EQ(LLM_TIMEOUT, adxl::TIMEOUT);
-  EXPECT_EQ(LLM_NOT_YET_LINK, adxl::NOT_CONNECTED);
-  EXPECT_EQ(LLM_ALREADY_LINK, adxl::ALREADY_CONNECTED);
-  EXPECT_EQ(LLM_FEATURE_NOT_ENABLED, adxl::UNSUPPORTED);
-  EXPECT_EQ(LLM_FAILED, adxl::FAILED);
-  EXPECT_EQ(LLM_OUT_OF_MEMORY, adxl::RESOURCE_EXHAUSTED);
+// Engine statuses are other numbers: each maps to the LLM status of the same meaning.
+TEST(LlmStatusTable, EngineStatusesAreMapped) {
+  EXPECT_EQ(FromEngine(adxl::SUCCESS), LLM_SUCCESS);
+  EXPECT_EQ(FromEngine(adxl::PARAM_INVALID), LLM_PARAM_INVALID);
+  EXPECT_EQ(FromEngine(adxl::TIMEOUT), LLM_TIMEOUT);
+  EXPECT_EQ(FromEngine(adxl::NOT_CONNECTED), LLM_NOT_YET_LINK);
+  EXPECT_EQ(FromEngine(adxl::ALREADY_CONNECTED), LLM_ALREADY_LINK);
+  EXPECT_EQ(FromEngine(adxl::UNSUPPORTED), LLM_FEATURE_NOT_ENABLED);
+  EXPECT_EQ(FromEngine(adxl::FAILED), LLM_FAILED);
+  EXPECT_EQ(FromEngine(adxl::RESOURCE_EXHAUSTED), LLM_OUT_OF_MEMORY);
+  EXPECT_EQ(FromEngine(adxl::NOTIFY_FAILED), LLM_FAILED);
 }
 
 }  // namespace
-}  // namespace llm_datadist
+}  // namespace llm_datadist::internal

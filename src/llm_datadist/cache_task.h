@@ -49,9 +49,9 @@
 #include <variant>
 #include <vector>
 
-#include "llm_datadist/cache_types.h"
+#include "cache_types.h"
 
-namespace llm_datadist {
+namespace llm_datadist::internal {
 
 // Implemented by the caller: returns when layer `layer_index` of the source
 // may be sent (true), or false when it is not ready within timeout_ms.
@@ -116,6 +116,6 @@ class CacheTask {
   std::shared_ptr<State> state_;
 };
 
-}  // namespace llm_datadist
+}  // namespace llm_datadist::internal
 
 #endif  // LLM_DATADIST_CACHE_TASK_H_

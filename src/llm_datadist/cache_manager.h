@@ -57,10 +57,10 @@
 #include <vector>
 
 #include "adxl/adxl_engine.h"
-#include "llm_datadist/cache_task.h"
-#include "llm_datadist/cache_types.h"
+#include "cache_task.h"
+#include "cache_types.h"
 
-namespace llm_datadist {
+namespace llm_datadist::internal {
 
 class CacheManager {
  public:
@@ -154,6 +154,6 @@ class CacheManager {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace llm_datadist
+}  // namespace llm_datadist::internal
 
 #endif  // LLM_DATADIST_CACHE_MANAGER_H_
