@@ -1,8 +1,8 @@
 // mpi_blocks: an MPI program whose ranks move KV blocks through the engine.
 //
-// Each rank owns a CacheManager (cluster id = rank + 1, listening on
-// base_port + rank) with a paged KV cache filled with a rank pattern, then
-// the ranks exchange their engine names with MPI_Allgather.  Every rank links
+// Each rank owns an LlmDataDist (the vendor's C++ API; cluster id = rank + 1,
+// listening on base_port + rank) with a KV cache filled with a rank pattern,
+// then the ranks exchange their listen ports with MPI_Allgather.  Every rank links
 // to the next rank, pulls blocks {1, 2} of every layer into its blocks
 // {4, 5}, pushes its block 0 into the next rank's block 7, and verifies; an
 // MPI_Allreduce combines the verdicts.  MPI itself may run on UCX in the
@@ -16,16 +16,15 @@
 #include <string>
 #include <vector>
 
-#include "cache_manager.h"
+#include "llm_datadist/llm_datadist.h"
 
-using namespace llm_datadist::internal;
+using namespace llm_datadist;
 
 namespace {
 
 constexpr uint32_t kLayers = 2, kTensors = kLayers * 2;
 constexpr int64_t kBlocks = 8, kBlockElems = 512;
 constexpr size_t kBlockBytes = kBlockElems * 2;
-constexpr size_t kNameLen = 64;
 
 uint8_t Value(int rank, uint32_t tensor, size_t byte) { return static_cast<uint8_t>(rank * 101 + tensor * 7 + byte); }
 
@@ -40,43 +39,48 @@ int main(int argc, char **argv) {
   const std::string me = "127.0.0.1:" + std::to_string(base + rank);
 
   std::vector<std::vector<uint8_t>> kv(kTensors, std::vector<uint8_t>(kBlocks * kBlockBytes));
-  std::vector<uintptr_t> addrs;
+  std::vector<uint64_t> addrs;
   for (uint32_t t = 0; t < kTensors; ++t) {
     for (size_t i = 0; i < kv[t].size(); ++i) kv[t][i] = Value(rank, t, i);
-    addrs.push_back(reinterpret_cast<uintptr_t>(kv[t].data()));
+    addrs.push_back(reinterpret_cast<uint64_t>(kv[t].data()));
   }
-  CacheDesc desc;
+  CacheDesc desc{};
   desc.num_tensors = kTensors;
   desc.shape = {kBlocks, kBlockElems};
-  desc.data_type = DataType::DT_BF16;
-  desc.placement = Placement::HOST;
+  desc.data_type = DT_BF16;
+  desc.placement = CachePlacement::kHost;
 
   int ok = 1;
-  CacheManager cm;
-  Cache cache;
-  if (cm.Initialize(rank + 1, me) != LLM_SUCCESS ||
-      cm.RegisterBlocksCache(desc, addrs, BlocksCacheKey{static_cast<uint64_t>(rank + 1), 0}, true, cache) !=
-          LLM_SUCCESS) {
+  LlmDataDist dd(rank + 1, LlmRole::kMix);
+  Cache cache{};
+  if (dd.Initialize({{OPTION_LISTEN_IP_INFO, me.c_str()}}) != LLM_SUCCESS ||
+      dd.RegisterKvCache(desc, addrs, {}, cache.cache_id) != LLM_SUCCESS) {
     ok = 0;
   }
-  // Engine names of all ranks, fixed-size records.
-  char mine[kNameLen] = {};
-  snprintf(mine, sizeof(mine), "%s", me.c_str());
-  std::vector<char> all(kNameLen * size);
-  MPI_Allgather(mine, kNameLen, MPI_CHAR, all.data(), kNameLen, MPI_CHAR, MPI_COMM_WORLD);
+  // Listen ports and cache ids of all ranks.
+  const int mine[2] = {base + rank, static_cast<int>(cache.cache_id)};
+  std::vector<int> all(2 * size);
+  MPI_Allgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, MPI_COMM_WORLD);
   MPI_Barrier(MPI_COMM_WORLD);  // every cache is registered
 
   const int next = (rank + 1) % size;
-  const uint64_t next_cluster = next + 1;
-  const std::string next_name(&all[kNameLen * next]);
+  ClusterInfo peer{};
+  peer.remote_cluster_id = next + 1;
+  IpInfo ip{};
+  ip.ip = "127.0.0.1";
+  ip.port = static_cast<uint16_t>(all[2 * next]);
+  peer.remote_ip_infos.push_back(ip);
+  CacheIndex theirs{};
+  theirs.cluster_id = next + 1;
+  theirs.cache_id = all[2 * next + 1];
   if (ok && size > 1) {
     std::vector<Status> rets;
-    ok = cm.LinkClusters({{next_cluster, next_name}}, rets, 5000) == LLM_SUCCESS;
-    ok = ok && cm.PullBlocks(BlocksCacheKey{next_cluster, 0}, cache, {1, 2}, {4, 5}) == LLM_SUCCESS;
+    ok = dd.LinkLlmClusters({peer}, rets, 5000) == LLM_SUCCESS;
+    ok = ok && dd.PullKvBlocks(theirs, cache, {1, 2}, {4, 5}) == LLM_SUCCESS;
     for (uint32_t t = 0; ok && t < kTensors; ++t)
       for (size_t i = 0; i < 2 * kBlockBytes; ++i)
         if (kv[t][4 * kBlockBytes + i] != Value(next, t, kBlockBytes + i)) ok = 0;
-    ok = ok && cm.PushBlocks(BlocksCacheKey{next_cluster, 0}, cache, {0}, {7}) == LLM_SUCCESS;
+    ok = ok && dd.PushKvBlocks(cache, theirs, {0}, {7}) == LLM_SUCCESS;
   }
   MPI_Barrier(MPI_COMM_WORLD);  // every push has landed
   const int prev = (rank + size - 1) % size;
@@ -84,7 +88,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < kBlockBytes; ++i)
       if (kv[t][7 * kBlockBytes + i] != Value(prev, t, i)) ok = 0;
   MPI_Barrier(MPI_COMM_WORLD);  // nobody leaves while a peer still links to it
-  cm.Finalize();
+  dd.Finalize();
   int all_ok = 0;
   MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (rank == 0) printf("mpi_blocks: %d ranks, pulled and pushed blocks through the engine: %s\n", size,

@@ -1,16 +1,19 @@
 // prefill_decode: KV-cache hand-over between a prefill and a decode process
-// with the LLM-DataDist cache layer (include/llm_datadist/cache_manager.h).
+// with the vendor's C++ LLM-DataDist API (include/llm_datadist/llm_datadist.h).
 //
-//   prefill_decode pull [port]   the prefill process registers a paged KV cache
-//                                (BlocksCacheKey); the decode process links to
-//                                it and pulls the request's blocks layer by
-//                                layer, then verifies them.
-//   prefill_decode push [port]   the decode process registers its paged cache;
-//                                the prefill process links to it and pushes the
-//                                request's blocks layer by layer; decode verifies.
+//   prefill_decode pull [port]   the prefill process (Prompt, listening on
+//                                port) registers a KV cache; the decode process
+//                                links to it and pulls the request's blocks
+//                                layer by layer, then verifies them.
+//   prefill_decode push [port]   the decode process (Decoder, listening on
+//                                port) registers its cache; the prefill process
+//                                (Prompt, listening on port + 100) links to it
+//                                and pushes the request's blocks layer by
+//                                layer; decode verifies.
 //
-// Addresses, shapes and block sizes travel through the engine (the cache
-// layer's cache table, published as engine metadata); the pipe between the processes only says
+// Addresses and shapes travel through the engine (the cache layer's table,
+// published as engine metadata); caches are named by cluster and cache id
+// (ids start at 1 in each process); the pipe between the processes only says
 // "ready" and "done".
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,11 +23,11 @@
 #include <string>
 #include <vector>
 
-#include "cache_manager.h"
+#include "llm_datadist/llm_datadist.h"
 
 namespace {
 
-using namespace llm_datadist::internal;
+using namespace llm_datadist;
 
 constexpr uint64_t kPrefillCluster = 1, kDecodeCluster = 2;
 constexpr uint32_t kLayers = 4, kTensors = kLayers * 2;  // K and V per layer
@@ -34,12 +37,26 @@ const std::vector<uint64_t> kPrefillBlocks = {3, 4, 9};       // the request's b
 const std::vector<uint64_t> kDecodeBlocks = {0, 1, 2};        // where decode wants them
 
 CacheDesc KvDesc() {
-  CacheDesc d;
+  CacheDesc d{};
   d.num_tensors = kTensors;
   d.shape = {kBlocks, kBlockTokens, kHeadDim};
-  d.data_type = DataType::DT_FLOAT16;
-  d.placement = Placement::HOST;
+  d.data_type = DT_FLOAT16;
+  d.placement = CachePlacement::kHost;
   return d;
+}
+
+std::map<AscendString, AscendString> ListenOn(const std::string &name) {
+  return {{OPTION_LISTEN_IP_INFO, name.c_str()}};
+}
+
+ClusterInfo Remote(uint64_t cluster, uint16_t port) {
+  ClusterInfo c{};
+  c.remote_cluster_id = cluster;
+  IpInfo ip{};
+  ip.ip = "127.0.0.1";
+  ip.port = port;
+  c.remote_ip_infos.push_back(ip);
+  return c;
 }
 
 uint8_t Value(uint32_t tensor, uint64_t block, size_t i) { return static_cast<uint8_t>(tensor * 13 + block * 7 + i); }
@@ -47,9 +64,9 @@ uint8_t Value(uint32_t tensor, uint64_t block, size_t i) { return static_cast<ui
 // The KV cache memory: one buffer per tensor (K0, V0, K1, V1, ...).
 struct KvCache {
   std::vector<std::vector<uint8_t>> tensors{kTensors, std::vector<uint8_t>(kBlocks * kBlockBytes)};
-  std::vector<uintptr_t> Addrs() {
-    std::vector<uintptr_t> a;
-    for (auto &t : tensors) a.push_back(reinterpret_cast<uintptr_t>(t.data()));
+  std::vector<uint64_t> Addrs() {
+    std::vector<uint64_t> a;
+    for (auto &t : tensors) a.push_back(reinterpret_cast<uint64_t>(t.data()));
     return a;
   }
   void FillRequest() {  // what prefill computed for the request
@@ -68,21 +85,19 @@ struct KvCache {
 
 bool Check(const char *who, const char *what, Status s) {
   if (s == LLM_SUCCESS) return true;
-  fprintf(stderr, "%s: %s failed: %s (%u)\n", who, what, StatusName(s), s);
+  fprintf(stderr, "%s: %s failed: status 0x%X\n", who, what, s);
   return false;
 }
 
 // The process whose cache is registered first and waits: prefill (pull) or decode (push).
-int RunHolder(bool push, const std::string &name, int up, int down) {
+int RunHolder(bool push, uint16_t port, int up, int down) {
   const char *who = push ? "decode" : "prefill";
-  CacheManager cm;
+  LlmDataDist dd(push ? kDecodeCluster : kPrefillCluster, push ? LlmRole::kDecoder : LlmRole::kPrompt);
   KvCache kv;
   if (!push) kv.FillRequest();
-  Cache cache;
-  if (!Check(who, "Initialize", cm.Initialize(push ? kDecodeCluster : kPrefillCluster, name)) ||
-      !Check(who, "RegisterBlocksCache",
-             cm.RegisterBlocksCache(KvDesc(), kv.Addrs(), BlocksCacheKey{push ? kDecodeCluster : kPrefillCluster, 0},
-                                    true, cache))) {
+  int64_t cache_id = -1;
+  if (!Check(who, "Initialize", dd.Initialize(ListenOn("127.0.0.1:" + std::to_string(port)))) ||
+      !Check(who, "RegisterKvCache", dd.RegisterKvCache(KvDesc(), kv.Addrs(), {}, cache_id))) {
     return 1;
   }
   char c = 1;
@@ -98,28 +113,35 @@ int RunHolder(bool push, const std::string &name, int up, int down) {
 }
 
 // The process that links and moves the blocks layer by layer.
-int RunMover(bool push, const std::string &holder) {
+int RunMover(bool push, uint16_t port) {
   const char *who = push ? "prefill" : "decode";
   const uint64_t holder_cluster = push ? kDecodeCluster : kPrefillCluster;
-  CacheManager cm;
+  LlmDataDist dd(push ? kPrefillCluster : kDecodeCluster, push ? LlmRole::kPrompt : LlmRole::kDecoder);
   KvCache kv;
   if (push) kv.FillRequest();
-  Cache cache;
+  int64_t cache_id = -1;
   std::vector<Status> rets;
-  if (!Check(who, "Initialize", cm.Initialize(push ? kPrefillCluster : kDecodeCluster, "127.0.0.1")) ||
-      !Check(who, "RegisterBlocksCache", cm.RegisterBlocksCache(KvDesc(), kv.Addrs(), std::nullopt, false, cache)) ||
-      !Check(who, "LinkClusters", cm.LinkClusters({{holder_cluster, holder}}, rets, 5000))) {
+  const auto options =
+      push ? ListenOn("127.0.0.1:" + std::to_string(port + 100)) : std::map<AscendString, AscendString>{};
+  if (!Check(who, "Initialize", dd.Initialize(options)) ||
+      !Check(who, "RegisterKvCache", dd.RegisterKvCache(KvDesc(), kv.Addrs(), {}, cache_id)) ||
+      !Check(who, "LinkLlmClusters", dd.LinkLlmClusters({Remote(holder_cluster, port)}, rets, 5000))) {
     return 1;
   }
+  Cache cache{};
+  cache.cache_id = cache_id;
+  CacheIndex holder{};
+  holder.cluster_id = holder_cluster;
+  holder.cache_id = 1;  // the holder's first (and only) cache
   for (uint32_t layer = 0; layer < kLayers; ++layer) {
-    LayerRangeArgs lr;
-    lr.src_layer_range = LayerRange{layer, layer + 1};
-    lr.dst_layer_range = LayerRange{layer, layer + 1};
-    Status s = push ? cm.PushBlocks(BlocksCacheKey{holder_cluster, 0}, cache, kPrefillBlocks, kDecodeBlocks, lr)
-                    : cm.PullBlocks(BlocksCacheKey{holder_cluster, 0}, cache, kPrefillBlocks, kDecodeBlocks, lr);
-    if (!Check(who, push ? "PushBlocks" : "PullBlocks", s)) return 1;
+    KvCacheExtParam one{};
+    one.src_layer_range = {static_cast<int32_t>(layer), static_cast<int32_t>(layer)};  // inclusive
+    one.dst_layer_range = one.src_layer_range;
+    Status s = push ? dd.PushKvBlocks(cache, holder, kPrefillBlocks, kDecodeBlocks, one)
+                    : dd.PullKvBlocks(holder, cache, kPrefillBlocks, kDecodeBlocks, one);
+    if (!Check(who, push ? "PushKvBlocks" : "PullKvBlocks", s)) return 1;
   }
-  if (!Check(who, "UnlinkClusters", cm.UnlinkClusters({{holder_cluster, holder}}, rets))) return 1;
+  if (!Check(who, "UnlinkLlmClusters", dd.UnlinkLlmClusters({Remote(holder_cluster, port)}, rets))) return 1;
   if (!push) {
     bool ok = kv.CheckRequest();
     printf("decode: pulled %zu blocks x %u layers from prefill, %s\n", kDecodeBlocks.size(), kLayers,
@@ -139,19 +161,19 @@ int main(int argc, char **argv) {
     return 2;
   }
   const bool push = mode == "push";
-  const std::string holder = "127.0.0.1:" + std::string(argc > 2 ? argv[2] : "26200");
+  const uint16_t port = static_cast<uint16_t>(std::stoi(argc > 2 ? argv[2] : "26200"));
   int up[2], down[2];
   if (pipe(up) != 0 || pipe(down) != 0) return 1;
   pid_t child = fork();
   if (child == 0) {
     close(up[0]);
     close(down[1]);
-    _exit(RunHolder(push, holder, up[1], down[0]));
+    _exit(RunHolder(push, port, up[1], down[0]));
   }
   close(up[1]);
   close(down[0]);
   char c = 0;
-  int rc = read(up[0], &c, 1) == 1 ? RunMover(push, holder) : 1;
+  int rc = read(up[0], &c, 1) == 1 ? RunMover(push, port) : 1;
   if (write(down[1], &c, 1) != 1) rc = 1;
   int status = 0;
   waitpid(child, &status, 0);

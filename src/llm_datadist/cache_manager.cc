@@ -867,7 +867,36 @@ auto FromBlocks(const char *what, const LayerRangeArgs &layers, std::vector<uint
   };
 }
 
+// A block plan on caches registered without a layout: both sides seen as
+// paged, except a pulled source given no blocks (a batch entry).
+template <typename Build>
+auto AsBlocks(bool src_paged, Build build) {
+  return [=](const SideView &src, const SideView &dst, uint64_t remote_index,
+             std::vector<adxl::TransferOpDesc> *ops) -> Status {
+    SideView s = src, d = dst;
+    s.paged = src_paged;
+    d.paged = true;
+    return build(s, d, remote_index, ops);
+  };
+}
+
 }  // namespace
+
+Status CacheManager::PullBlocksById(const CacheKeyByIdAndIndex &key, const Cache &dst,
+                                    const std::vector<uint64_t> &src_blocks, const std::vector<uint64_t> &dst_blocks,
+                                    const LayerRangeArgs &layers) {
+  const char *what = "PullKvBlocks";
+  return PlanAndRun(impl_.get(), what, key.cluster_id, dst, true, FindById(key),
+                     AsBlocks(!src_blocks.empty(), ToBlocks(what, layers, src_blocks, dst_blocks, true)), adxl::READ);
+}
+
+Status CacheManager::PushBlocksById(const CacheKeyByIdAndIndex &key, const Cache &src,
+                                    const std::vector<uint64_t> &src_blocks, const std::vector<uint64_t> &dst_blocks,
+                                    const LayerRangeArgs &layers) {
+  const char *what = "PushKvBlocks";
+  return PlanAndRun(impl_.get(), what, key.cluster_id, src, false, FindById(key),
+                     AsBlocks(true, ToBlocks(what, layers, src_blocks, dst_blocks, false)), adxl::WRITE);
+}
 
 Status CacheManager::PullCache(const CacheKey &key, const Cache &dst, uint32_t batch_index, int64_t size,
                                const LayerRangeArgs &layers) {

@@ -1,5 +1,7 @@
 // CacheManager: the LLM-DataDist cache layer on top of the public AdxlEngine
-// API (docs/contract.md §10; docs/cache_layer.md).
+// API (docs/contract.md §10; docs/cache_layer.md).  Internal: users reach it
+// through the vendor's C++ API (include/llm_datadist/llm_datadist.h,
+// llm_datadist.cc) or the Python package llm_datadist.
 //
 // Contract
 //  - A CacheManager belongs to one cluster (cluster_id) and one engine: it
@@ -142,6 +144,26 @@ class CacheManager {
   // unlink and link again.
   Status CheckLinkStatus(uint64_t remote_cluster_id);
   // ---- end of Python-surface additions ----
+
+  // ---- LlmDataDist (the vendor's C++ API, llm_datadist.h) additions ----
+  // Blocks on caches registered with RegisterCache, as the vendor's
+  // PullKvBlocks / PushKvBlocks see them: dimension 0 of either cache indexes
+  // blocks.  Pull with empty src_blocks: the remote batch entry
+  // key.batch_index cut into dst's blocks.
+  Status PullBlocksById(const CacheKeyByIdAndIndex &key, const Cache &dst, const std::vector<uint64_t> &src_blocks,
+                        const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers = {});
+  Status PushBlocksById(const CacheKeyByIdAndIndex &key, const Cache &src, const std::vector<uint64_t> &src_blocks,
+                        const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers = {});
+  // The registered cache `cache_id` (LLM_KV_CACHE_NOT_EXIST when none).
+  Status GetCache(int64_t cache_id, Cache &cache) const;
+  // Moves an owned engine to a new local name (SetRole with a new listen
+  // address): a fresh engine initialized as local_engine with options, every
+  // registered cache re-registered with it under the same id, the table
+  // republished, then the old engine finalized.  LLM_EXIST_LINK while a link
+  // exists either way (or an operation is under way); LLM_FEATURE_NOT_ENABLED
+  // with a shared engine.
+  Status Rebind(const std::string &local_engine, const std::map<adxl::AscendString, adxl::AscendString> &options);
+  // ---- end of LlmDataDist additions ----
 
   // Notifies of the engine other than the cache layer's own (see above).
   Status GetNotifies(std::vector<adxl::NotifyDesc> &notifies);

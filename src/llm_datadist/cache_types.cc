@@ -1,6 +1,8 @@
 // Value helpers of cache_types.h.
 #include "cache_types.h"
 
+#include "graph/types.h"
+
 namespace llm_datadist::internal {
 
 const char *StatusName(Status status) {
@@ -23,24 +25,9 @@ Status FromEngine(adxl::Status engine_status) {
   }
 }
 
-size_t DataTypeSize(DataType type) {
-  switch (type) {
-    case DataType::DT_INT8:
-    case DataType::DT_UINT8:
-    case DataType::DT_BOOL: return 1;
-    case DataType::DT_FLOAT16:
-    case DataType::DT_BF16:
-    case DataType::DT_INT16:
-    case DataType::DT_UINT16: return 2;
-    case DataType::DT_FLOAT:
-    case DataType::DT_INT32:
-    case DataType::DT_UINT32: return 4;
-    case DataType::DT_INT64:
-    case DataType::DT_UINT64:
-    case DataType::DT_DOUBLE: return 8;
-  }
-  return 0;
-}
+// The values are ge::DataType's (graph/types.h), so every sized vendor type
+// (the DT_FLOAT8 kinds, complex types, ...) has its size here too.
+size_t DataTypeSize(DataType type) { return ge::DataTypeSize(static_cast<ge::DataType>(type)); }
 
 uint64_t TensorBytes(const CacheDesc &desc) {
   uint64_t bytes = DataTypeSize(desc.data_type);

@@ -1,0 +1,434 @@
+// llm_datadist::LlmDataDist (include/llm_datadist/llm_datadist.h): the
+// vendor's C++ API as a thin layer over the internal CacheManager
+// (cache_manager.h), which does registration, links, metadata and
+// transfers.  This file turns the vendor's types into the cache layer's
+// (CacheIndex -> CacheKeyByIdAndIndex, inclusive layer pairs -> [begin, end)
+// ranges, ip/port -> engine names) and owns what the vendor's API adds:
+// roles, AllocateCache's memory, and local copies (local_copy.cc).
+//
+// Locks: Impl::mu guards the facade's own state (role, options, allocated
+// memory) and is never held across a CacheManager call that talks to a
+// peer; CacheManager has its own locking (cache_manager_impl.h).
+#include "llm_datadist/llm_datadist.h"
+
+#include <string>
+#include <utility>
+
+#include "adxl/adxl_engine.h"
+#include "cache_manager.h"
+#include "common/log.h"
+#include "common/thread_annotations.h"
+#include "local_copy.h"
+#include "options.h"
+
+namespace llm_datadist {
+namespace {
+
+// Client only (contract §2.2): a cluster that does not listen.
+constexpr char kClientOnlyName[] = "127.0.0.1";
+
+// Frees AdxlEngine::MallocMem memory (AllocateCache's tensors).
+struct EngineMemFree {
+  void operator()(void *p) const { adxl::AdxlEngine::FreeMem(p); }
+};
+using EngineMem = std::unique_ptr<void, EngineMemFree>;
+
+internal::Cache ById(int64_t cache_id) {
+  internal::Cache c;
+  c.cache_id = cache_id;
+  return c;
+}
+
+Status ToDesc(const char *what, const CacheDesc &in, internal::CacheDesc *out) {
+  if (in.placement != CachePlacement::kHost && in.placement != CachePlacement::kDevice) {
+    ADXL_ERROR("%s: placement %u is neither kHost nor kDevice", what, static_cast<uint32_t>(in.placement));
+    return LLM_PARAM_INVALID;
+  }
+  out->num_tensors = in.num_tensors;
+  out->shape = in.shape;
+  out->data_type = static_cast<internal::DataType>(in.data_type);
+  out->placement = in.placement == CachePlacement::kHost ? internal::Placement::HOST : internal::Placement::DEVICE;
+  return LLM_SUCCESS;
+}
+
+// {first, last} inclusive, {-1, -1} for all -> [first, last + 1) or none.
+Status ToRange(const char *what, const char *side, const std::pair<int32_t, int32_t> &r,
+               std::optional<internal::LayerRange> *out) {
+  if (r.first == -1 && r.second == -1) return LLM_SUCCESS;
+  if (r.first < 0 || r.second < r.first) {
+    ADXL_ERROR("%s: %s_layer_range {%d, %d} is neither {-1, -1} nor {first, last} with 0 <= first <= last", what,
+               side, r.first, r.second);
+    return LLM_PARAM_INVALID;
+  }
+  *out = internal::LayerRange{static_cast<uint32_t>(r.first), static_cast<uint32_t>(r.second) + 1U};
+  return LLM_SUCCESS;
+}
+
+Status ToLayers(const char *what, const KvCacheExtParam &p, internal::LayerRangeArgs *out) {
+  if (p.tensor_num_per_layer == 0) {
+    ADXL_ERROR("%s: tensor_num_per_layer must be > 0", what);
+    return LLM_PARAM_INVALID;
+  }
+  out->tensor_num_per_layer = p.tensor_num_per_layer;
+  Status s = ToRange(what, "src", p.src_layer_range, &out->src_layer_range);
+  if (s == LLM_SUCCESS) s = ToRange(what, "dst", p.dst_layer_range, &out->dst_layer_range);
+  return s;
+}
+
+internal::CacheKeyByIdAndIndex ToKey(const CacheIndex &i) {
+  return internal::CacheKeyByIdAndIndex{i.cluster_id, i.cache_id, i.batch_index};
+}
+
+// The engine name of remote_ip_infos[0] ("ip:port", "[ipv6]:port").
+Status RemoteName(const char *what, const ClusterInfo &c, std::string *name) {
+  if (c.remote_ip_infos.empty() || c.remote_ip_infos[0].ip.GetLength() == 0 || c.remote_ip_infos[0].port == 0) {
+    ADXL_ERROR("%s: cluster %lu has no remote_ip_infos entry with an ip and a port > 0", what,
+               static_cast<unsigned long>(c.remote_cluster_id));
+    return LLM_PARAM_INVALID;
+  }
+  const std::string ip = c.remote_ip_infos[0].ip.GetString();
+  const std::string port = std::to_string(c.remote_ip_infos[0].port);
+  *name = ip.find(':') != std::string::npos ? "[" + ip + "]:" + port : ip + ":" + port;
+  return LLM_SUCCESS;
+}
+
+}  // namespace
+
+class LlmDataDist::LlmDataDistImpl {
+ public:
+  LlmDataDistImpl(uint64_t cluster_id, LlmRole role) : cluster_id(cluster_id), role(role) {}
+
+  // LLM_FAILED with one ERROR line unless Initialize succeeded (and no Finalize since).
+  Status Ready(const char *what) ADXL_EXCLUDES(mu) {
+    adxl::MutexLock lock(&mu);
+    if (initialized) return LLM_SUCCESS;
+    ADXL_ERROR("%s: LlmDataDist of cluster %lu is not initialized", what, static_cast<unsigned long>(cluster_id));
+    return LLM_FAILED;
+  }
+  // The registered cache `cache_id`, with one ERROR line when there is none.
+  Status Local(const char *what, int64_t cache_id, internal::Cache *c) {
+    const Status s = cm.GetCache(cache_id, *c);
+    if (s == internal::LLM_KV_CACHE_NOT_EXIST) {
+      ADXL_ERROR("%s: cache %ld is not registered here", what, static_cast<long>(cache_id));
+    }
+    return s;
+  }
+
+  const uint64_t cluster_id;
+  internal::CacheManager cm;  // thread-safe on its own
+
+  adxl::Mutex mu;
+  LlmRole role ADXL_GUARDED_BY(mu);
+  bool initialized ADXL_GUARDED_BY(mu) = false;
+  bool enable_switch_role ADXL_GUARDED_BY(mu) = false;
+  std::string listen ADXL_GUARDED_BY(mu);  // empty: client only
+  std::map<adxl::AscendString, adxl::AscendString> engine_options ADXL_GUARDED_BY(mu);
+  std::map<int64_t, std::vector<EngineMem>> allocated ADXL_GUARDED_BY(mu);
+};
+
+LlmDataDist::LlmDataDist(uint64_t cluster_id, LlmRole role)
+    : impl_(std::make_unique<LlmDataDistImpl>(cluster_id, role)) {}
+
+LlmDataDist::~LlmDataDist() { Finalize(); }
+
+Status LlmDataDist::Initialize(const std::map<AscendString, AscendString> &options) {
+  const char *what = "Initialize";
+  internal::DataDistOptions o;
+  Status s = internal::ParseOptions(what, options, &o);
+  if (s != LLM_SUCCESS) return s;
+  {
+    adxl::MutexLock lock(&impl_->mu);
+    if (impl_->initialized) {
+      ADXL_ERROR("Initialize: already initialized");
+      return LLM_FAILED;
+    }
+    if (impl_->role != LlmRole::kPrompt && impl_->role != LlmRole::kDecoder && impl_->role != LlmRole::kMix) {
+      ADXL_ERROR("Initialize: role %d is not kPrompt, kDecoder or kMix", static_cast<int>(impl_->role));
+      return LLM_PARAM_INVALID;
+    }
+    if (impl_->role == LlmRole::kPrompt && !o.listen) {
+      ADXL_ERROR("Initialize: the Prompt role needs llm.ListenIpInfo (ip:port), the address decoders link to");
+      return LLM_PARAM_INVALID;
+    }
+  }
+  const std::string local = o.listen ? *o.listen : kClientOnlyName;
+  s = impl_->cm.Initialize(impl_->cluster_id, local, o.engine);
+  if (s != LLM_SUCCESS) return s;
+  if (o.sync_timeout_ms) (void)impl_->cm.SetSyncTimeout(*o.sync_timeout_ms);
+  adxl::MutexLock lock(&impl_->mu);
+  impl_->initialized = true;
+  impl_->enable_switch_role = o.enable_switch_role;
+  impl_->listen = o.listen ? *o.listen : "";
+  impl_->engine_options = o.engine;
+  return LLM_SUCCESS;
+}
+
+void LlmDataDist::Finalize() {
+  std::map<int64_t, std::vector<EngineMem>> memory;
+  {
+    adxl::MutexLock lock(&impl_->mu);
+    impl_->initialized = false;
+    memory.swap(impl_->allocated);
+  }
+  // Unlinks and deregisters (peer I/O: no lock of ours held); the memory is
+  // freed after, when nothing refers to it any more.
+  impl_->cm.Finalize();
+}
+
+Status LlmDataDist::SetRole(LlmRole role, const std::map<AscendString, AscendString> &options) {
+  const char *what = "SetRole";
+  if (role != LlmRole::kPrompt && role != LlmRole::kDecoder && role != LlmRole::kMix) {
+    ADXL_ERROR("SetRole: role %d is not kPrompt, kDecoder or kMix", static_cast<int>(role));
+    return LLM_PARAM_INVALID;
+  }
+  Status s = impl_->Ready(what);
+  if (s != LLM_SUCCESS) return s;
+  internal::DataDistOptions o;
+  s = internal::ParseOptions(what, options, &o);
+  if (s != LLM_SUCCESS) return s;
+  std::string listen;
+  std::map<adxl::AscendString, adxl::AscendString> engine_options;
+  {
+    adxl::MutexLock lock(&impl_->mu);
+    if (!impl_->enable_switch_role) {
+      ADXL_ERROR("SetRole: role switching is off (Initialize with llm.EnableSwitchRole = 1)");
+      return LLM_FEATURE_NOT_ENABLED;
+    }
+    listen = impl_->listen;
+    engine_options = impl_->engine_options;
+  }
+  for (const auto &kv : o.engine) engine_options[kv.first] = kv.second;
+  if (o.listen && *o.listen != listen) {
+    s = impl_->cm.Rebind(*o.listen, engine_options);
+    if (s != LLM_SUCCESS) return s;
+    listen = *o.listen;
+  } else if (role == LlmRole::kPrompt && listen.empty()) {
+    ADXL_ERROR("SetRole: the Prompt role needs llm.ListenIpInfo (ip:port); this cluster does not listen yet");
+    return LLM_PARAM_INVALID;
+  }
+  if (o.sync_timeout_ms) (void)impl_->cm.SetSyncTimeout(*o.sync_timeout_ms);
+  adxl::MutexLock lock(&impl_->mu);
+  impl_->role = role;
+  impl_->listen = listen;
+  impl_->engine_options = std::move(engine_options);
+  return LLM_SUCCESS;
+}
+
+Status LlmDataDist::LinkLlmClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
+                                    int32_t timeout_in_millis) {
+  const char *what = "LinkLlmClusters";
+  rets.assign(clusters.size(), LLM_SUCCESS);
+  Status s = impl_->Ready(what);
+  if (s != LLM_SUCCESS) return s;
+  if (clusters.empty() || timeout_in_millis <= 0) {
+    ADXL_ERROR("%s: %zu clusters, timeout %d ms (need clusters and a timeout > 0)", what, clusters.size(),
+               timeout_in_millis);
+    return LLM_PARAM_INVALID;
+  }
+  std::vector<internal::ClusterInfo> todo;
+  std::vector<size_t> where;
+  for (size_t i = 0; i < clusters.size(); ++i) {
+    std::string name;
+    rets[i] = RemoteName(what, clusters[i], &name);
+    if (rets[i] != LLM_SUCCESS) continue;
+    todo.push_back({clusters[i].remote_cluster_id, name});
+    where.push_back(i);
+  }
+  if (!todo.empty()) {
+    std::vector<internal::Status> got;
+    (void)impl_->cm.LinkClusters(todo, got, timeout_in_millis);
+    for (size_t j = 0; j < where.size() && j < got.size(); ++j) {
+      rets[where[j]] = got[j] == LLM_FAILED ? LLM_LINK_FAILED : got[j];
+    }
+  }
+  for (Status r : rets) {
+    if (r != LLM_SUCCESS) return r;
+  }
+  return LLM_SUCCESS;
+}
+
+Status LlmDataDist::UnlinkLlmClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
+                                      int32_t timeout_in_millis, bool force_flag) {
+  const char *what = "UnlinkLlmClusters";
+  rets.assign(clusters.size(), LLM_SUCCESS);
+  Status s = impl_->Ready(what);
+  if (s != LLM_SUCCESS) return s;
+  if (clusters.empty() || timeout_in_millis <= 0) {
+    ADXL_ERROR("%s: %zu clusters, timeout %d ms (need clusters and a timeout > 0)", what, clusters.size(),
+               timeout_in_millis);
+    return LLM_PARAM_INVALID;
+  }
+  // The cache layer finds links by cluster id; the address is informative.
+  std::vector<internal::ClusterInfo> todo;
+  for (const ClusterInfo &c : clusters) todo.push_back({c.remote_cluster_id, ""});
+  std::vector<internal::Status> got;
+  (void)impl_->cm.UnlinkClusters(todo, got, timeout_in_millis);
+  for (size_t i = 0; i < rets.size() && i < got.size(); ++i) {
+    Status r = got[i];
+    // The cache layer drops a known link whatever the peer answers, so a
+    // forced unlink of it has succeeded here.
+    if (force_flag && r != LLM_SUCCESS && r != LLM_NOT_YET_LINK && r != LLM_PARAM_INVALID) r = LLM_SUCCESS;
+    rets[i] = r == LLM_FAILED ? LLM_UNLINK_FAILED : r;
+  }
+  for (Status r : rets) {
+    if (r != LLM_SUCCESS) return r;
+  }
+  return LLM_SUCCESS;
+}
+
+Status LlmDataDist::AllocateCache(const CacheDesc &cache_desc, Cache &cache) {
+  const char *what = "AllocateCache";
+  Status s = impl_->Ready(what);
+  if (s != LLM_SUCCESS) return s;
+  internal::CacheDesc desc;
+  s = ToDesc(what, cache_desc, &desc);
+  if (s != LLM_SUCCESS) return s;
+  const uint64_t bytes = internal::TensorBytes(desc);
+  if (bytes == 0 || desc.num_tensors == 0 || desc.num_tensors > internal::kMaxRegisteredAddrs) {
+    ADXL_ERROR("%s: invalid description (%u tensors, data type %d, %zu dims, a dimension <= 0 or too large)", what,
+               desc.num_tensors, static_cast<int>(cache_desc.data_type), desc.shape.size());
+    return LLM_PARAM_INVALID;
+  }
+  const bool device = cache_desc.placement == CachePlacement::kDevice;
+  std::vector<EngineMem> memory;
+  std::vector<uintptr_t> addrs;
+  for (uint32_t i = 0; i < desc.num_tensors; ++i) {
+    void *p = nullptr;
+    const adxl::Status e = adxl::AdxlEngine::MallocMem(device ? adxl::MEM_DEVICE : adxl::MEM_HOST, bytes, &p);
+    if (e == adxl::UNSUPPORTED) {
+      ADXL_ERROR("%s: kDevice memory needs a device runtime, and none is available in this process (use kHost)",
+                 what);
+      return LLM_FEATURE_NOT_ENABLED;
+    }
+    if (e != adxl::SUCCESS || p == nullptr) {
+      ADXL_ERROR("%s: allocating tensor %u (%lu bytes) failed: engine status %u", what, i,
+                 static_cast<unsigned long>(bytes), e);
+      return device ? LLM_DEVICE_OUT_OF_MEMORY : LLM_OUT_OF_MEMORY;
+    }
+    memory.emplace_back(p);
+    addrs.push_back(reinterpret_cast<uintptr_t>(p));
+  }
+  internal::Cache c;
+  s = impl_->cm.RegisterCache(desc, addrs, {}, true, c);
+  if (s != LLM_SUCCESS) return s;  // memory freed by its owners
+  cache.cache_id = c.cache_id;
+  cache.tensor_addrs = addrs;
+  cache.cache_desc = cache_desc;
+  adxl::MutexLock lock(&impl_->mu);
+  impl_->allocated[c.cache_id] = std::move(memory);
+  return LLM_SUCCESS;
+}
+
+Status LlmDataDist::DeallocateCache(int64_t cache_id) {
+  Status s = impl_->Ready("DeallocateCache");
+  if (s != LLM_SUCCESS) return s;
+  std::vector<EngineMem> memory;
+  {
+    adxl::MutexLock lock(&impl_->mu);
+    auto it = impl_->allocated.find(cache_id);
+    if (it == impl_->allocated.end()) return LLM_SUCCESS;  // the vendor's answer for a freed or unknown id
+    memory = std::move(it->second);
+    impl_->allocated.erase(it);
+  }
+  return impl_->cm.UnregisterCache(cache_id);  // then `memory` is freed
+}
+
+Status LlmDataDist::RegisterKvCache(const CacheDesc &cache_desc, const std::vector<uint64_t> &addrs,
+                                    const RegisterCfg &cfg, int64_t &cache_id) {
+  (void)cfg;  // reserved bytes only
+  const char *what = "RegisterKvCache";
+  Status s = impl_->Ready(what);
+  if (s != LLM_SUCCESS) return s;
+  internal::CacheDesc desc;
+  s = ToDesc(what, cache_desc, &desc);
+  if (s != LLM_SUCCESS) return s;
+  const std::vector<uintptr_t> a(addrs.begin(), addrs.end());
+  internal::Cache c;
+  s = impl_->cm.RegisterCache(desc, a, {}, true, c);
+  if (s == LLM_SUCCESS) cache_id = c.cache_id;
+  return s;
+}
+
+Status LlmDataDist::UnregisterKvCache(int64_t cache_id) {
+  const char *what = "UnregisterKvCache";
+  Status s = impl_->Ready(what);
+  if (s != LLM_SUCCESS) return s;
+  {
+    adxl::MutexLock lock(&impl_->mu);
+    if (impl_->allocated.count(cache_id) != 0) {
+      ADXL_ERROR("%s: cache %ld was allocated by AllocateCache; DeallocateCache it", what,
+                 static_cast<long>(cache_id));
+      return LLM_PARAM_INVALID;
+    }
+  }
+  return impl_->cm.UnregisterCache(cache_id);  // logs an unknown id itself
+}
+
+Status LlmDataDist::PullKvCache(const CacheIndex &src_cache_index, const Cache &dst_cache, uint32_t batch_index,
+                                int64_t size, const KvCacheExtParam &ext_param) {
+  const char *what = "PullKvCache";
+  Status s = impl_->Ready(what);
+  internal::LayerRangeArgs layers;
+  if (s == LLM_SUCCESS) s = ToLayers(what, ext_param, &layers);
+  if (s != LLM_SUCCESS) return s;
+  return impl_->cm.PullCache(ToKey(src_cache_index), ById(dst_cache.cache_id), batch_index, size, layers);
+}
+
+Status LlmDataDist::PullKvBlocks(const CacheIndex &src_cache_index, const Cache &dst_cache,
+                                 const std::vector<uint64_t> &src_blocks, const std::vector<uint64_t> &dst_blocks,
+                                 const KvCacheExtParam &ext_param) {
+  const char *what = "PullKvBlocks";
+  Status s = impl_->Ready(what);
+  internal::LayerRangeArgs layers;
+  if (s == LLM_SUCCESS) s = ToLayers(what, ext_param, &layers);
+  if (s != LLM_SUCCESS) return s;
+  return impl_->cm.PullBlocksById(ToKey(src_cache_index), ById(dst_cache.cache_id), src_blocks, dst_blocks,
+                                  layers);
+}
+
+Status LlmDataDist::PushKvCache(const Cache &src_cache, const CacheIndex &dst_cache_index, uint32_t src_batch_index,
+                                int64_t size, const KvCacheExtParam &ext_param) {
+  const char *what = "PushKvCache";
+  Status s = impl_->Ready(what);
+  internal::LayerRangeArgs layers;
+  if (s == LLM_SUCCESS) s = ToLayers(what, ext_param, &layers);
+  if (s != LLM_SUCCESS) return s;
+  return impl_->cm.PushCache(ToKey(dst_cache_index), ById(src_cache.cache_id), src_batch_index, size, layers);
+}
+
+Status LlmDataDist::PushKvBlocks(const Cache &src_cache, const CacheIndex &dst_cache_index,
+                                 const std::vector<uint64_t> &src_blocks, const std::vector<uint64_t> &dst_blocks,
+                                 const KvCacheExtParam &ext_param) {
+  const char *what = "PushKvBlocks";
+  Status s = impl_->Ready(what);
+  internal::LayerRangeArgs layers;
+  if (s == LLM_SUCCESS) s = ToLayers(what, ext_param, &layers);
+  if (s != LLM_SUCCESS) return s;
+  return impl_->cm.PushBlocksById(ToKey(dst_cache_index), ById(src_cache.cache_id), src_blocks, dst_blocks,
+                                  layers);
+}
+
+Status LlmDataDist::CopyKvCache(const Cache &src_cache, const Cache &dst_cache, uint32_t src_batch_index,
+                                uint32_t dst_batch_index, uint64_t offset, int64_t size) {
+  const char *what = "CopyKvCache";
+  Status s = impl_->Ready(what);
+  internal::Cache src, dst;
+  if (s == LLM_SUCCESS) s = impl_->Local(what, src_cache.cache_id, &src);
+  if (s == LLM_SUCCESS) s = impl_->Local(what, dst_cache.cache_id, &dst);
+  if (s != LLM_SUCCESS) return s;
+  return internal::CopyCache(src, dst, src_batch_index, dst_batch_index, offset, size);
+}
+
+Status LlmDataDist::CopyKvBlocks(const Cache &src_cache, const Cache &dst_cache,
+                                 const std::vector<uint64_t> &src_blocks,
+                                 const std::vector<std::vector<uint64_t>> &dst_blocks_list) {
+  const char *what = "CopyKvBlocks";
+  Status s = impl_->Ready(what);
+  internal::Cache src, dst;
+  if (s == LLM_SUCCESS) s = impl_->Local(what, src_cache.cache_id, &src);
+  if (s == LLM_SUCCESS) s = impl_->Local(what, dst_cache.cache_id, &dst);
+  if (s != LLM_SUCCESS) return s;
+  return internal::CopyBlocks(src, dst, src_blocks, dst_blocks_list);
+}
+
+}  // namespace llm_datadist

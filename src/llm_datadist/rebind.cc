@@ -1,0 +1,109 @@
+// CacheManager::GetCache and CacheManager::Rebind (cache_manager.h, the
+// LlmDataDist additions).  Rebind exists for the vendor's SetRole, which may
+// move a cluster's listener: the engine's local name is fixed at
+// Initialize, so a new name needs a new engine, and peers address caches by
+// id, so every cache keeps its id across the move.
+#include <utility>
+
+#include "cache_manager.h"
+#include "cache_manager_impl.h"
+#include "common/log.h"
+
+namespace llm_datadist::internal {
+
+Status CacheManager::GetCache(int64_t cache_id, Cache &cache) const {
+  adxl::MutexLock lock(&impl_->mu);
+  if (!impl_->live || impl_->stopping) return LLM_FAILED;
+  auto it = impl_->caches.find(cache_id);
+  if (it == impl_->caches.end()) return LLM_KV_CACHE_NOT_EXIST;
+  cache = it->second.cache;
+  return LLM_SUCCESS;
+}
+
+namespace {
+
+void Deregister(adxl::AdxlEngine &engine, const std::vector<adxl::MemHandle> &handles) {
+  for (adxl::MemHandle h : handles) engine.DeregisterMem(h);
+}
+
+}  // namespace
+
+Status CacheManager::Rebind(const std::string &local_engine,
+                            const std::map<adxl::AscendString, adxl::AscendString> &options) {
+  // The fresh engine starts outside the lock: Initialize binds a port and
+  // starts threads, and nothing of this manager is touched yet.
+  auto fresh = std::make_unique<adxl::AdxlEngine>();
+  const adxl::Status es = fresh->Initialize(local_engine.c_str(), options);
+  if (es != adxl::SUCCESS) {
+    ADXL_ERROR("SetRole: an engine on %s failed to initialize: engine status %u", local_engine.c_str(), es);
+    return FromEngine(es);
+  }
+  std::unique_ptr<adxl::AdxlEngine> old;
+  std::map<int64_t, std::vector<adxl::MemHandle>> old_handles;
+  Status s = LLM_SUCCESS;
+  {
+    adxl::MutexLock lock(&impl_->mu);
+    if (!impl_->live || impl_->stopping) {
+      s = LLM_FAILED;
+    } else if (!impl_->owned) {
+      ADXL_ERROR("SetRole: this cache layer uses an engine it does not own; it cannot move it");
+      s = LLM_FEATURE_NOT_ENABLED;
+    } else {
+      impl_->DrainNotifies();
+      if (!impl_->links.empty() || !impl_->incoming.empty() || !impl_->linking.empty()) {
+        ADXL_ERROR("SetRole: %zu outgoing and %zu incoming links exist; unlink first", impl_->links.size(),
+                   impl_->incoming.size());
+        s = LLM_EXIST_LINK;
+      } else if (impl_->busy > 0 || !impl_->workers.empty()) {
+        ADXL_ERROR("SetRole: %d operations and %zu layer-wise tasks are under way", impl_->busy,
+                   impl_->workers.size());
+        s = LLM_LINK_BUSY;
+      }
+    }
+    if (s == LLM_SUCCESS) {
+      // Registration is local (no peer involved): done here, so the table
+      // and the engine change together.
+      std::map<int64_t, std::vector<adxl::MemHandle>> fresh_handles;
+      for (const auto &c : impl_->caches) {
+        const Cache &cache = c.second.cache;
+        const uint64_t bytes = TensorBytes(cache.cache_desc);
+        const adxl::MemType type = cache.cache_desc.placement == Placement::DEVICE ? adxl::MEM_DEVICE : adxl::MEM_HOST;
+        std::vector<adxl::MemHandle> &hs = fresh_handles[c.first];
+        for (uintptr_t a : cache.tensor_addrs) {
+          adxl::MemHandle h = nullptr;
+          const adxl::Status r = fresh->RegisterMem({a, bytes}, type, h);
+          if (r != adxl::SUCCESS) {
+            ADXL_ERROR("SetRole: re-registering cache %ld with the new engine failed: engine status %u",
+                       static_cast<long>(c.first), r);
+            s = FromEngine(r);
+            break;
+          }
+          hs.push_back(h);
+        }
+        if (s != LLM_SUCCESS) break;
+      }
+      if (s != LLM_SUCCESS) {
+        for (auto &h : fresh_handles) Deregister(*fresh, h.second);
+      } else {
+        for (auto &c : impl_->caches) {
+          old_handles[c.first] = std::move(c.second.handles);
+          c.second.handles = std::move(fresh_handles[c.first]);
+        }
+        old = std::move(impl_->owned);
+        impl_->owned = std::move(fresh);
+        impl_->engine = impl_->owned.get();
+        impl_->local_name = local_engine;
+        s = impl_->PublishLocked();
+        if (s != LLM_SUCCESS) ADXL_ERROR("SetRole: publishing the cache table on %s failed", local_engine.c_str());
+      }
+    }
+  }
+  if (fresh) fresh->Finalize();  // not used: failed before the swap
+  if (old) {
+    for (auto &h : old_handles) Deregister(*old, h.second);
+    old->Finalize();
+  }
+  return s;
+}
+
+}  // namespace llm_datadist::internal

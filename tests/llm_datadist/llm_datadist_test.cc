@@ -1,0 +1,270 @@
+// llm_datadist::LlmDataDist, the vendor's C++ API (include/llm_datadist/
+// llm_datadist.h): argument checks give the vendor's codes and one ERROR
+// line each; pull / push / copy / role switch move the right bytes (two
+// clusters in one process, on loopback).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "free_port.h"
+#include "llm_datadist/llm_datadist.h"
+
+namespace llm_datadist {
+namespace {
+
+using adxl_test::FreePort;
+using Options = std::map<AscendString, AscendString>;
+
+// ERROR lines the library wrote to stderr while `f` ran.
+template <typename F>
+int ErrorLines(F f) {
+  testing::internal::CaptureStderr();
+  f();
+  const std::string err = testing::internal::GetCapturedStderr();
+  int n = 0;
+  for (size_t p = err.find(" ERROR "); p != std::string::npos; p = err.find(" ERROR ", p + 1)) ++n;
+  return n;
+}
+
+std::string Listen(uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
+
+CacheDesc HostDesc(uint32_t tensors, std::vector<int64_t> shape) {
+  CacheDesc d{};
+  d.placement = CachePlacement::kHost;
+  d.num_tensors = tensors;
+  d.data_type = DT_INT32;
+  d.shape = std::move(shape);
+  return d;
+}
+
+ClusterInfo Remote(uint64_t id, uint16_t port) {
+  ClusterInfo c{};
+  c.remote_cluster_id = id;
+  IpInfo ip{};
+  ip.ip = "127.0.0.1";
+  ip.port = port;
+  c.remote_ip_infos.push_back(ip);
+  return c;
+}
+
+CacheIndex Index(uint64_t cluster, int64_t cache, uint32_t batch = 0) {
+  CacheIndex i{};
+  i.cluster_id = cluster;
+  i.cache_id = cache;
+  i.batch_index = batch;
+  return i;
+}
+
+// num tensors of rows x 16 int32; tensor t row r element e = seed + t*10000 + r*100 + e.
+struct Tensors {
+  Tensors(uint32_t n, int64_t rows, int32_t seed) : rows(rows), data(n, std::vector<int32_t>(rows * 16)) {
+    for (uint32_t t = 0; t < n; ++t) {
+      for (int64_t i = 0; i < rows * 16; ++i) data[t][i] = seed == 0 ? 0 : seed + static_cast<int32_t>(t * 10000 + i);
+    }
+  }
+  std::vector<uint64_t> addrs() {
+    std::vector<uint64_t> a;
+    for (auto &d : data) a.push_back(reinterpret_cast<uint64_t>(d.data()));
+    return a;
+  }
+  bool Row(uint32_t t, int64_t r, const Tensors &src, uint32_t st, int64_t sr) const {
+    return std::memcmp(&data[t][r * 16], &src.data[st][sr * 16], 16 * sizeof(int32_t)) == 0;
+  }
+  int64_t rows;
+  std::vector<std::vector<int32_t>> data;
+};
+
+TEST(LlmDataDist, EveryCallBeforeInitializeIsFailedWithOneLine) {
+  LlmDataDist dd(1, LlmRole::kDecoder);
+  std::vector<Status> rets;
+  Cache c{};
+  int64_t id = -1;
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.LinkLlmClusters({Remote(2, 1)}, rets), LLM_FAILED); }), 1);
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.RegisterKvCache(HostDesc(1, {1, 16}), {64}, {}, id), LLM_FAILED); }), 1);
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.AllocateCache(HostDesc(1, {1, 16}), c), LLM_FAILED); }), 1);
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.PullKvCache(Index(2, 1), c), LLM_FAILED); }), 1);
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.SetRole(LlmRole::kPrompt), LLM_FAILED); }), 1);
+  dd.Finalize();
+  dd.Finalize();
+}
+
+TEST(LlmDataDist, InitializeChecksItsOptions) {
+  const std::vector<Options> bad = {
+      {},  // a Prompt without llm.ListenIpInfo
+      {{OPTION_LISTEN_IP_INFO, "127.0.0.1"}},
+      {{OPTION_LISTEN_IP_INFO, "127.0.0.1:70000"}},
+      {{OPTION_LISTEN_IP_INFO, "127.0.0.1:1"}, {OPTION_SYNC_CACHE_WAIT_TIME, "soon"}},
+      {{OPTION_LISTEN_IP_INFO, "127.0.0.1:1"}, {OPTION_TRANSFER_BACKEND, "carrier-pigeon"}},
+      {{OPTION_LISTEN_IP_INFO, "127.0.0.1:1"}, {OPTION_ENABLE_SET_ROLE, "maybe"}},
+      {{OPTION_LISTEN_IP_INFO, "127.0.0.1:1"}, {OPTION_DEVICE_ID, "-3"}},
+  };
+  for (const Options &o : bad) {
+    LlmDataDist dd(1, LlmRole::kPrompt);
+    EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.Initialize(o), LLM_PARAM_INVALID); }), 1);
+  }
+  // Accepted: the vendor's keys with no effect here, and keys of its runtime.
+  LlmDataDist dd(1, LlmRole::kPrompt);
+  const Options good = {{OPTION_LISTEN_IP_INFO, Listen(FreePort()).c_str()}, {OPTION_DEVICE_ID, "0"},
+                        {OPTION_SYNC_CACHE_WAIT_TIME, "2000"}, {OPTION_TRANSFER_BACKEND, "hixl"},
+                        {OPTION_BUF_POOL_CFG, "{}"}, {OPTION_LOCAL_COMM_RES, ""},
+                        {OPTION_GLOBAL_RESOURCE_CONFIG, "{}"}, {"ge.exec.deviceId", "0"}};
+  EXPECT_EQ(dd.Initialize(good), LLM_SUCCESS);
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.Initialize(good), LLM_FAILED); }), 1);
+}
+
+TEST(LlmDataDist, ArgumentChecksGiveTheVendorCodes) {
+  LlmDataDist dd(1, LlmRole::kDecoder);
+  ASSERT_EQ(dd.Initialize({}), LLM_SUCCESS);
+  Tensors t(2, 4, 1);
+  int64_t id = -1;
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.RegisterKvCache(HostDesc(2, {4, 16}), {t.addrs()[0]}, {}, id),
+                                       LLM_PARAM_INVALID); }), 1);
+  CacheDesc weird = HostDesc(2, {4, 16});
+  weird.placement = static_cast<CachePlacement>(7);
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.RegisterKvCache(weird, t.addrs(), {}, id), LLM_PARAM_INVALID); }), 1);
+  ASSERT_EQ(dd.RegisterKvCache(HostDesc(2, {4, 16}), t.addrs(), {}, id), LLM_SUCCESS);
+  Cache c{};
+  c.cache_id = id;
+  std::vector<Status> rets;
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.LinkLlmClusters({}, rets), LLM_PARAM_INVALID); }), 1);
+  ClusterInfo no_ip{};
+  no_ip.remote_cluster_id = 2;
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.LinkLlmClusters({no_ip}, rets), LLM_PARAM_INVALID); }), 1);
+  ASSERT_EQ(rets.size(), 1u);
+  EXPECT_EQ(rets[0], LLM_PARAM_INVALID);
+  KvCacheExtParam backwards{};
+  backwards.src_layer_range = {2, 1};
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.PullKvCache(Index(2, 1), c, 0, -1, backwards), LLM_PARAM_INVALID); }), 1);
+  KvCacheExtParam no_tensors{};
+  no_tensors.tensor_num_per_layer = 0;
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.PushKvBlocks(c, Index(2, 1), {0}, {0}, no_tensors), LLM_PARAM_INVALID); }),
+            1);
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.PullKvCache(Index(2, 1), c), LLM_NOT_YET_LINK); }), 1);
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.UnregisterKvCache(id + 100), LLM_KV_CACHE_NOT_EXIST); }), 1);
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.UnlinkLlmClusters({Remote(2, 1)}, rets), LLM_NOT_YET_LINK); }), 1);
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.SetRole(LlmRole::kPrompt), LLM_FEATURE_NOT_ENABLED); }), 1);
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.SetRole(static_cast<LlmRole>(9)), LLM_PARAM_INVALID); }), 1);
+  // Nobody listens there.
+  EXPECT_EQ(dd.LinkLlmClusters({Remote(2, FreePort())}, rets, 500), LLM_LINK_FAILED);
+  EXPECT_EQ(dd.UnregisterKvCache(id), LLM_SUCCESS);
+}
+
+TEST(LlmDataDist, AllocateCopyAndDeallocate) {
+  LlmDataDist dd(1, LlmRole::kDecoder);
+  ASSERT_EQ(dd.Initialize({}), LLM_SUCCESS);
+  Cache a{}, b{};
+  ASSERT_EQ(dd.AllocateCache(HostDesc(2, {4, 16}), a), LLM_SUCCESS);
+  ASSERT_EQ(dd.AllocateCache(HostDesc(2, {8, 16}), b), LLM_SUCCESS);
+  ASSERT_EQ(a.tensor_addrs.size(), 2u);
+  EXPECT_EQ(a.cache_desc.shape, (std::vector<int64_t>{4, 16}));
+  for (uint32_t t = 0; t < 2; ++t) {
+    auto *p = reinterpret_cast<int32_t *>(a.tensor_addrs[t]);
+    for (int i = 0; i < 64; ++i) p[i] = static_cast<int32_t>(t * 1000 + i);
+    std::memset(reinterpret_cast<void *>(b.tensor_addrs[t]), 0, 8 * 16 * sizeof(int32_t));
+  }
+  auto at = [](const Cache &c, uint32_t t, int row, int e) {
+    return reinterpret_cast<const int32_t *>(c.tensor_addrs[t])[row * 16 + e];
+  };
+  // Entry 1 of a -> entry 5 of b, bytes [16, 48) of the entry.
+  ASSERT_EQ(dd.CopyKvCache(a, b, 1, 5, 16, 32), LLM_SUCCESS);
+  EXPECT_EQ(at(b, 1, 5, 4), at(a, 1, 1, 4));
+  EXPECT_EQ(at(b, 1, 5, 11), at(a, 1, 1, 11));
+  EXPECT_EQ(at(b, 1, 5, 3), 0);
+  EXPECT_EQ(at(b, 1, 5, 12), 0);
+  // Blocks 0, 3 of a -> blocks 1, 2 and 6, 7 of b.
+  ASSERT_EQ(dd.CopyKvBlocks(a, b, {0, 3}, {{1, 2}, {6, 7}}), LLM_SUCCESS);
+  for (uint32_t t = 0; t < 2; ++t) {
+    for (int e = 0; e < 16; ++e) {
+      EXPECT_EQ(at(b, t, 1, e), at(a, t, 0, e));
+      EXPECT_EQ(at(b, t, 7, e), at(a, t, 3, e));
+    }
+  }
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.CopyKvCache(a, b, 4, 0), LLM_PARAM_INVALID); }), 1);
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.CopyKvBlocks(a, b, {0}, {{1, 2}}), LLM_PARAM_INVALID); }), 1);
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.UnregisterKvCache(a.cache_id), LLM_PARAM_INVALID); }), 1);
+  Cache d{};
+  CacheDesc dev = HostDesc(1, {1, 16});
+  dev.placement = CachePlacement::kDevice;
+  const Status s = dd.AllocateCache(dev, d);
+  EXPECT_TRUE(s == LLM_SUCCESS || s == LLM_FEATURE_NOT_ENABLED) << s;
+  EXPECT_EQ(dd.DeallocateCache(a.cache_id), LLM_SUCCESS);
+  EXPECT_EQ(dd.DeallocateCache(a.cache_id), LLM_SUCCESS);  // already freed: the vendor's answer
+  EXPECT_EQ(dd.DeallocateCache(b.cache_id), LLM_SUCCESS);
+}
+
+// A Prompt holding a cache, a Decoder pulling from it and pushing into it.
+TEST(LlmDataDist, PullAndPushBetweenTwoClusters) {
+  const uint16_t port = FreePort();
+  LlmDataDist prompt(1, LlmRole::kPrompt), decoder(2, LlmRole::kDecoder);
+  ASSERT_EQ(prompt.Initialize({{OPTION_LISTEN_IP_INFO, Listen(port).c_str()}}), LLM_SUCCESS);
+  ASSERT_EQ(decoder.Initialize({{OPTION_SYNC_CACHE_WAIT_TIME, "3000"}}), LLM_SUCCESS);
+  Tensors p(4, 8, 7), d(4, 8, 0);
+  int64_t pid = -1, did = -1;
+  ASSERT_EQ(prompt.RegisterKvCache(HostDesc(4, {8, 16}), p.addrs(), {}, pid), LLM_SUCCESS);
+  ASSERT_EQ(decoder.RegisterKvCache(HostDesc(4, {8, 16}), d.addrs(), {}, did), LLM_SUCCESS);
+  std::vector<Status> rets;
+  ASSERT_EQ(decoder.LinkLlmClusters({Remote(1, port)}, rets, 3000), LLM_SUCCESS);
+  EXPECT_EQ(decoder.LinkLlmClusters({Remote(1, port)}, rets, 3000), LLM_ALREADY_LINK);
+  Cache dc{};
+  dc.cache_id = did;
+  // Batch entry 3 of every tensor -> local entry 2.
+  ASSERT_EQ(decoder.PullKvCache(Index(1, pid, 3), dc, 2), LLM_SUCCESS);
+  for (uint32_t t = 0; t < 4; ++t) EXPECT_TRUE(d.Row(t, 2, p, t, 3)) << t;
+  // Layer 1 only ({1, 1}: tensors 2 and 3), entry 5 -> entry 6.
+  KvCacheExtParam layer1{};
+  layer1.src_layer_range = {1, 1};
+  layer1.dst_layer_range = {1, 1};
+  ASSERT_EQ(decoder.PullKvCache(Index(1, pid, 5), dc, 6, -1, layer1), LLM_SUCCESS);
+  EXPECT_TRUE(d.Row(2, 6, p, 2, 5));
+  EXPECT_TRUE(d.Row(3, 6, p, 3, 5));
+  EXPECT_FALSE(d.Row(0, 6, p, 0, 5));
+  // Blocks 0, 1 -> 4, 7; and a batch entry (no source blocks) cut into block 0.
+  ASSERT_EQ(decoder.PullKvBlocks(Index(1, pid), dc, {0, 1}, {4, 7}), LLM_SUCCESS);
+  for (uint32_t t = 0; t < 4; ++t) EXPECT_TRUE(d.Row(t, 4, p, t, 0) && d.Row(t, 7, p, t, 1)) << t;
+  ASSERT_EQ(decoder.PullKvBlocks(Index(1, pid, 6), dc, {}, {0}), LLM_SUCCESS);
+  for (uint32_t t = 0; t < 4; ++t) EXPECT_TRUE(d.Row(t, 0, p, t, 6)) << t;
+  // Push back: decoder blocks 4 -> prompt block 2, decoder entry 0 -> prompt entry 1 (tensor pairs per layer).
+  ASSERT_EQ(decoder.PushKvBlocks(dc, Index(1, pid), {4}, {2}), LLM_SUCCESS);
+  for (uint32_t t = 0; t < 4; ++t) EXPECT_TRUE(p.Row(t, 2, d, t, 4)) << t;
+  ASSERT_EQ(decoder.PushKvCache(dc, Index(1, pid, 1), 0), LLM_SUCCESS);
+  for (uint32_t t = 0; t < 4; ++t) EXPECT_TRUE(p.Row(t, 1, d, t, 0)) << t;
+  // Unknown remote cache; out-of-range block.
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(decoder.PullKvCache(Index(1, pid + 50), dc), LLM_KV_CACHE_NOT_EXIST); }), 1);
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(decoder.PullKvBlocks(Index(1, pid), dc, {8}, {0}), LLM_PARAM_INVALID); }), 1);
+  ASSERT_EQ(decoder.UnlinkLlmClusters({Remote(1, port)}, rets, 3000), LLM_SUCCESS);
+  EXPECT_EQ(decoder.UnlinkLlmClusters({Remote(1, port)}, rets, 3000, true), LLM_NOT_YET_LINK);
+}
+
+// SetRole moves the listener; the cache keeps its id and can be pulled there.
+TEST(LlmDataDist, SetRoleMovesTheListenerAndKeepsCaches) {
+  LlmDataDist a(1, LlmRole::kDecoder), b(2, LlmRole::kDecoder);
+  ASSERT_EQ(a.Initialize({{OPTION_ENABLE_SET_ROLE, "1"}}), LLM_SUCCESS);
+  ASSERT_EQ(b.Initialize({}), LLM_SUCCESS);
+  Tensors src(2, 4, 3), dst(2, 4, 0);
+  int64_t aid = -1, bid = -1;
+  ASSERT_EQ(a.RegisterKvCache(HostDesc(2, {4, 16}), src.addrs(), {}, aid), LLM_SUCCESS);
+  ASSERT_EQ(b.RegisterKvCache(HostDesc(2, {4, 16}), dst.addrs(), {}, bid), LLM_SUCCESS);
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(a.SetRole(LlmRole::kPrompt), LLM_PARAM_INVALID); }), 1);
+  const uint16_t port = FreePort();
+  ASSERT_EQ(a.SetRole(LlmRole::kPrompt, {{OPTION_LISTEN_IP_INFO, Listen(port).c_str()}}), LLM_SUCCESS);
+  std::vector<Status> rets;
+  ASSERT_EQ(b.LinkLlmClusters({Remote(1, port)}, rets, 3000), LLM_SUCCESS);
+  Cache bc{};
+  bc.cache_id = bid;
+  ASSERT_EQ(b.PullKvCache(Index(1, aid, 2), bc, 3), LLM_SUCCESS);
+  EXPECT_TRUE(dst.Row(0, 3, src, 0, 2) && dst.Row(1, 3, src, 1, 2));
+  // b's link is incoming at a: a cannot move while it exists.
+  EXPECT_EQ(ErrorLines([&] {
+              EXPECT_EQ(a.SetRole(LlmRole::kPrompt, {{OPTION_LISTEN_IP_INFO, Listen(FreePort()).c_str()}}),
+                        LLM_EXIST_LINK);
+            }),
+            1);
+  ASSERT_EQ(b.UnlinkLlmClusters({Remote(1, port)}, rets, 3000), LLM_SUCCESS);
+  EXPECT_EQ(a.SetRole(LlmRole::kDecoder), LLM_SUCCESS);
+}
+
+}  // namespace
+}  // namespace llm_datadist
