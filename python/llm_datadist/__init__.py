@@ -21,12 +21,15 @@ import threading
 
 from . import _native
 from .status_codes import status_members as _status_members
+from .vendor_types import KvCache, MemInfo, Memtype, make_status as _make_status
 
 __all__ = [
     "BlocksCacheKey", "Cache", "CacheDesc", "CacheKey", "CacheKeyByIdAndIndex", "CacheManager", "DataType",
     "LLMClusterInfo", "LLMDataDist", "LLMException", "LLMRole", "LLMStatusCode", "Placement",
     # issue 14 (drop-in Python, items 1 and 3)
     "LLMConfig", "LlmConfig", "RegisterMemStatus",
+    # issue 18 (the vendor's names): vendor_types.py
+    "KvCache", "MemInfo", "Memtype", "Status",
 ]
 
 DataType = _native.DataType
@@ -39,6 +42,7 @@ _U64 = 2 ** 64
 # vendor's values): _status_members() (llm_datadist/status_codes.py) gives
 # the vendor Python package's names first, so they are the canonical names.
 LLMStatusCode = enum.IntEnum("LLMStatusCode", _status_members(_native.status_table()), module=__name__)
+Status = _make_status(LLMStatusCode)
 LLMStatusCode.__doc__ = "LLM-DataDist statuses (the vendor's names), from the C++ status table."
 
 
@@ -332,6 +336,8 @@ class LLMConfig:
         self._rdma_traffic_class = None
         self._rdma_service_level = None
         self._local_comm_res = None
+        self._transfer_backend = None
+        self._global_resource_config = None
 
     def generate_options(self):
         """The option dict (str -> str) for LLMDataDist.init."""
@@ -359,10 +365,15 @@ class LLMConfig:
                            ("llm.MemoryUtilization", self._mem_utilization),
                            ("llm.RdmaTrafficClass", self._rdma_traffic_class),
                            ("llm.RdmaServiceLevel", self._rdma_service_level),
-                           ("llm.LocalCommRes", self._local_comm_res)):
+                           ("llm.LocalCommRes", self._local_comm_res),
+                           ("llm.TransferBackend", self._transfer_backend),
+                           ("llm.GlobalResourceConfig", self._global_resource_config)):
             if value is not None:
                 o[key] = str(value)
         return o
+
+    # The vendor's gen_options spelling.
+    gen_options = generate_options
 
     # Fields: (name, check) -> property.  The checks raise TypeError for a
     # wrong type and ValueError (an LLMException too) for a wrong value.
@@ -541,6 +552,25 @@ class LLMConfig:
     def local_comm_res(self, v):
         self._local_comm_res = _str(v, "local_comm_res")
 
+    # Honoured by init(): llm.TransferBackend is checked ("hixl", "adxl" or
+    # empty: every backend is the one engine here); llm.GlobalResourceConfig
+    # goes to the engine's GlobalResourceConfig (empty: not configured).
+    @property
+    def transfer_backend(self):
+        return "" if self._transfer_backend is None else self._transfer_backend
+
+    @transfer_backend.setter
+    def transfer_backend(self, v):
+        self._transfer_backend = _str(v, "transfer_backend")
+
+    @property
+    def global_resource_config(self):
+        return "" if self._global_resource_config is None else self._global_resource_config
+
+    @global_resource_config.setter
+    def global_resource_config(self, v):
+        self._global_resource_config = _str(v, "global_resource_config")
+
 
 LlmConfig = LLMConfig
 
@@ -578,7 +608,7 @@ def _init_options(options):
         if not isinstance(k, str):
             raise TypeError(f"option keys must be str, not {type(k).__name__}")
         opts[k] = v if isinstance(v, str) else str(v)
-    listen = opts.pop("llm.listenIpInfo", "")
+    listen = opts.pop("llm.listenIpInfo", "") or opts.pop("llm.ListenIpInfo", "")  # Python's, C++'s spelling
     ip, port = opts.pop("llm.ListenIp", ""), opts.pop("llm.ListenPort", "")
     if not listen and ip:
         listen = f"[{ip}]:{port}" if ":" in ip and port else (f"{ip}:{port}" if port else ip)
@@ -588,6 +618,14 @@ def _init_options(options):
         raise _ParamInvalid(f"llm.SyncKvCacheWaitTime {timeout!r} must be an integer in [1, {_INT32_MAX}]")
     pool = opts.pop("llm.HostMemPoolConfig", "")
     engine = {}
+    backend = opts.pop("llm.TransferBackend", "")
+    if backend not in ("", "hixl", "adxl"):
+        raise _ParamInvalid(f"llm.TransferBackend {backend!r} is not one of 'hixl', 'adxl' (or empty)")
+    if backend:
+        _log_once("llm.TransferBackend", "every backend is the one UCX engine here")
+    global_config = opts.pop("llm.GlobalResourceConfig", "")
+    if global_config:  # empty: the vendor's "not configured"
+        engine["GlobalResourceConfig"] = global_config
     for k, v in opts.items():
         if k in _LLM_TO_ENGINE:
             if v:  # the reference's empty LocalCommRes means "generate it": nothing to say here

@@ -82,7 +82,8 @@ Status ParseOptions(const char *what, const std::map<ge::AscendString, ge::Ascen
     } else if (key == "llm.LocalCommRes") {
       if (!value.empty()) out->engine[adxl::AscendString("adxl.LocalCommRes")] = kv.second;
     } else if (key == "llm.GlobalResourceConfig") {
-      out->engine[adxl::AscendString("GlobalResourceConfig")] = kv.second;
+      // Empty is the vendor's "not configured" (its LLMConfig emits it so).
+      if (!value.empty()) out->engine[adxl::AscendString("GlobalResourceConfig")] = kv.second;
     } else if (key == "llm.BufPoolCfg") {
       InfoOnce(key, "transfers of registered caches need no staging pool (engine option BufferPool sizes one)");
     } else if (key.rfind("adxl.", 0) == 0 || kEngineNames.count(key) != 0) {

@@ -105,6 +105,13 @@ TEST(LlmDataDist, InitializeChecksItsOptions) {
     LlmDataDist dd(1, LlmRole::kPrompt);
     EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.Initialize(o), LLM_PARAM_INVALID); }), 1);
   }
+  {
+    // Passed to the engine, whose own check refuses it (its line, then the cache layer's).
+    LlmDataDist dd(1, LlmRole::kPrompt);
+    const Options o = {{OPTION_LISTEN_IP_INFO, Listen(FreePort()).c_str()},
+                       {OPTION_GLOBAL_RESOURCE_CONFIG, "not json"}};
+    EXPECT_GE(ErrorLines([&] { EXPECT_EQ(dd.Initialize(o), LLM_PARAM_INVALID); }), 1);
+  }
   // Accepted: the vendor's keys with no effect here, and keys of its runtime.
   LlmDataDist dd(1, LlmRole::kPrompt);
   const Options good = {{OPTION_LISTEN_IP_INFO, Listen(FreePort()).c_str()}, {OPTION_DEVICE_ID, "0"},
