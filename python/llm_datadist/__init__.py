@@ -1013,7 +1013,7 @@ def _rank_engines(rank_table):
 
 
 class CacheManager(_CacheManagerSurface):
-    """Registers caches and pulls / pushes them by key (see include/llm_datadist/cache_manager.h)."""
+    """Registers caches and pulls / pushes them by key (see src/llm_datadist/cache_manager.h)."""
 
     def __init__(self, native, host_pool=None, options=None):
         self._m = native
@@ -1234,7 +1234,7 @@ class LLMDataDist(_DataDistSurface):
 # ---- BEGIN layer-wise push (issue 14, item 2) -------------------------------------------------------------------
 # LayerSynchronizer, TransferConfig, TransferWithCacheKeyConfig, CacheTask and
 # CacheManager.transfer_cache_async, as the reference package names them
-# (include/llm_datadist/cache_task.h for the rules).  Kept in one block.
+# (src/llm_datadist/cache_task.h for the rules).  Kept in one block.
 import abc as _abc
 import atexit as _atexit
 import weakref as _weakref

@@ -1,6 +1,6 @@
 // Layer-wise push for the Python package (module llm_datadist._native):
 // TransferConfig, TransferWithCacheKeyConfig, CacheTask and
-// transfer_cache_async (include/llm_datadist/cache_task.h).  Registered from
+// transfer_cache_async (src/llm_datadist/cache_task.h).  Registered from
 // the module init (llm_datadist_module.cc) by RegisterLayerwise(m).
 //
 // GIL: every call that waits (transfer_cache_async, which may read remote

@@ -66,7 +66,7 @@ PYBIND11_MODULE(_native, m) {
       .value("DT_BF16", DataType::DT_BF16);
   py::enum_<Placement>(m, "Placement").value("HOST", Placement::HOST).value("DEVICE", Placement::DEVICE);
   m.def("data_type_size", [](DataType t) { return DataTypeSize(t); });
-  // Statuses, from the one table (include/llm_datadist/cache_types.h): the
+  // Statuses, from the one table (src/llm_datadist/cache_types.h): the
   // rows first, then the aliases, as (name, value, description) tuples;
   // LLMStatusCode is built from them in llm_datadist/__init__.py.
   m.def("status_name", &StatusName);

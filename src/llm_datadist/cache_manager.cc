@@ -1,4 +1,4 @@
-// CacheManager (include/llm_datadist/cache_manager.h): registration rules of
+// CacheManager (src/llm_datadist/cache_manager.h): registration rules of
 // docs/contract.md §10, links with metadata reads, and pull / push planned into one
 // engine TransferSync per call.  Locks: cache_manager_impl.h (no network I/O
 // under Impl::mu; per-link state under each link's own lock).

@@ -1,4 +1,4 @@
-// CacheManager's state (include/llm_datadist/cache_manager.h), shared by
+// CacheManager's state (src/llm_datadist/cache_manager.h), shared by
 // cache_manager.cc (registration, links, pull / push) and layerwise.cc
 // (TransferCacheAsync and its tasks).
 //

@@ -1,5 +1,5 @@
 // Layer-wise push: CacheManager::TransferCacheAsync and CacheTask
-// (include/llm_datadist/cache_task.h).  Everything is validated and planned
+// (src/llm_datadist/cache_task.h).  Everything is validated and planned
 // on the caller's thread (the metadata of keyed targets read through each
 // link's own lock, no manager lock held across I/O); the task's thread then
 // only waits for the synchronizer and runs one TransferSync per target and

@@ -1,4 +1,4 @@
-// The cache layer's metadata (see include/llm_datadist/cache_manager.h,
+// The cache layer's metadata (see src/llm_datadist/cache_manager.h,
 // "Metadata exchange"): the cache table a cluster publishes through its
 // engine, and its (de)serialization.  Parsing is bounded: a table received
 // from a peer is untrusted input.
