@@ -217,14 +217,17 @@ Status LlmDataDist::SetRole(LlmRole role, const std::map<AscendString, AscendStr
 Status LlmDataDist::LinkLlmClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
                                     int32_t timeout_in_millis) {
   const char *what = "LinkLlmClusters";
-  rets.assign(clusters.size(), LLM_SUCCESS);
+  // A call refused as a whole gives every cluster its status.
+  rets.assign(clusters.size(), LLM_FAILED);
   Status s = impl_->Ready(what);
   if (s != LLM_SUCCESS) return s;
   if (clusters.empty() || timeout_in_millis <= 0) {
     ADXL_ERROR("%s: %zu clusters, timeout %d ms (need clusters and a timeout > 0)", what, clusters.size(),
                timeout_in_millis);
+    rets.assign(clusters.size(), LLM_PARAM_INVALID);
     return LLM_PARAM_INVALID;
   }
+  rets.assign(clusters.size(), LLM_SUCCESS);
   std::vector<internal::ClusterInfo> todo;
   std::vector<size_t> where;
   for (size_t i = 0; i < clusters.size(); ++i) {
@@ -250,14 +253,17 @@ Status LlmDataDist::LinkLlmClusters(const std::vector<ClusterInfo> &clusters, st
 Status LlmDataDist::UnlinkLlmClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
                                       int32_t timeout_in_millis, bool force_flag) {
   const char *what = "UnlinkLlmClusters";
-  rets.assign(clusters.size(), LLM_SUCCESS);
+  // A call refused as a whole gives every cluster its status.
+  rets.assign(clusters.size(), LLM_FAILED);
   Status s = impl_->Ready(what);
   if (s != LLM_SUCCESS) return s;
   if (clusters.empty() || timeout_in_millis <= 0) {
     ADXL_ERROR("%s: %zu clusters, timeout %d ms (need clusters and a timeout > 0)", what, clusters.size(),
                timeout_in_millis);
+    rets.assign(clusters.size(), LLM_PARAM_INVALID);
     return LLM_PARAM_INVALID;
   }
+  rets.assign(clusters.size(), LLM_SUCCESS);
   // The cache layer finds links by cluster id; the address is informative.
   std::vector<internal::ClusterInfo> todo;
   for (const ClusterInfo &c : clusters) todo.push_back({c.remote_cluster_id, ""});
