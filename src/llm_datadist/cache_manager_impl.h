@@ -165,6 +165,12 @@ class OpGuard {
 
 // Helpers shared by cache_manager.cc and layerwise.cc.
 uint64_t EntryBytes(const CacheDesc &d);
+// "CacheKey(cluster_id=..., ...)" for log lines; keys equal within a cluster.
+std::string KeyText(const CacheKey &k);
+bool SameKey(const CacheKey &a, const CacheKey &b);
+// The engine notifies that announce an incoming link / unlink to its peer.
+inline constexpr char kLinkNotify[] = "llm_datadist.link";
+inline constexpr char kUnlinkNotify[] = "llm_datadist.unlink";
 void AddOp(std::vector<adxl::TransferOpDesc> *ops, uintptr_t local, uintptr_t remote, size_t len);
 
 }  // namespace llm_datadist::internal
