@@ -1,5 +1,5 @@
 // CacheManager's state (src/llm_datadist/cache_manager.h), shared by
-// cache_manager.cc (registration, links, pull / push) and layerwise.cc
+// cache_manager.cc (life cycle, registration), links.cc, pull_push.cc, rebind.cc and layerwise.cc
 // (TransferCacheAsync and its tasks).
 //
 // Locks, and what each guards (every one annotated; scripts/thread_safety.sh):
@@ -163,7 +163,7 @@ class OpGuard {
   bool active_ = false;
 };
 
-// Helpers shared by cache_manager.cc and layerwise.cc.
+// Helpers shared by the files of the cache layer.
 uint64_t EntryBytes(const CacheDesc &d);
 // "CacheKey(cluster_id=..., ...)" for log lines; keys equal within a cluster.
 std::string KeyText(const CacheKey &k);
