@@ -566,5 +566,6 @@ TEST_F(OptionsTest, AuthTokenOptionAndEnvironment) {
   Reject({});
 }
 
+
 }  // namespace
 }  // namespace adxl
