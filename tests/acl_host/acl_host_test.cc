@@ -237,6 +237,19 @@ TEST(AclHostEngine, DeviceMemoryRegistersAsMemDeviceRangeChecked) {
   EXPECT_EQ(aclrtFree(d), ACL_SUCCESS);
 }
 
+// A program asking for hardware no host here has learns why from
+// aclGetRecentErrMsg, as the vendor's programs print it.
+TEST(AclHostEngine, InitializeWithUbLinksIsRefusedAndTheRecentErrorSaysWhy) {
+  RecentErr();
+  AdxlEngine engine;
+  EXPECT_EQ(engine.Initialize("127.0.0.1", Options("ub_ctp:device")), PARAM_INVALID);
+  const std::string msg = RecentErr();
+  EXPECT_NE(msg.find("needs UB links"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("roce:device"), std::string::npos) << msg;
+  EXPECT_EQ(engine.Initialize("127.0.0.1", Options("uboe:device")), PARAM_INVALID);
+  EXPECT_NE(RecentErr().find("uboe:device"), std::string::npos);
+}
+
 // protocol: "" (default: the same-node lane) or "roce:device" (the network lane).
 class AclHostTransfer : public ::testing::TestWithParam<std::pair<std::string, std::string>> {};
 
