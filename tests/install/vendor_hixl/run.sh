@@ -63,6 +63,16 @@ export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PAT
 g++ "${flags[@]}" -o "$work/quickstart-pc" "$here/hixl_quickstart_read.cpp" \
     $(pkg-config --cflags --libs cann_hixl adxl-acl-host)
 two_procs "$work/quickstart-pc"
+# Every public header, in one translation unit, warning-free under the vendor's flags.
+{
+  (cd "$prefix/include" && find adxl hixl llm_datadist graph external -name '*.h' ! -path 'adxl/plugin/*' | sort) |
+    sed 's/.*/#include "&"/'
+  echo '#include "acl/acl.h"'
+  echo 'int main() { return 0; }'
+} > "$work/all_headers.cpp"
+g++ "${flags[@]}" -std=c++17 -fsyntax-only "$work/all_headers.cpp" $(pkg-config --cflags cann_hixl adxl-acl-host)
+echo "ok: every public header under the vendor's flags"
+
 # Every program once more with our headers on -I (CMake's imported targets
 # make them -isystem, which would hide their warnings from -Werror).
 for f in hixl_d2rh_async hixl_d2rd_multiproc; do
