@@ -20,6 +20,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "acl/acl.h"
@@ -175,6 +176,31 @@ TEST(AclHostRuntime, EveryCopyKindMovesTheBytes) {
   EXPECT_EQ(aclInit(nullptr), ACL_SUCCESS);
   EXPECT_EQ(aclInit(nullptr), ACL_ERROR_REPEAT_INITIALIZE);
   EXPECT_EQ(aclFinalize(), ACL_SUCCESS);
+}
+
+TEST(AclHostRuntime, AnotherThreadAdoptsTheContextAndItsDevice) {
+  ASSERT_EQ(aclrtSetDevice(3), ACL_SUCCESS);
+  aclrtContext ctx = nullptr;
+  ASSERT_EQ(aclrtGetCurrentContext(&ctx), ACL_SUCCESS);
+  int32_t seen = -1;
+  aclError get_before = ACL_SUCCESS;
+  std::thread t([&] {
+    aclrtContext none = nullptr;
+    get_before = aclrtGetCurrentContext(&none);  // a new thread has none
+    if (aclrtSetCurrentContext(ctx) == ACL_SUCCESS) aclrtGetDevice(&seen);
+  });
+  t.join();
+  EXPECT_EQ(get_before, ACL_ERROR_RT_CONTEXT_NULL);
+  EXPECT_EQ(seen, 3);
+  EXPECT_EQ(aclrtSetCurrentContext(reinterpret_cast<aclrtContext>(&seen)), ACL_ERROR_RT_PARAM_INVALID);
+  aclrtContext c5 = nullptr;
+  ASSERT_EQ(aclrtCreateContext(&c5, 5), ACL_SUCCESS);
+  int32_t dev = -1;
+  EXPECT_EQ(aclrtGetDevice(&dev), ACL_SUCCESS);
+  EXPECT_EQ(dev, 5);
+  EXPECT_EQ(aclrtDestroyContext(c5), ACL_SUCCESS);
+  EXPECT_EQ(aclrtResetDevice(5), ACL_SUCCESS);
+  EXPECT_EQ(aclrtResetDevice(3), ACL_SUCCESS);
 }
 
 TEST(AclHostRuntime, BadInputGivesAStatusAndARecentErrorMessage) {

@@ -20,6 +20,24 @@ aclError CheckDevice(const char *call, int32_t id) {
   return ACL_SUCCESS;
 }
 
+// The context of device d is &g_contexts[d]: its address is the handle.
+struct Context {
+  int32_t device;
+};
+Context g_contexts[1024];
+
+bool ContextDevice(aclrtContext context, int32_t *device) {
+  const uintptr_t c = reinterpret_cast<uintptr_t>(context);
+  const uintptr_t base = reinterpret_cast<uintptr_t>(&g_contexts[0]);
+  if (c < base || (c - base) % sizeof(Context) != 0) return false;
+  const uintptr_t d = (c - base) / sizeof(Context);
+  if (d >= acl_host::DeviceCount()) return false;
+  *device = static_cast<int32_t>(d);
+  return true;
+}
+
+aclrtContext ContextOf(int32_t device) { return &g_contexts[device]; }
+
 }  // namespace
 
 extern "C" {
@@ -72,6 +90,41 @@ aclError aclrtGetDeviceCount(uint32_t *count) {
 }
 
 aclError aclrtSynchronizeDevice(void) { return ACL_SUCCESS; }
+
+aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId) {
+  if (context == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateContext: context is NULL");
+  aclError e = CheckDevice("aclrtCreateContext", deviceId);
+  if (e != ACL_SUCCESS) return e;
+  *context = ContextOf(deviceId);
+  acl_host::ThreadDevice() = deviceId;  // a new context becomes the thread's current one
+  return ACL_SUCCESS;
+}
+
+aclError aclrtDestroyContext(aclrtContext context) {
+  int32_t device = 0;
+  if (!ContextDevice(context, &device)) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, "aclrtDestroyContext(%p): unknown context", context);
+  }
+  return ACL_SUCCESS;  // one context per device lives as long as the process
+}
+
+aclError aclrtSetCurrentContext(aclrtContext context) {
+  int32_t device = 0;
+  if (!ContextDevice(context, &device)) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, "aclrtSetCurrentContext(%p): unknown context", context);
+  }
+  acl_host::ThreadDevice() = device;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtGetCurrentContext(aclrtContext *context) {
+  if (context == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtGetCurrentContext: context is NULL");
+  if (acl_host::ThreadDevice() < 0) {
+    return Fail(ACL_ERROR_RT_CONTEXT_NULL, "aclrtGetCurrentContext: no context on this thread (call aclrtSetDevice)");
+  }
+  *context = ContextOf(acl_host::ThreadDevice());
+  return ACL_SUCCESS;
+}
 
 aclError aclrtCreateStream(aclrtStream *stream) {
   if (stream == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream: stream is NULL");
