@@ -566,6 +566,5 @@ TEST_F(OptionsTest, AuthTokenOptionAndEnvironment) {
   Reject({});
 }
 
-
 }  // namespace
 }  // namespace adxl
