@@ -9,15 +9,17 @@ cd "$ADXL_ROOT"
 CLANG="${CLANG:-$(command -v clang++ || command -v clang++-14 || true)}"
 [[ -n "$CLANG" ]] || { echo "thread_safety: clang++ not found (apt-get install clang)" >&2; exit 1; }
 FLAGS=(-std=c++17 -fsyntax-only -Wthread-safety -Wthread-safety-beta -Werror=thread-safety
-       -Iinclude -Isrc -Isrc/llm_datadist -Iplugin/ucx $(pkg-config --cflags ucx))
+       -Iinclude -Isrc -Isrc/llm_datadist -Iplugin/ucx -Iemulation/acl/include -Iemulation/acl/src
+       $(pkg-config --cflags ucx))
 if "$CLANG" "${FLAGS[@]}" tests/thread_safety/must_not_compile.cc 2>/dev/null; then
   echo "thread_safety: clang accepted tests/thread_safety/must_not_compile.cc: the analysis is not running" >&2
   exit 1
 fi
-# Every source of the engine, the cache layer and the plugins: a class that
+# Every source of the engine, the cache layer, the plugins and the host ACL
+# emulation: a class that
 # owns a lock declares what it guards (src/common/thread_annotations.h), and
 # every user of it is checked.
-mapfile -t files < <(find src plugin -name '*.cc' | sort)
+mapfile -t files < <(find src plugin emulation -name '*.cc' | sort)
 status=0
 for f in "${files[@]}"; do
   "$CLANG" "${FLAGS[@]}" "$f" || status=1

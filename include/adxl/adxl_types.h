@@ -1,7 +1,7 @@
 // Public ADXL types: statuses, memory and transfer descriptors, option keys.
 //
 // Source-compatible with the vendor's adxl_types.h (names, values, layouts);
-// see docs/contract.md §1.  Plain C++17, no dependencies.
+// see docs/contract.md §1.  Plain C++17.
 #ifndef ADXL_ADXL_TYPES_H_
 #define ADXL_ADXL_TYPES_H_
 
@@ -9,6 +9,17 @@
 #include <cstdint>
 
 #include "adxl/ascend_string.h"
+// As in the vendor's adxl_types.h: ge::Status and the standard headers
+// (<iostream>, <map>, <string>, <vector>, ...) that programs written for the
+// vendor's stack receive through it, and the ACL runtime's types where an
+// ACL runtime's headers are on the include path (the host emulation,
+// emulation/acl, is an opt-in component, so it is not required).
+#include "external/ge_common/ge_api_error_codes.h"
+#if defined(__has_include)
+#if __has_include("acl/acl_rt.h")
+#include "acl/acl_rt.h"
+#endif
+#endif
 
 #ifndef ASCEND_FUNC_VISIBILITY
 #define ASCEND_FUNC_VISIBILITY __attribute__((visibility("default")))

@@ -14,6 +14,8 @@
 #include <cstdint>
 
 #include "adxl/adxl_types.h"
+// As in the vendor's hixl_types.h (what programs receive through it).
+#include "external/ge_common/ge_api_error_codes.h"
 
 namespace hixl {
 

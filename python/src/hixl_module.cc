@@ -86,10 +86,14 @@ PYBIND11_MODULE(_hixl, m) {
       .value("CONNECTED", hixl::AsyncConnectStatus::CONNECTED)
       .value("CONNECT_FAILED", hixl::AsyncConnectStatus::CONNECT_FAILED)
       .value("DISCONNECT_PENDING", hixl::AsyncConnectStatus::DISCONNECT_PENDING)
-      .value("DISCONNECTING", hixl::AsyncConnectStatus::DISCONNECTING);
+      .value("DISCONNECTING", hixl::AsyncConnectStatus::DISCONNECTING)
+      .export_values();  // hixl.CONNECTED etc., as the vendor's package exports them
   py::enum_<hixl::FeatureType>(m, "FeatureType", py::module_local())
       .value("AUTO_CONNECT", hixl::AUTO_CONNECT)
-      .value("CLIENT_SERVER_COMM", hixl::CLIENT_SERVER_COMM);
+      .value("CLIENT_SERVER_COMM", hixl::CLIENT_SERVER_COMM)
+      .export_values();
+  // TransferStatus stays unexported, as in the vendor's package: its TIMEOUT
+  // and FAILED would shadow the statuses hixl.TIMEOUT and hixl.FAILED.
 
   py::class_<hixl::MemDesc>(m, "MemDesc", py::module_local())
       .def(py::init([](uintptr_t addr, size_t len) {

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "adxl/plugin/adxl_plugin.h"
+#include "common/recent_error.h"
 
 namespace adxl {
 namespace {
@@ -54,13 +55,20 @@ void LogWrite(const char *component, LogLevel level, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
+  if (level == LogLevel::kError) {
+    // For aclGetRecentErrMsg (common/recent_error.h), printed or not.
+    char line[1100];
+    snprintf(line, sizeof(line), "[%s] %s", component, msg);
+    adxl_recent_error_record(line);
+  }
+  if (!LogEnabled(level)) return;
   // One fprintf per line keeps lines from different threads whole.
   fprintf(stderr, "[%s %s %d] %s\n", component, Name(level), static_cast<int>(getpid()), msg);
 }
 
 void PluginLogCallback(void *arg, int level, const char *msg) {
   const LogLevel l = FromPluginLevel(level);
-  if (!LogEnabled(l)) return;
+  if (l != LogLevel::kError && !LogEnabled(l)) return;
   const char *plugin = arg != nullptr ? static_cast<const char *>(arg) : "?";
   LogWrite("adxl", l, "plugin %s: %s", plugin, msg != nullptr ? msg : "");
 }

@@ -23,6 +23,7 @@ namespace adxl {
 enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
 
 bool LogEnabled(LogLevel level);
+// Writes the line when `level` is enabled; ERROR lines are recorded even when not.
 void LogWrite(const char *component, LogLevel level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 // The log callback the engine hands a plugin (adxl_plugin_config_t::log):
@@ -37,9 +38,12 @@ void PluginLogCallback(void *arg, int level, const char *msg);
 #define ADXL_LOG_COMPONENT "adxl"
 #endif
 
+// ERROR lines are always formatted (LogWrite records them for
+// aclGetRecentErrMsg, common/recent_error.h) and printed if the level allows.
 #define ADXL_LOG(level, ...)                                                             \
   do {                                                                                   \
-    if (::adxl::LogEnabled(::adxl::LogLevel::level))                                     \
+    if (::adxl::LogLevel::level == ::adxl::LogLevel::kError ||                          \
+        ::adxl::LogEnabled(::adxl::LogLevel::level))                                     \
       ::adxl::LogWrite(ADXL_LOG_COMPONENT, ::adxl::LogLevel::level, __VA_ARGS__);        \
   } while (0)
 #define ADXL_ERROR(...) ADXL_LOG(kError, __VA_ARGS__)

@@ -2,11 +2,9 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <set>
-
-#include <nlohmann/json.hpp>
 
 #include "common/log.h"
+#include "config/resource_config.h"
 
 namespace adxl {
 namespace {
@@ -36,54 +34,6 @@ bool ParseInt(const std::string &s, int64_t lo, int64_t hi, int64_t *out) {
   return true;
 }
 
-const std::set<std::string> &KnownProtocols() {
-  static const std::set<std::string> kKnown = {"hccs:host", "hccs:device", "roce:host", "roce:device"};
-  return kKnown;
-}
-
-bool ParseProtocols(const nlohmann::json &v, std::vector<std::string> *out, std::string *why) {
-  std::vector<std::string> items;
-  if (v.is_string()) {
-    items.push_back(v.get<std::string>());
-  } else if (v.is_array() && !v.empty()) {
-    for (const auto &e : v) {
-      if (!e.is_string()) {
-        *why = "comm_resource_config.protocol_desc: list entries must be strings";
-        return false;
-      }
-      items.push_back(e.get<std::string>());
-    }
-  } else {
-    *why = "comm_resource_config.protocol_desc: expected a string or a non-empty list of strings";
-    return false;
-  }
-  for (const auto &s : items) {
-    if (KnownProtocols().count(s) == 0) {
-      *why = "comm_resource_config.protocol_desc: unknown value '" + s +
-             "' (expected hccs:host, hccs:device, roce:host or roce:device)";
-      return false;
-    }
-  }
-  *out = items;
-  return true;
-}
-
-bool PositiveJsonInt(const nlohmann::json &v, const char *key, uint32_t *out, std::string *why) {
-  int64_t n = 0;
-  if (v.is_number_integer()) {
-    n = v.get<int64_t>();
-  } else if (!v.is_string() || !ParseInt(v.get<std::string>(), 1, UINT32_MAX, &n)) {
-    *why = std::string(key) + ": expected a positive integer";
-    return false;
-  }
-  if (n <= 0 || n > static_cast<int64_t>(UINT32_MAX)) {
-    *why = std::string(key) + ": expected a positive integer";
-    return false;
-  }
-  *out = static_cast<uint32_t>(n);
-  return true;
-}
-
 bool ApplyBool(const OptionSpec &spec, const std::string &v, bool *field, std::string *why) {
   if (v != "0" && v != "1") {
     *why = std::string(spec.key) + " '" + v + "': expected \"0\" or \"1\"";
@@ -108,56 +58,17 @@ bool ApplyBufferPool(const OptionSpec &spec, const std::string &v, bool, EngineO
   return true;
 }
 
+// The JSON options live in config/resource_config.cc.
 bool ApplyLocalCommRes(const OptionSpec &spec, const std::string &v, bool, EngineOptions *, std::string *why) {
-  nlohmann::json j = nlohmann::json::parse(v, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    *why = std::string(spec.key) + ": not a JSON object: '" + v + "'";
-    return false;
-  }
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    if (it.key() != "version") {
-      ADXL_INFO("LocalCommRes: field '%s' describes vendor devices and is ignored", it.key().c_str());
-    }
-  }
-  return true;
+  return ApplyLocalCommResJson(spec.key, v, why);
 }
 
 bool ApplyGlobalResourceConfig(const OptionSpec &spec, const std::string &text, bool, EngineOptions *o,
                                std::string *why) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    *why = std::string(spec.key) + ": not a JSON object: '" + text + "'";
-    return false;
-  }
-  auto visit = [&](const std::string &key, const nlohmann::json &v) {
-    if (key == "comm_resource_config.protocol_desc") return ParseProtocols(v, &o->protocols, why);
-    if (key == "connect_pool.task_queue_capacity") {
-      return PositiveJsonInt(v, key.c_str(), &o->connect_queue_capacity, why);
-    }
-    if (key == "connect_pool.thread_num") return PositiveJsonInt(v, key.c_str(), &o->connect_threads, why);
-    ADXL_INFO("GlobalResourceConfig: key '%s' has no meaning here and is ignored", key.c_str());
-    return true;
-  };
-  // Keys come dotted ("a.b") as in the reference, or nested ({"a": {"b": ...}}).
-  for (const auto &item : j.items()) {
-    if (item.value().is_object()) {
-      for (const auto &sub : item.value().items()) {
-        if (!visit(item.key() + "." + sub.key(), sub.value())) return false;
-      }
-    } else if (!visit(item.key(), item.value())) {
-      return false;
-    }
-  }
-  return true;
+  return ApplyGlobalResourceConfigJson(spec.key, text, o, why);
 }
 
-std::string ShowGlobalResourceConfig(const EngineOptions &o) {
-  nlohmann::ordered_json j = nlohmann::ordered_json::object();
-  if (!o.protocols.empty()) j["comm_resource_config.protocol_desc"] = o.protocols;
-  j["connect_pool.task_queue_capacity"] = o.connect_queue_capacity;
-  j["connect_pool.thread_num"] = o.connect_threads;
-  return j.dump();
-}
+std::string ShowGlobalResourceConfig(const EngineOptions &o) { return ShowGlobalResourceConfigJson(o); }
 
 bool ApplyPlugin(const OptionSpec &spec, const std::string &v, bool, EngineOptions *o, std::string *why) {
   if (v.empty() || v.find('/') != std::string::npos) {
@@ -242,14 +153,18 @@ std::vector<OptionSpec> BuildTable() {
       },
       "staging buffers through which transfers of unregistered local memory move"));
   t.push_back(Other("LocalCommRes", K::kVendor, nullptr, false,
-                    "JSON object (`version` accepted, vendor device fields ignored)", ApplyLocalCommRes,
-                    [](const EngineOptions &) -> std::string { return ""; },
-                    "the vendor's device list; accepted for compatibility, nothing in it is used"));
+                    "JSON object: `version` `1.0`, `1.2` or `1.3`; `endpoint_list` entries of UB protocols "
+                    "(`ub_ctp`, `ub_tp`, `ub_rtp`, `uboe`, `ubg`) are refused",
+                    ApplyLocalCommRes, [](const EngineOptions &) -> std::string { return ""; },
+                    "the vendor's device list (ranktable or endpoints); accepted for compatibility, each field "
+                    "logged once as not applicable: the engine finds its own interfaces"));
   t.push_back(Other("GlobalResourceConfig", K::kVendor, nullptr, false,
-                    "JSON object, keys dotted (`a.b`) or nested: `comm_resource_config.protocol_desc` "
-                    "(`hccs:host`, `hccs:device`, `roce:host`, `roce:device`, a string or a list), "
-                    "`connect_pool.task_queue_capacity` and `connect_pool.thread_num` (integers > 0); "
-                    "other keys ignored",
+                    "JSON object, keys dotted (`a.b`) or nested, with the vendor's ranges: "
+                    "`comm_resource_config.protocol_desc` (`hccs:host`, `hccs:device`, `roce:host`, "
+                    "`roce:device`, a string or a list; UB protocols are refused), "
+                    "`connect_pool.thread_num` [1, 64], `connect_pool.task_queue_capacity` [1, 65535]; "
+                    "`fabric_memory.*`, `comm_resource_config.listen_port` / `max_active_channels` / `qos`, "
+                    "`channel_pool.*` checked and logged once as not applicable; other keys ignored",
                     ApplyGlobalResourceConfig, ShowGlobalResourceConfig,
                     "`protocol_desc` restricts the lanes links may use (default: all); `connect_pool` sizes "
                     "the HIXL facade's asynchronous connect queue and its threads"));

@@ -6,6 +6,7 @@
 #include <cinttypes>
 
 #include "common/log.h"
+#include "memory/acl_host.h"
 #include "memory/device_memory.h"
 #include "memory/host_memory.h"
 
@@ -81,14 +82,36 @@ Status Registrar::Register(const MemDesc &mem, MemType type, MemHandle *handle) 
 
 Status Registrar::RegisterWithTransport(const MemDesc &mem, MemType type, std::shared_ptr<LocalRegion> *out) {
   std::string why;
-  if (type == MEM_DEVICE && !transport_->device_memory()) {
+  // Memory of the host ACL emulation (memory/acl_host.h) is MEM_DEVICE to the
+  // engine and host memory to the transport: it moves on the host lanes.
+  bool acl_host = false;
+  if (type == MEM_DEVICE) {
+    switch (QueryAclHostRange(mem.addr, mem.len, &why)) {
+      case AclHostRange::kInside:
+        acl_host = true;
+        break;
+      case AclHostRange::kNotInside:
+        // CUDA memory in a process that also loaded the emulation still
+        // takes the CUDA path below.
+        if (!transport_->device_memory() || !IsDeviceAddress(mem.addr)) {
+          ADXL_ERROR("RegisterMem {addr 0x%" PRIxPTR ", len %zu} as MEM_DEVICE: %s", mem.addr, mem.len, why.c_str());
+          return PARAM_INVALID;
+        }
+        break;
+      case AclHostRange::kNoEmulation:
+        break;
+    }
+  }
+  if (type == MEM_DEVICE && !acl_host && !transport_->device_memory()) {
     ADXL_ERROR("RegisterMem {addr 0x%" PRIxPTR ", len %zu}: device memory is not supported: the %s transport "
                "cannot move it (it needs a UCX with CUDA or ROCm support whose RMA protocols handle device memory, "
-               "UCX_PROTO_ENABLE=y; with ADXL_LOG_LEVEL=info the transport says at Initialize which is missing)",
+               "UCX_PROTO_ENABLE=y; with ADXL_LOG_LEVEL=info the transport says at Initialize which is missing). "
+               "Programs written for the vendor's stack: link the host ACL emulation (lib/adxl-acl-host) and "
+               "allocate with aclrtMalloc",
                mem.addr, mem.len, transport_->name().c_str());
     return UNSUPPORTED;
   }
-  if (type == MEM_DEVICE) {
+  if (type == MEM_DEVICE && !acl_host) {
     bool checked = false;
     Status st = CheckDeviceRange(mem.addr, mem.len, &checked, &why);
     if (st != SUCCESS) {
@@ -113,7 +136,7 @@ Status Registrar::RegisterWithTransport(const MemDesc &mem, MemType type, std::s
     share_offset = mem.addr - reinterpret_cast<uintptr_t>(block.base);
   }
   int rc = TransportMem::Register(transport_, reinterpret_cast<void *>(mem.addr), mem.len,
-                                  type == MEM_DEVICE ? ADXL_PLUGIN_MEM_DEVICE : ADXL_PLUGIN_MEM_HOST, share_path,
+                                  type == MEM_DEVICE && !acl_host ? ADXL_PLUGIN_MEM_DEVICE : ADXL_PLUGIN_MEM_HOST, share_path,
                                   share_offset, &region->mem);
   if (rc != ADXL_PLUGIN_OK) {
     ADXL_ERROR("RegisterMem {addr 0x%" PRIxPTR ", len %zu}: transport refused the registration (status %d)",

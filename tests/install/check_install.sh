@@ -5,7 +5,8 @@
 # hixl and llm_datadist packages (not the build tree's) move and check data
 # between two processes.  ADXL_CHECK_PIP=1 also builds a wheel with
 # `pip install --no-build-isolation ./python` into a venv and runs the same
-# Python check on it (a full build: minutes).
+# Python check on it (a full build: minutes).  Last, the programs written for
+# the vendor's stack in tests/install/vendor_hixl, built the vendor's way.
 # Usage: check_install.sh <build-dir> <source-dir>
 set -euo pipefail
 build="$1"
@@ -67,4 +68,11 @@ if [[ "$pydir" != "." && -d "$pydir" ]]; then
     pycheck "$work/venv/bin/python"
   fi
 fi
+# 4. Programs written for the vendor's stack, built the vendor's way (plain
+# target names, -DCMAKE_PROJECT_INCLUDE=.../vendor-targets.cmake; pkg-config
+# cann_hixl / llm_datadist) with the host ACL emulation (opt-in component
+# acl_host), run as two processes, every byte checked.  The LlmDataDist
+# programs get a sibling directory (tests/install/vendor_llm_datadist).
+cmake --install "$build" --prefix "$work/prefix" --component acl_host >/dev/null
+bash "$src/tests/install/vendor_hixl/run.sh" "$work/prefix" "$work"
 echo "install check: OK"
