@@ -188,8 +188,15 @@ class ControlConn {
   struct PendingAuth {
     bool active = false;
     std::string from, to, client_nonce, server_nonce;
+    uint32_t heartbeat_ms = 0, dead_after_ms = 0;
   } pending_auth;
   std::atomic<int64_t> last_rx_ms{0};
+  // Server ends (core/heartbeat.h): the silence after which the client is
+  // dead, as its Hello said (0: not said, the server's own applies), and
+  // whether a frame came after the handshake - the client's link is set up
+  // and it pings.  Written by the loop thread, read by the heartbeat.
+  std::atomic<uint32_t> peer_dead_after_ms{0};
+  std::atomic<bool> peer_live{false};
   int64_t created_ms = 0;
   const std::string &desc() const { return desc_; }
 

@@ -23,6 +23,7 @@
 #include "control/control.h"
 #include "control/handshake.h"
 #include "core/link_table.h"
+#include "core/wireup_reaper.h"
 #include "transport/transport.h"
 
 namespace adxl {
@@ -45,6 +46,8 @@ class Connector {
   // (AutoConnect: the next call reconnects).  Idempotent.
   void DropLink(const std::shared_ptr<Link> &link);
   bool auto_connect() const { return auto_connect_; }
+  // Endpoints of failed Connects whose wire-up had not ended yet.
+  WireupReaper &reaper() { return reaper_; }
 
  private:
   Status ConnectOnce(const std::shared_ptr<Link> &link, const EngineName &peer, Clock::time_point deadline);
@@ -55,6 +58,7 @@ class Connector {
   const std::shared_ptr<Transport> transport_;
   ControlLoop *const loop_;
   LinkTable *const links_;
+  WireupReaper reaper_;
 };
 
 }  // namespace adxl

@@ -90,16 +90,19 @@ Status Engine::Initialize(const AscendString &local_engine, const std::map<Ascen
   node_id_ = LocalNodeId();
   options_ = o;
   transport_ = transport;
-  const HandshakeIdentity self{name.text, node_id_, o.auth_token};
+  const HandshakeIdentity self{name.text, node_id_, o.auth_token, o.heartbeat_ms, DeadAfterMs(o)};
   registrar_ = std::make_unique<Registrar>(transport, o);
   connector_ = std::make_unique<Connector>(self, o, transport, &loop_, &links_);
   transfers_ = std::make_unique<Transfers>(transport, o, registrar_.get(), connector_.get());
   notifier_ = std::make_unique<Notifier>(connector_.get());
   handshake_ = std::make_unique<HandshakeServer>(self, transport->address());
-  heartbeat_ = std::make_unique<Heartbeat>(o.heartbeat_ms, &links_, registrar_.get(), connector_.get(), &worker_);
+  heartbeat_ = std::make_unique<Heartbeat>(o.heartbeat_ms, DeadAfterMs(o), HeartbeatTickMs(o), &links_,
+                                           registrar_.get(), connector_.get(), &worker_);
   worker_.Start();
-  const int hello_timeout_ms = static_cast<int>(std::max<uint32_t>(3 * o.heartbeat_ms, 1000));
-  if (!loop_.Start(std::move(listen_fd), this, static_cast<int>(o.heartbeat_ms), hello_timeout_ms, &why)) {
+  // A Hello must come within 3 ticks (at least 1 s) of the connection.
+  const uint32_t tick_ms = HeartbeatTickMs(o);
+  const int hello_timeout_ms = static_cast<int>(std::max<uint32_t>(3 * tick_ms, 1000));
+  if (!loop_.Start(std::move(listen_fd), this, static_cast<int>(tick_ms), hello_timeout_ms, &why)) {
     ADXL_ERROR("Initialize: %s", why.c_str());
     worker_.Stop();
     heartbeat_.reset();
@@ -146,6 +149,8 @@ void Engine::Finalize() {
   transfers_.reset();  // async requests and the buffer pool
   links.clear();
   notifier_.reset();
+  // Wire-ups that failed Connects left running end first (wireup_reaper.h).
+  connector_->reaper().Drain(std::chrono::milliseconds(1000));
   connector_.reset();
   registrar_.reset();
   transport_.reset();
@@ -297,6 +302,9 @@ void Engine::HandleServer(const std::shared_ptr<ControlConn> &conn, wire::Messag
     HandshakeServer::Admitted admitted;
     if (handshake_->OnMessage(*conn, msg, deadline, &admitted) != HandshakeServer::Step::kAdmitted) return;
     conn->set_peer_name(admitted.from);
+    // Judged by the client's own timeout (heartbeat.h), never less than
+    // 2 of its periods.
+    conn->peer_dead_after_ms.store(std::max(admitted.dead_after_ms, 2 * admitted.heartbeat_ms));
     conn->set_hello_done();
     // Snapshot, subscription and the queueing of the answer happen at once
     // (registrar.h); the loop writes the answer as the client reads it, and
@@ -310,8 +318,12 @@ void Engine::HandleServer(const std::shared_ptr<ControlConn> &conn, wire::Messag
     }
     ADXL_INFO("'%s' connected (%zu regions advertised%s)", admitted.from.c_str(), regions,
               proven ? ", authenticated" : "");
+    ForgetEarlierIncarnations(conn, admitted.from);
     return;
   }
+  // The client sends nothing between our answer and the end of its
+  // transport wire-up: from its first frame on, its link is set up.
+  conn->peer_live.store(true);
   if (auto *n = std::get_if<wire::Notify>(&msg.body)) {
     conn->Send(wire::Ack{notifier_->Receive(*n, conn->peer_name())}, msg.seq, deadline);
   } else if (std::holds_alternative<wire::Ping>(msg.body)) {
@@ -334,6 +346,23 @@ void Engine::HandleServer(const std::shared_ptr<ControlConn> &conn, wire::Messag
     ADXL_ERROR("control connection from '%s': unexpected %s; closing it", conn->peer_name().c_str(),
                wire::TypeName(wire::TypeOf(msg.body)));
     conn->Close();
+  }
+}
+
+void Engine::ForgetEarlierIncarnations(const std::shared_ptr<ControlConn> &conn, const std::string &from) {
+  // A name with a port is one engine (it listens there): a second Hello
+  // from it means that engine restarted (or reconnected) before its old
+  // connection was seen to close.  The old subscription goes, so that
+  // nothing is pushed to, or waited for from, the process that is gone.
+  // Client-only names ("ip" without a port) are shared by many engines.
+  EngineName name;
+  std::string why;
+  if (!ParseEngineName(from, &name, &why) || !name.listens()) return;
+  for (const auto &c : registrar_->Subscribers()) {
+    if (c != conn && c->peer_name() == from) {
+      ADXL_INFO("'%s' connected again: closing its earlier connection %s", from.c_str(), c->desc().c_str());
+      c->Close();
+    }
   }
 }
 

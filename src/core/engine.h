@@ -19,9 +19,11 @@
 //             never taken by the control thread or the worker, so neither
 //             waits on an API call)
 //   -> Registrar::op_mu_ -> Registrar::mu_ -> Link regions (shared)
-//   LinkTable, AsyncRequests, Notifier, StagedTransfers, BackgroundWorker
-//   and ControlConn locks are leaves.  UCP's worker lock lives inside the
-//   plugin, below all of them: the plugin never calls back into the engine.
+//   LinkTable, AsyncRequests, Notifier, StagedTransfers, BackgroundWorker,
+//   WireupReaper and ControlConn locks are leaves.  UCP's worker lock lives
+//   inside the plugin, below all of them: the plugin never calls back into
+//   the engine (WireupReaper tests and closes endpoints outside its own
+//   lock all the same).
 // The modules exist between a successful Initialize and Finalize; they are
 // reached only under life_mu_ (API calls) or from the loop and worker
 // threads, which Finalize stops before it destroys them.
@@ -102,6 +104,8 @@ class Engine : public ControlHandler {
  private:
   // Messages on server ends (links peers opened to us) and client ends.
   void HandleServer(const std::shared_ptr<ControlConn> &conn, wire::Message &msg);
+  // Closes older server ends of the client named `from` (a restarted peer).
+  void ForgetEarlierIncarnations(const std::shared_ptr<ControlConn> &conn, const std::string &from);
   void HandleClient(const std::shared_ptr<ControlConn> &conn, wire::Message &msg);
   // The lifecycle check of API calls; logs when not initialized.
   bool Ready(const char *api) const;
