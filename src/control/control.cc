@@ -224,6 +224,15 @@ void ControlConn::StartQueuedEncoded(Frame frame, Clock::time_point deadline) {
   Enqueue(std::move(frame.bytes), deadline, true);
 }
 
+void ControlConn::WakeWriter() {
+  std::shared_ptr<ControlWaker> waker;
+  {
+    MutexLock q(&out_mu_);
+    if (!out_.empty()) waker = waker_;
+  }
+  if (waker) waker->WantWrite(fd_.get());
+}
+
 bool ControlConn::queued() const {
   MutexLock q(&out_mu_);
   return !out_.empty();

@@ -148,6 +148,11 @@ class ControlConn {
   bool EncodePost(const wire::Body &body, Frame *frame);
   bool SendEncoded(Frame frame, Clock::time_point deadline) ADXL_EXCLUDES(out_mu_, mu_);
   void StartQueuedEncoded(Frame frame, Clock::time_point deadline) ADXL_EXCLUDES(out_mu_);
+  // Has the loop write what is queued (a handshake answer queued by
+  // StartQueued while the loop handled another connection's message: the
+  // loop writes only the handled connection's queue when the handler
+  // returns).  No socket I/O here.
+  void WakeWriter() ADXL_EXCLUDES(out_mu_);
   // Frames wait in the queue.
   bool queued() const ADXL_EXCLUDES(out_mu_);
   // The StartQueued() frame (the handshake answer) was written completely.

@@ -158,6 +158,9 @@ Status Connector::ConnectOnce(const std::shared_ptr<Link> &link, const EngineNam
     ADXL_ERROR("Connect to '%s': the peer closed the connection during the handshake", remote.c_str());
     return FAILED;
   }
+  // Tells the peer at once that our link is set up: it admits the next
+  // client wiring up (core/admission.h) and judges our silence from now on.
+  conn->Send(wire::Ping{}, 0, Clock::now() + std::chrono::seconds(1));
   ADXL_INFO("Connect: linked to '%s' (%s node, %zu regions) on the %s lane over %s; handshake %lld ms, "
             "wire-up %lld ms",
             remote.c_str(), same_node ? "same" : "other", ack.regions.size(), LaneName(ep->lane()),

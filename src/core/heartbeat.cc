@@ -40,7 +40,9 @@ void Heartbeat::Tick() {
   }
   if (!judge) return;
   for (const auto &c : registrar_->Subscribers()) {
-    if (!c->peer_live.load()) continue;  // still setting its link up (header)
+    // Has our answer and sets its link up (header).  One that never read
+    // its answer is not setting anything up: judged as ever.
+    if (!c->peer_live.load() && c->answer_sent()) continue;
     const uint32_t theirs = c->peer_dead_after_ms.load();
     const int64_t limit = theirs != 0 ? theirs : dead_after;
     const int64_t silent = now - c->last_rx_ms.load();

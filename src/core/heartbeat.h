@@ -9,11 +9,12 @@
 //    connection closed (AutoConnect: dropped, so the next call reconnects).
 //  - Server ends: a client is judged by the timeout its Hello stated (its
 //    own period's; ControlConn::peer_dead_after_ms), else by ours, so that
-//    engines of different periods keep each other.  A client is judged only
-//    once its link is set up (ControlConn::peer_live: it sent a frame after
-//    the handshake): a peer that is still wiring up its transport - one of
-//    hundreds connecting at once - sends nothing and is not silent.  A
-//    client that dies meanwhile closes its socket, which the loop sees.
+//    engines of different periods keep each other.  A client that has our
+//    answer is judged only once its link is set up (ControlConn::peer_live:
+//    it sent a frame after the handshake): a peer that is still wiring up
+//    its transport - one of hundreds connecting at once - sends nothing and
+//    is not silent.  A client that dies meanwhile closes its socket, which
+//    the loop sees; one that never reads its answer is judged as any other.
 //  - A tick that comes late (this process was starved of CPU: the control
 //    thread did not run) judges nobody: the frames peers sent meanwhile may
 //    wait unread in the sockets, so the silence measured is ours, not theirs.

@@ -120,6 +120,12 @@ int RunPeer(const PeerArgs &a) {
     }
   }
   WriteLine(a.fd, report);
+  if (report.rfind("ok", 0) != 0) {
+    // A peer that failed leaves at once, as a real client would: its
+    // engine finalizes while the target may still be wiring it up.
+    engine.Finalize();
+    return 0;
+  }
   // Linked and idle until the driver asks for more or closes the socket.
   while (ReadLine(a.fd, &buffer, &line, -1)) {
     if (line == "verify") WriteLine(a.fd, ReadAndVerify(engine, a, local.data()));
