@@ -212,6 +212,31 @@ bool ControlConn::Post(const wire::Body &body, Clock::time_point deadline) {
   return Send(body, next_seq_.fetch_add(1), deadline);
 }
 
+bool ControlConn::PostToLoop(const wire::Body &body, Clock::time_point deadline) {
+  Frame frame;
+  if (!EncodePost(body, &frame)) return false;
+  size_t behind = 0;
+  std::shared_ptr<ControlWaker> waker;
+  {
+    MutexLock q(&out_mu_);
+    if (closed_.load()) return false;
+    if (waker_ != nullptr) {  // else not in a loop: nobody else would write it
+      Enqueue(std::move(frame.bytes), deadline, false);
+      behind = QueuedBehind();
+      waker = waker_;
+    }
+  }
+  if (!waker) return SendEncoded(std::move(frame), deadline);
+  if (behind > kMaxQueuedBehind) {
+    ADXL_WARN("control %s: peer does not read what is sent to it and more than %zu bytes wait; closing",
+              desc_.c_str(), kMaxQueuedBehind);
+    Close();
+    return false;
+  }
+  waker->WantWrite(fd_.get());
+  return true;
+}
+
 bool ControlConn::StartQueued(const wire::Body &body, uint64_t seq, Clock::time_point deadline) {
   Frame frame;
   if (!Encode(body, seq, &frame)) return false;

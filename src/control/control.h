@@ -126,6 +126,13 @@ class ControlConn {
   Outcome AwaitAck(uint64_t seq, Clock::time_point deadline, uint32_t *ack_status) ADXL_EXCLUDES(out_mu_, mu_);
   // Sends a request under a fresh seq without waiting for (or tracking) its Ack.
   bool Post(const wire::Body &body, Clock::time_point deadline) ADXL_EXCLUDES(out_mu_, mu_);
+  // Post, but the frame is only queued and the loop writes it (no socket
+  // I/O on the caller's thread): for a message fanned out to hundreds of
+  // peers by an API call (RegisterMem's RegionAdd), whose caller should not
+  // pay a system call, and a wake-up of the peer, per peer.  Same order,
+  // limits and deadlines as Send.  On a connection not added to a loop it is
+  // Post.
+  bool PostToLoop(const wire::Body &body, Clock::time_point deadline) ADXL_EXCLUDES(out_mu_, mu_);
 
   // The handshake answer (see the top of this file).  Encodes `body` as the
   // first frame of the queue, to be written by `deadline`.  No socket I/O,

@@ -76,7 +76,8 @@ Status Registrar::Register(const MemDesc &mem, MemType type, MemHandle *handle) 
   }
   // Queued, not waited for (see the header).
   const Clock::time_point deadline = Clock::now() + deregister_wait_;
-  for (const auto &peer : peers) peer->Post(wire::RegionAdd{ToWire(*region)}, deadline);
+  const wire::Body add = wire::RegionAdd{ToWire(*region)};  // copied into each frame, built once
+  for (const auto &peer : peers) peer->PostToLoop(add, deadline);
   *handle = reinterpret_cast<MemHandle>(static_cast<uintptr_t>(region->id));
   return SUCCESS;
 }
