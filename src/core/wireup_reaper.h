@@ -15,9 +15,11 @@
 // kMaxAge when the peer never answers (stopped).  Closing a wired-up
 // endpoint leaves the peer nothing pending.
 //
-// Thread-safety: any thread.  mu_ guards the list and is a leaf: it is never
-// held across a call into the transport (testing or closing an endpoint),
-// which Reap makes outside it.  Reap may wait (an endpoint close) and runs
+// Thread-safety: any thread.  mu_ guards entries_ (count_ mirrors its size
+// for lock-free polling) and is a leaf: it is never held across a call into
+// the transport (testing or closing an endpoint, which take UCP's worker
+// lock inside the plugin and may progress UCP), which Reap makes outside
+// it.  Lock order: mu_ alone; UCP's worker lock is never taken under it.  Reap may wait (an endpoint close) and runs
 // on the background worker, never on the control thread.
 #ifndef ADXL_SRC_CORE_WIREUP_REAPER_H_
 #define ADXL_SRC_CORE_WIREUP_REAPER_H_
