@@ -11,7 +11,9 @@
 # both lanes (KillTargetTest); TIMEOUT on the network lane against a stopped
 # target and against a live one with a 1 ms deadline, WRITE and READ, after
 # which both sides must finalize cleanly (NetworkTimeoutTest, one round per
-# run: ITERATIONS/5 runs per case, so 100 each at the default).
+# run: ITERATIONS/5 runs per case, so 100 each at the default); the connect
+# storm (tools/storm: 64 peer processes connect at once, every byte
+# verified, half killed) on both lanes, ITERATIONS/100 runs each, at least 2.
 # BUILD_DIR (default build/) must hold a build (scripts/test.sh makes one).
 set -uo pipefail
 ADXL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -34,9 +36,14 @@ total_fail=0
 run_case() {  # name filter runs [env...]
   local name=$1 filter=$2 runs=$3
   shift 3
+  run_command "$name" "$runs" env "$@" "$TESTS" --gtest_filter="$filter"
+}
+run_command() {  # name runs command...
+  local name=$1 runs=$2
+  shift 2
   local pass=0 fail=0 hang=0 t0=$SECONDS
   for ((i = 0; i < runs; ++i)); do
-    env "$@" timeout -s KILL "$LIMIT_S" "$TESTS" --gtest_filter="$filter" >"$logdir/run.log" 2>&1
+    timeout -s KILL "$LIMIT_S" "$@" >"$logdir/run.log" 2>&1
     local rc=$?
     if ((rc == 0)); then
       ((++pass))
@@ -59,6 +66,12 @@ run_case KillTarget/RdmaLaneOverTcp 'Lanes/KillTargetTest.*/RdmaOverTcp' "$ITERA
 per_case=$(( ITERATIONS / 5 > 0 ? ITERATIONS / 5 : 1 ))
 for c in StoppedTargetWrite StoppedTargetRead LiveTargetWrite LiveTargetRead; do
   run_case "NetworkTimeout/$c" "Cases/NetworkTimeoutTest.*/$c" "$per_case" ADXL_FAULT_ROUNDS=1
+done
+storm_runs=$(( ITERATIONS / 100 > 2 ? ITERATIONS / 100 : 2 ))
+for lane in hccs rdma; do
+  if [[ -x "$BUILD_DIR/bin/adxl-storm" ]]; then
+    run_command "ConnectStorm64/$lane" "$storm_runs" "$BUILD_DIR/bin/adxl-storm" --peers 64 --lane "$lane" --idle-ms 200
+  fi
 done
 if ((total_fail > 0)); then
   echo "stress: $total_fail run(s) failed or hung" >&2

@@ -182,8 +182,19 @@ std::vector<OptionSpec> BuildTable() {
                   "most bytes of host memory registered at once"));
   t.push_back(Int("adxl.HeartbeatMs", K::kProject, "ADXL_HEARTBEAT_MS", false, false, 10, kU32, 0,
                   [](const EngineOptions &o) -> int64_t { return o.heartbeat_ms; },
-                  [](EngineOptions *o, int64_t v) { o->heartbeat_ms = static_cast<uint32_t>(v); },
-                  "ping period of the control channel in ms; a peer silent for 3 periods is dead"));
+                  [](EngineOptions *o, int64_t v) {
+                    o->heartbeat_ms = static_cast<uint32_t>(v);
+                    o->heartbeat_ms_given = true;
+                  },
+                  "ping period of the control channel in ms (the vendor's 10 s); each client end pings its "
+                  "peer this often and tells it the period at the handshake"));
+  t.push_back(Int("adxl.HeartbeatTimeoutMs", K::kProject, "ADXL_HEARTBEAT_TIMEOUT_MS", false, false, 0, kU32, 0,
+                  [](const EngineOptions &o) -> int64_t { return o.heartbeat_timeout_ms; },
+                  [](EngineOptions *o, int64_t v) { o->heartbeat_timeout_ms = static_cast<uint32_t>(v); },
+                  "silence in ms after which a linked peer is dead (at least 2 periods); `0`: 120000 (the "
+                  "vendor's 120 s), or 3 periods when only `adxl.HeartbeatMs` is given.  A server end judges "
+                  "each client by the client's own period and timeout, and only once its link is set up; a "
+                  "tick at which this engine's own control thread ran late judges nobody"));
   t.push_back(Int("adxl.HccsCopyThreads", K::kProject, "ADXL_HCCS_COPY_THREADS", false, false, 0, 64, 0,
                   [](const EngineOptions &o) -> int64_t { return o.hccs_copy_threads; },
                   [](EngineOptions *o, int64_t v) { o->hccs_copy_threads = static_cast<uint32_t>(v); },

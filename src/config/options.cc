@@ -1,5 +1,8 @@
 #include "config/options.h"
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cstdlib>
 
 #include "config/option_table.h"
@@ -55,8 +58,21 @@ bool ParseOptions(const std::map<std::string, std::string> &options, EngineOptio
     if (!FindValue(spec, options, &value, &from_env)) continue;
     if (!spec.Apply(value, from_env, &o, why)) return false;
   }
+  if (o.heartbeat_timeout_ms != 0 && o.heartbeat_timeout_ms < 2ull * o.heartbeat_ms) {
+    *why = "adxl.HeartbeatTimeoutMs (" + std::to_string(o.heartbeat_timeout_ms) +
+           ") must be at least 2 heartbeat periods (adxl.HeartbeatMs " + std::to_string(o.heartbeat_ms) + ")";
+    return false;
+  }
   *out = o;
   return true;
 }
+
+uint32_t DeadAfterMs(const EngineOptions &o) {
+  if (o.heartbeat_timeout_ms != 0) return o.heartbeat_timeout_ms;
+  if (!o.heartbeat_ms_given) return std::max(kDefaultHeartbeatTimeoutMs, 3 * o.heartbeat_ms);
+  return static_cast<uint32_t>(std::min<uint64_t>(3ull * o.heartbeat_ms, UINT32_MAX));
+}
+
+uint32_t HeartbeatTickMs(const EngineOptions &o) { return std::min(o.heartbeat_ms, kMaxHeartbeatTickMs); }
 
 }  // namespace adxl

@@ -30,6 +30,11 @@ namespace adxl {
 constexpr uint32_t kDefaultMaxRegistrations = 256;
 constexpr uint64_t kDefaultMaxDeviceBytes = 50ull << 30;
 constexpr uint64_t kDefaultMaxHostBytes = 1ull << 40;
+constexpr uint32_t kDefaultHeartbeatMs = 10000;
+constexpr uint32_t kDefaultHeartbeatTimeoutMs = 120000;
+// The control loop's tick: the heartbeat judges silence this often even when
+// it pings less often, so that detection is not coarser than a second.
+constexpr uint32_t kMaxHeartbeatTickMs = 1000;
 
 struct EngineOptions {
   int traffic_class = 132;
@@ -46,12 +51,24 @@ struct EngineOptions {
   uint32_t max_registrations = kDefaultMaxRegistrations;
   uint64_t max_device_bytes = kDefaultMaxDeviceBytes;
   uint64_t max_host_bytes = kDefaultMaxHostBytes;
-  uint32_t heartbeat_ms = 1000;
+  // Liveness (core/heartbeat.h).  Cluster defaults as the vendor's engine:
+  // a ping every 10 s, death after 120 s of silence, so that a peer starved
+  // of CPU for seconds, or one of hundreds still wiring up, is never
+  // declared dead.  A caller that gives only the period gets 3 periods.
+  uint32_t heartbeat_ms = kDefaultHeartbeatMs;
+  uint32_t heartbeat_timeout_ms = 0;  // 0: not given, see DeadAfterMs
+  bool heartbeat_ms_given = false;    // adxl.HeartbeatMs (or its variable) was set
   uint32_t hccs_copy_threads = 0;  // 0: automatic
   std::string plugin_path;
   std::string plugin = "ucx";
   std::string auth_token;  // empty: no access control
 };
+
+// How long a peer may be silent before it is dead: adxl.HeartbeatTimeoutMs
+// when given, else 3 periods when adxl.HeartbeatMs was given, else 120 s.
+uint32_t DeadAfterMs(const EngineOptions &o);
+// The control loop's tick: the heartbeat period, at most kMaxHeartbeatTickMs.
+uint32_t HeartbeatTickMs(const EngineOptions &o);
 
 // Parses `options` (plus environment fallbacks) into *out.  On error returns
 // false with a message naming the key and what was wrong.

@@ -126,6 +126,13 @@ class ControlConn {
   Outcome AwaitAck(uint64_t seq, Clock::time_point deadline, uint32_t *ack_status) ADXL_EXCLUDES(out_mu_, mu_);
   // Sends a request under a fresh seq without waiting for (or tracking) its Ack.
   bool Post(const wire::Body &body, Clock::time_point deadline) ADXL_EXCLUDES(out_mu_, mu_);
+  // Post, but the frame is only queued and the loop writes it (no socket
+  // I/O on the caller's thread): for a message fanned out to hundreds of
+  // peers by an API call (RegisterMem's RegionAdd), whose caller should not
+  // pay a system call, and a wake-up of the peer, per peer.  Same order,
+  // limits and deadlines as Send.  On a connection not added to a loop it is
+  // Post.
+  bool PostToLoop(const wire::Body &body, Clock::time_point deadline) ADXL_EXCLUDES(out_mu_, mu_);
 
   // The handshake answer (see the top of this file).  Encodes `body` as the
   // first frame of the queue, to be written by `deadline`.  No socket I/O,
@@ -148,6 +155,11 @@ class ControlConn {
   bool EncodePost(const wire::Body &body, Frame *frame);
   bool SendEncoded(Frame frame, Clock::time_point deadline) ADXL_EXCLUDES(out_mu_, mu_);
   void StartQueuedEncoded(Frame frame, Clock::time_point deadline) ADXL_EXCLUDES(out_mu_);
+  // Has the loop write what is queued (a handshake answer queued by
+  // StartQueued while the loop handled another connection's message: the
+  // loop writes only the handled connection's queue when the handler
+  // returns).  No socket I/O here.
+  void WakeWriter() ADXL_EXCLUDES(out_mu_);
   // Frames wait in the queue.
   bool queued() const ADXL_EXCLUDES(out_mu_);
   // The StartQueued() frame (the handshake answer) was written completely.
@@ -188,8 +200,15 @@ class ControlConn {
   struct PendingAuth {
     bool active = false;
     std::string from, to, client_nonce, server_nonce;
+    uint32_t heartbeat_ms = 0, dead_after_ms = 0;
   } pending_auth;
   std::atomic<int64_t> last_rx_ms{0};
+  // Server ends (core/heartbeat.h): the silence after which the client is
+  // dead, as its Hello said (0: not said, the server's own applies), and
+  // whether a frame came after the handshake - the client's link is set up
+  // and it pings.  Written by the loop thread, read by the heartbeat.
+  std::atomic<uint32_t> peer_dead_after_ms{0};
+  std::atomic<bool> peer_live{false};
   int64_t created_ms = 0;
   const std::string &desc() const { return desc_; }
 

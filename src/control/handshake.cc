@@ -74,7 +74,8 @@ Status RunClientHandshake(int fd, const HandshakeIdentity &self, const std::stri
     ADXL_ERROR("Connect to '%s': no random bytes for the authentication nonce", remote.c_str());
     return FAILED;
   }
-  wire::Hello hello{self.name, remote, self.node_id, auth ? wire::kHelloAuth : 0u, client_nonce};
+  wire::Hello hello{self.name, remote, self.node_id, auth ? wire::kHelloAuth : 0u, client_nonce,
+                    self.heartbeat_ms, self.dead_after_ms};
   Status st = ch.Send(hello, 1, "handshake send");
   if (st != SUCCESS) return st;
   wire::Message msg;
@@ -171,6 +172,8 @@ HandshakeServer::Step HandshakeServer::OnMessage(ControlConn &conn, const wire::
     }
     admitted->seq = msg.seq;
     admitted->from = pending.from;
+    admitted->heartbeat_ms = pending.heartbeat_ms;
+    admitted->dead_after_ms = pending.dead_after_ms;
     admitted->proof = auth::Proof(token, auth::Role::kServer, pending.from, pending.to, pending.client_nonce,
                                   pending.server_nonce);
     pending = ControlConn::PendingAuth{};
@@ -210,6 +213,8 @@ HandshakeServer::Step HandshakeServer::OnMessage(ControlConn &conn, const wire::
   if (token.empty()) {
     admitted->seq = msg.seq;
     admitted->from = hello->from_engine;
+    admitted->heartbeat_ms = hello->heartbeat_ms;
+    admitted->dead_after_ms = hello->dead_after_ms;
     admitted->proof.clear();
     return Step::kAdmitted;
   }
@@ -222,6 +227,8 @@ HandshakeServer::Step HandshakeServer::OnMessage(ControlConn &conn, const wire::
   }
   pending.active = true;
   pending.from = hello->from_engine;
+  pending.heartbeat_ms = hello->heartbeat_ms;
+  pending.dead_after_ms = hello->dead_after_ms;
   pending.to = hello->to_engine;
   pending.client_nonce = hello->nonce;
   pending.server_nonce = server_nonce;

@@ -32,6 +32,8 @@ struct HandshakeIdentity {
   std::string name;     // this engine's name (engine_name.h text)
   std::string node_id;  // node_id.h
   std::string token;    // adxl.AuthToken; empty: no access control
+  uint32_t heartbeat_ms = 0;   // told to servers in Hello (wire.h), so that they
+  uint32_t dead_after_ms = 0;  // judge this engine's silence by its own period
 };
 
 // Client side.  Sends Hello over `fd` (a connected socket), authenticates
@@ -57,6 +59,8 @@ class HandshakeServer {
     uint64_t seq = 0;   // the seq the answer must carry
     std::string from;   // the client's engine name
     std::string proof;  // our proof for the answer; empty without authentication
+    uint32_t heartbeat_ms = 0;   // the client's liveness settings from its Hello;
+    uint32_t dead_after_ms = 0;  // 0: not said
   };
   // Handles one message of the handshake.  Answers are sent with
   // `send_deadline` (queued; see control.h).

@@ -64,7 +64,11 @@ Fd ListenTcp(const std::string &host, bool ipv6, uint16_t port, std::string *why
   }
   int one = 1;
   setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (bind(fd.get(), reinterpret_cast<sockaddr *>(&ss), len) != 0 || listen(fd.get(), 128) != 0) {
+  // The largest accept queue the system allows (the kernel caps SOMAXCONN
+  // at net.core.somaxconn): when a cluster starts, hundreds of peers
+  // connect at once, and a SYN dropped by a full queue is retried only
+  // after 1 s, then 3 s, 7 s... (the storm of tools/storm measured it).
+  if (bind(fd.get(), reinterpret_cast<sockaddr *>(&ss), len) != 0 || listen(fd.get(), SOMAXCONN) != 0) {
     *why = "cannot listen on " + host + ":" + std::to_string(port) + ": " + strerror(errno);
     return Fd();
   }

@@ -84,7 +84,12 @@ bool EncodeBody(const Body &body, Writer &w) {
         if constexpr (std::is_same_v<M, Hello>) {
           if (!w.Str(m.from_engine) || !w.Str(m.to_engine) || !w.Str(m.node_id)) return false;
           w.U32(m.flags);
-          return w.Str(m.nonce, kMaxAuthField);
+          if (!w.Str(m.nonce, kMaxAuthField)) return false;
+          if (m.heartbeat_ms != 0 || m.dead_after_ms != 0) {
+            w.U32(m.heartbeat_ms);
+            w.U32(m.dead_after_ms);
+          }
+          return true;
         } else if constexpr (std::is_same_v<M, AuthChallenge>) {
           return w.Str(m.nonce, kMaxAuthField);
         } else if constexpr (std::is_same_v<M, AuthResponse>) {
@@ -185,6 +190,9 @@ bool DecodePayload(uint16_t type, const uint8_t *data, size_t len, Body *out, st
       Hello m;
       ok = r.Str(&m.from_engine) && r.Str(&m.to_engine) && r.Str(&m.node_id) && r.U32(&m.flags) &&
            r.Str(&m.nonce, kMaxAuthField);
+      // The optional liveness pair (wire.h); anything else after it is
+      // caught by the exact-length check below.
+      if (ok && !r.Done()) ok = r.U32(&m.heartbeat_ms) && r.U32(&m.dead_after_ms);
       *out = std::move(m);
       break;
     }

@@ -87,6 +87,12 @@ struct Hello {
   std::string node_id;
   uint32_t flags = 0;     // kHelloAuth
   std::string nonce;      // the client's fresh nonce (<= kMaxAuthField)
+  // The client's liveness settings, so that the server judges its silence by
+  // the client's own period (core/heartbeat.h).  Optional on the wire: a
+  // Hello that ends after `nonce` decodes with both 0 ("not said"); sent
+  // as a pair, both or neither.
+  uint32_t heartbeat_ms = 0;
+  uint32_t dead_after_ms = 0;
 };
 // A named, versioned blob an engine publishes to the peers linked to it
 // (adxl_ext.h PublishMetadata).

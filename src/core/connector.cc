@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <thread>
 
 #include "common/log.h"
 #include "control/socket.h"
@@ -48,6 +49,18 @@ Status Connector::Connect(const std::string &remote, int32_t timeout_ms) {
         return TIMEOUT;
       }
       if (links_->Find(remote) == link) {
+        if (link->state() == LinkState::kFailed) {
+          // The peer died, restarted under the same name, or a transfer
+          // timed out: the failed link is dropped with everything of it
+          // (endpoint, keys, the peer's regions) and a new one is made, so
+          // that nothing of the old peer is mixed with the new one and
+          // nobody has to Disconnect first.
+          ADXL_INFO("Connect to '%s': replacing the failed link", remote.c_str());
+          links_->Remove(link);
+          if (link->conn) link->conn->Close();
+          link->Shutdown();
+          continue;
+        }
         ADXL_INFO("Connect to '%s': already connected", remote.c_str());
         return ALREADY_CONNECTED;
       }
@@ -68,6 +81,7 @@ Status Connector::Connect(const std::string &remote, int32_t timeout_ms) {
 Status Connector::ConnectOnce(const std::shared_ptr<Link> &link, const EngineName &peer,
                               Clock::time_point deadline) {
   const std::string &remote = peer.text;
+  const Clock::time_point start = Clock::now();
   Fd fd;
   std::string why;
   NetResult nr = ConnectTcp(peer.host, peer.ipv6, peer.port, deadline, &fd, &why);
@@ -95,34 +109,62 @@ Status Connector::ConnectOnce(const std::shared_ptr<Link> &link, const EngineNam
   }
   link->endpoint = ep;
   link->peer_node_id = ack.node_id;
-  for (const wire::Region &r : ack.regions) {
-    if (link->AddRegion(r) != SUCCESS) return FAILED;
-  }
-  for (wire::Metadata &m : ack.metadata) link->SetMetadata(std::move(m));
-  // Complete the transport's wire-up inside the caller's deadline.
+  // The transport's wire-up starts now and runs while the peer's keys are
+  // unpacked.  From here on a failed Connect never closes the endpoint in
+  // mid wire-up: the reaper does once it ended (wireup_reaper.h).
+  const Clock::time_point wireup_start = Clock::now();
   std::unique_ptr<Batch> flush;
   rc = ep->Post(ADXL_PLUGIN_PUT, nullptr, 0, &flush);
-  Transport::Waiter idle;
-  while (rc == ADXL_PLUGIN_OK && flush->Test() == ADXL_PLUGIN_IN_PROGRESS) {
-    if (Clock::now() >= deadline) {
-      ADXL_ERROR("Connect to '%s': transport wire-up timed out", remote.c_str());
-      return TIMEOUT;
+  const Status st_wireup = [&]() -> Status {
+    for (const wire::Region &r : ack.regions) {
+      if (link->AddRegion(r) != SUCCESS) return FAILED;
     }
-    transport_->WaitStep(&idle);
+    for (wire::Metadata &m : ack.metadata) link->SetMetadata(std::move(m));
+    // The plugin's progress thread drives the wire-up (it sleeps on the
+    // worker's events): this thread only looks, with a growing pause and
+    // without progressing the transport itself.  Hundreds of peers
+    // connecting at once to one engine on a small machine would otherwise
+    // spin and starve that engine's progress thread, which answers all of
+    // their wire-ups.
+    auto pause = std::chrono::microseconds(20);
+    while (rc == ADXL_PLUGIN_OK && flush->Test() == ADXL_PLUGIN_IN_PROGRESS) {
+      if (Clock::now() >= deadline) {
+        ADXL_ERROR("Connect to '%s': transport wire-up timed out", remote.c_str());
+        return TIMEOUT;
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(1000));
+    }
+    if (rc == ADXL_PLUGIN_OK) rc = flush->Test();
+    if (rc != ADXL_PLUGIN_OK) {
+      ADXL_ERROR("Connect to '%s': transport wire-up failed (status %d)", remote.c_str(), rc);
+      return FAILED;
+    }
+    return SUCCESS;
+  }();
+  if (st_wireup != SUCCESS) {
+    if (flush && flush->Test() == ADXL_PLUGIN_IN_PROGRESS) {
+      reaper_.Adopt(std::move(ep), std::move(flush));
+      link->endpoint.reset();  // so that the failed link's Shutdown leaves it alone
+    }
+    return st_wireup;
   }
-  if (rc == ADXL_PLUGIN_OK) rc = flush->Test();
-  if (rc != ADXL_PLUGIN_OK) {
-    ADXL_ERROR("Connect to '%s': transport wire-up failed (status %d)", remote.c_str(), rc);
-    return FAILED;
-  }
+  const auto ms = [](Clock::time_point a, Clock::time_point b) {
+    return static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count());
+  };
   link->transports = ep->Describe();
   links_->Bind(link);
   if (!loop_->Add(conn)) {
     ADXL_ERROR("Connect to '%s': the peer closed the connection during the handshake", remote.c_str());
     return FAILED;
   }
-  ADXL_INFO("Connect: linked to '%s' (%s node, %zu regions) on the %s lane over %s", remote.c_str(),
-            same_node ? "same" : "other", ack.regions.size(), LaneName(ep->lane()), link->transports.c_str());
+  // Tells the peer at once that our link is set up: it admits the next
+  // client wiring up (core/admission.h) and judges our silence from now on.
+  conn->Send(wire::Ping{}, 0, Clock::now() + std::chrono::seconds(1));
+  ADXL_INFO("Connect: linked to '%s' (%s node, %zu regions) on the %s lane over %s; handshake %lld ms, "
+            "wire-up %lld ms",
+            remote.c_str(), same_node ? "same" : "other", ack.regions.size(), LaneName(ep->lane()),
+            link->transports.c_str(), ms(start, wireup_start), ms(wireup_start, Clock::now()));
   return SUCCESS;
 }
 

@@ -2,15 +2,20 @@
 // the link of a transfer or notify, with AutoConnect (§5.8).
 //
 // Connect claims the peer's name in the LinkTable (one Connect per peer at a
-// time; concurrent callers wait for its outcome), runs the client side of
-// the handshake (control/handshake.h), creates the transport endpoint on the
-// lanes that may reach the peer (transport/lane_select.h), unpacks the
-// peer's regions, completes the transport's wire-up inside the caller's
-// deadline and hands the control connection to the ControlLoop.  Everything
-// runs on the caller's thread and waits at most until its deadline.
+// time; concurrent callers wait for its outcome; a failed link is replaced),
+// runs the client side of the handshake (control/handshake.h), creates the
+// transport endpoint on the lanes that may reach the peer
+// (transport/lane_select.h) and starts its wire-up, unpacks the peer's
+// regions meanwhile, waits for the wire-up inside the caller's deadline
+// (without progressing the transport: its progress thread does), hands the
+// control connection to the ControlLoop and pings the peer at once (the
+// peer admits its next client then, core/admission.h).  A failed Connect
+// gives an endpoint in mid wire-up to the WireupReaper instead of closing
+// it.  Everything runs on the caller's thread and waits at most until its
+// deadline.
 //
 // Thread-safety: any thread; no state of its own beyond what it is given at
-// construction (the LinkTable locks itself).
+// construction (the LinkTable and the WireupReaper lock themselves).
 #ifndef ADXL_SRC_CORE_CONNECTOR_H_
 #define ADXL_SRC_CORE_CONNECTOR_H_
 
@@ -23,6 +28,7 @@
 #include "control/control.h"
 #include "control/handshake.h"
 #include "core/link_table.h"
+#include "core/wireup_reaper.h"
 #include "transport/transport.h"
 
 namespace adxl {
@@ -45,6 +51,8 @@ class Connector {
   // (AutoConnect: the next call reconnects).  Idempotent.
   void DropLink(const std::shared_ptr<Link> &link);
   bool auto_connect() const { return auto_connect_; }
+  // Endpoints of failed Connects whose wire-up had not ended yet.
+  WireupReaper &reaper() { return reaper_; }
 
  private:
   Status ConnectOnce(const std::shared_ptr<Link> &link, const EngineName &peer, Clock::time_point deadline);
@@ -55,6 +63,7 @@ class Connector {
   const std::shared_ptr<Transport> transport_;
   ControlLoop *const loop_;
   LinkTable *const links_;
+  WireupReaper reaper_;
 };
 
 }  // namespace adxl

@@ -90,19 +90,25 @@ Status Engine::Initialize(const AscendString &local_engine, const std::map<Ascen
   node_id_ = LocalNodeId();
   options_ = o;
   transport_ = transport;
-  const HandshakeIdentity self{name.text, node_id_, o.auth_token};
+  const HandshakeIdentity self{name.text, node_id_, o.auth_token, o.heartbeat_ms, DeadAfterMs(o)};
   registrar_ = std::make_unique<Registrar>(transport, o);
   connector_ = std::make_unique<Connector>(self, o, transport, &loop_, &links_);
   transfers_ = std::make_unique<Transfers>(transport, o, registrar_.get(), connector_.get());
   notifier_ = std::make_unique<Notifier>(connector_.get());
   handshake_ = std::make_unique<HandshakeServer>(self, transport->address());
-  heartbeat_ = std::make_unique<Heartbeat>(o.heartbeat_ms, &links_, registrar_.get(), connector_.get(), &worker_);
+  admission_ = std::make_unique<Admission>(
+      [this](const std::shared_ptr<ControlConn> &conn, HandshakeServer::Admitted a) { AdmitClient(conn, std::move(a)); });
+  heartbeat_ = std::make_unique<Heartbeat>(o.heartbeat_ms, DeadAfterMs(o), HeartbeatTickMs(o), &links_,
+                                           registrar_.get(), connector_.get(), &worker_);
   worker_.Start();
-  const int hello_timeout_ms = static_cast<int>(std::max<uint32_t>(3 * o.heartbeat_ms, 1000));
-  if (!loop_.Start(std::move(listen_fd), this, static_cast<int>(o.heartbeat_ms), hello_timeout_ms, &why)) {
+  // A Hello must come within 3 ticks (at least 1 s) of the connection.
+  const uint32_t tick_ms = HeartbeatTickMs(o);
+  const int hello_timeout_ms = static_cast<int>(std::max<uint32_t>(3 * tick_ms, 1000));
+  if (!loop_.Start(std::move(listen_fd), this, static_cast<int>(tick_ms), hello_timeout_ms, &why)) {
     ADXL_ERROR("Initialize: %s", why.c_str());
     worker_.Stop();
     heartbeat_.reset();
+    admission_.reset();
     handshake_.reset();
     notifier_.reset();
     transfers_.reset();
@@ -142,10 +148,14 @@ void Engine::Finalize() {
   loop_.Stop();     // closes the server ends: their clients see the link fail
   worker_.Stop();   // runs what the control thread left for it
   heartbeat_.reset();
+  admission_.reset();
   handshake_.reset();
   transfers_.reset();  // async requests and the buffer pool
   links.clear();
   notifier_.reset();
+  // Wire-ups that failed Connects left running end first (wireup_reaper.h):
+  // a peer answers them within UCP's own failure detection; 10 s at most.
+  connector_->reaper().Drain(std::chrono::milliseconds(10000));
   connector_.reset();
   registrar_.reset();
   transport_.reset();
@@ -297,21 +307,17 @@ void Engine::HandleServer(const std::shared_ptr<ControlConn> &conn, wire::Messag
     HandshakeServer::Admitted admitted;
     if (handshake_->OnMessage(*conn, msg, deadline, &admitted) != HandshakeServer::Step::kAdmitted) return;
     conn->set_peer_name(admitted.from);
+    // Judged by the client's own timeout (heartbeat.h), never less than
+    // 2 of its periods.
+    conn->peer_dead_after_ms.store(std::max(admitted.dead_after_ms, 2 * admitted.heartbeat_ms));
     conn->set_hello_done();
-    // Snapshot, subscription and the queueing of the answer happen at once
-    // (registrar.h); the loop writes the answer as the client reads it, and
-    // closes a client that has not read it by the deadline.
-    const bool proven = !admitted.proof.empty();
-    size_t regions = 0;
-    if (!registrar_->Subscribe(conn, handshake_->Answer(std::move(admitted.proof)), admitted.seq,
-                               Clock::now() + kHandshakeAnswerDeadline, &regions)) {
-      conn->Close();
-      return;
-    }
-    ADXL_INFO("'%s' connected (%zu regions advertised%s)", admitted.from.c_str(), regions,
-              proven ? ", authenticated" : "");
+    // Answered now, or once fewer clients are wiring up (admission.h).
+    admission_->Offer(conn, std::move(admitted));
     return;
   }
+  // The client sends nothing between our answer and the end of its
+  // transport wire-up: from its first frame on, its link is set up.
+  if (!conn->peer_live.exchange(true)) admission_->Live(conn.get());
   if (auto *n = std::get_if<wire::Notify>(&msg.body)) {
     conn->Send(wire::Ack{notifier_->Receive(*n, conn->peer_name())}, msg.seq, deadline);
   } else if (std::holds_alternative<wire::Ping>(msg.body)) {
@@ -334,6 +340,42 @@ void Engine::HandleServer(const std::shared_ptr<ControlConn> &conn, wire::Messag
     ADXL_ERROR("control connection from '%s': unexpected %s; closing it", conn->peer_name().c_str(),
                wire::TypeName(wire::TypeOf(msg.body)));
     conn->Close();
+  }
+}
+
+void Engine::AdmitClient(const std::shared_ptr<ControlConn> &conn, HandshakeServer::Admitted admitted) {
+  // Snapshot, subscription and the queueing of the answer happen at once
+  // (registrar.h); the loop writes the answer as the client reads it, and
+  // closes a client that has not read it by the deadline.
+  const bool proven = !admitted.proof.empty();
+  size_t regions = 0;
+  if (!registrar_->Subscribe(conn, handshake_->Answer(std::move(admitted.proof)), admitted.seq,
+                             Clock::now() + kHandshakeAnswerDeadline, &regions)) {
+    conn->Close();
+    return;
+  }
+  // Admitted while the loop handled another client's frame (admission.h):
+  // the loop is told to write this one's answer.
+  conn->WakeWriter();
+  ADXL_INFO("'%s' connected (%zu regions advertised%s)", admitted.from.c_str(), regions,
+            proven ? ", authenticated" : "");
+  ForgetEarlierIncarnations(conn, admitted.from);
+}
+
+void Engine::ForgetEarlierIncarnations(const std::shared_ptr<ControlConn> &conn, const std::string &from) {
+  // A name with a port is one engine (it listens there): a second Hello
+  // from it means that engine restarted (or reconnected) before its old
+  // connection was seen to close.  The old subscription goes, so that
+  // nothing is pushed to, or waited for from, the process that is gone.
+  // Client-only names ("ip" without a port) are shared by many engines.
+  EngineName name;
+  std::string why;
+  if (!ParseEngineName(from, &name, &why) || !name.listens()) return;
+  for (const auto &c : registrar_->Subscribers()) {
+    if (c != conn && c->peer_name() == from) {
+      ADXL_INFO("'%s' connected again: closing its earlier connection %s", from.c_str(), c->desc().c_str());
+      c->Close();
+    }
   }
 }
 
@@ -378,6 +420,7 @@ void Engine::HandleClient(const std::shared_ptr<ControlConn> &conn, wire::Messag
 
 void Engine::OnClosed(const std::shared_ptr<ControlConn> &conn) {
   if (conn->role() == ControlConn::Role::kServer) {
+    admission_->Closed(conn.get());
     registrar_->Unsubscribe(conn);
     return;
   }
@@ -390,6 +433,9 @@ void Engine::OnClosed(const std::shared_ptr<ControlConn> &conn) {
   });
 }
 
-void Engine::OnTick() { heartbeat_->Tick(); }
+void Engine::OnTick() {
+  heartbeat_->Tick();
+  admission_->Tick(ControlLoop::NowMs());
+}
 
 }  // namespace adxl

@@ -9,6 +9,7 @@
 //   notifier_    SendNotify / GetNotifies (notifier.h)
 //   handshake_   the server side of handshakes (control/handshake.h)
 //   heartbeat_   liveness (heartbeat.h)
+//   admission_   how many clients wire up to us at once (admission.h)
 // The ControlLoop's thread (control/control.h) delivers every message; the
 // engine dispatches it to the module and never waits on it: answers are
 // queued, and work that may wait (draining the transport for a Fence,
@@ -19,9 +20,11 @@
 //             never taken by the control thread or the worker, so neither
 //             waits on an API call)
 //   -> Registrar::op_mu_ -> Registrar::mu_ -> Link regions (shared)
-//   LinkTable, AsyncRequests, Notifier, StagedTransfers, BackgroundWorker
-//   and ControlConn locks are leaves.  UCP's worker lock lives inside the
-//   plugin, below all of them: the plugin never calls back into the engine.
+//   LinkTable, AsyncRequests, Notifier, StagedTransfers, BackgroundWorker,
+//   WireupReaper and ControlConn locks are leaves.  UCP's worker lock lives
+//   inside the plugin, below all of them: the plugin never calls back into
+//   the engine (WireupReaper tests and closes endpoints outside its own
+//   lock all the same).
 // The modules exist between a successful Initialize and Finalize; they are
 // reached only under life_mu_ (API calls) or from the loop and worker
 // threads, which Finalize stops before it destroys them.
@@ -42,6 +45,7 @@
 #include "config/options.h"
 #include "control/control.h"
 #include "control/handshake.h"
+#include "core/admission.h"
 #include "core/connector.h"
 #include "core/heartbeat.h"
 #include "core/link_table.h"
@@ -102,6 +106,10 @@ class Engine : public ControlHandler {
  private:
   // Messages on server ends (links peers opened to us) and client ends.
   void HandleServer(const std::shared_ptr<ControlConn> &conn, wire::Message &msg);
+  // Answers a client that passed the handshake and subscribes it (Admission).
+  void AdmitClient(const std::shared_ptr<ControlConn> &conn, HandshakeServer::Admitted admitted);
+  // Closes older server ends of the client named `from` (a restarted peer).
+  void ForgetEarlierIncarnations(const std::shared_ptr<ControlConn> &conn, const std::string &from);
   void HandleClient(const std::shared_ptr<ControlConn> &conn, wire::Message &msg);
   // The lifecycle check of API calls; logs when not initialized.
   bool Ready(const char *api) const;
@@ -122,6 +130,7 @@ class Engine : public ControlHandler {
   std::unique_ptr<Notifier> notifier_;
   std::unique_ptr<HandshakeServer> handshake_;
   std::unique_ptr<Heartbeat> heartbeat_;
+  std::unique_ptr<Admission> admission_;  // control thread only
 };
 
 }  // namespace adxl

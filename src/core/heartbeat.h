@@ -1,12 +1,24 @@
 // Heartbeat: liveness of links in both directions (docs/contract.md §5).
 //
-// Every period the client end of each connected link sends a Ping; a link
-// whose peer was silent (no frame at all) for 3 periods is failed and its
-// connection closed (AutoConnect: dropped, so the next call reconnects).  A
-// server end whose client was silent for 3 periods is closed, which ends
-// its subscription.  Tick runs on the control thread and never waits: Pings
-// are queued, and failing a link (which cancels its endpoint and may wait
-// for copies in progress) runs on the background worker.
+// Runs on the control thread at every tick of the ControlLoop (the period,
+// at most 1 s: options.h HeartbeatTickMs) and never waits: Pings are
+// queued, and failing a link (which cancels its endpoint and may wait for
+// copies in progress) runs on the background worker.
+//  - Client ends: every period each connected link pings its peer; a link
+//    whose peer sent nothing at all for `dead_after_ms` is failed and its
+//    connection closed (AutoConnect: dropped, so the next call reconnects).
+//  - Server ends: a client is judged by the timeout its Hello stated (its
+//    own period's; ControlConn::peer_dead_after_ms), else by ours, so that
+//    engines of different periods keep each other.  A client that has our
+//    answer is judged only once its link is set up (ControlConn::peer_live:
+//    it sent a frame after the handshake): a peer that is still wiring up
+//    its transport - one of hundreds connecting at once - sends nothing and
+//    is not silent.  A client that dies meanwhile closes its socket, which
+//    the loop sees; one that never reads its answer is judged as any other.
+//  - A tick that comes late (this process was starved of CPU: the control
+//    thread did not run) judges nobody: the frames peers sent meanwhile may
+//    wait unread in the sockets, so the silence measured is ours, not theirs.
+// Thread-safety: Tick only on the control thread; no locks of its own.
 #ifndef ADXL_SRC_CORE_HEARTBEAT_H_
 #define ADXL_SRC_CORE_HEARTBEAT_H_
 
@@ -22,19 +34,30 @@ namespace adxl {
 class Heartbeat {
  public:
   // Every pointer must outlive the heartbeat.
-  Heartbeat(uint32_t period_ms, LinkTable *links, const Registrar *registrar, Connector *connector,
-            BackgroundWorker *worker)
-      : period_ms_(period_ms), links_(links), registrar_(registrar), connector_(connector), worker_(worker) {}
+  Heartbeat(uint32_t period_ms, uint32_t dead_after_ms, uint32_t tick_ms, LinkTable *links,
+            const Registrar *registrar, Connector *connector, BackgroundWorker *worker)
+      : period_ms_(period_ms),
+        dead_after_ms_(dead_after_ms),
+        tick_ms_(tick_ms),
+        links_(links),
+        registrar_(registrar),
+        connector_(connector),
+        worker_(worker) {}
 
-  // Control thread, once per period.
+  // Control thread, once per tick.
   void Tick();
 
  private:
   const uint32_t period_ms_;
+  const uint32_t dead_after_ms_;
+  const uint32_t tick_ms_;
   LinkTable *const links_;
   const Registrar *const registrar_;
   Connector *const connector_;
   BackgroundWorker *const worker_;
+  // Control thread only.
+  int64_t last_tick_ms_ = 0;
+  int64_t last_ping_ms_ = 0;
 };
 
 }  // namespace adxl

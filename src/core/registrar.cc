@@ -15,7 +15,9 @@ namespace adxl {
 Registrar::Registrar(std::shared_ptr<Transport> transport, const EngineOptions &options)
     : transport_(std::move(transport)),
       fabric_mem_(options.fabric_mem),
-      deregister_wait_(std::max<uint32_t>(options.heartbeat_ms, 1000)),
+      // The heartbeat period when one was given (at least 1 s), else 1 s: the
+      // 10 s cluster default period is no reason for DeregisterMem to wait longer.
+      deregister_wait_(options.heartbeat_ms_given ? std::max<uint32_t>(options.heartbeat_ms, 1000) : 1000),
       registry_(std::make_unique<Registry>(
           Registry::Limits{options.max_registrations, options.max_device_bytes, options.max_host_bytes})) {}
 
@@ -75,7 +77,8 @@ Status Registrar::Register(const MemDesc &mem, MemType type, MemHandle *handle) 
   }
   // Queued, not waited for (see the header).
   const Clock::time_point deadline = Clock::now() + deregister_wait_;
-  for (const auto &peer : peers) peer->Post(wire::RegionAdd{ToWire(*region)}, deadline);
+  const wire::Body add = wire::RegionAdd{ToWire(*region)};  // copied into each frame, built once
+  for (const auto &peer : peers) peer->PostToLoop(add, deadline);
   *handle = reinterpret_cast<MemHandle>(static_cast<uintptr_t>(region->id));
   return SUCCESS;
 }

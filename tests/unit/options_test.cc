@@ -18,7 +18,7 @@ using Map = std::map<std::string, std::string>;
 // Every environment variable ParseOptions reads.  The fixture clears them
 // before each test and restores the original values afterwards.
 const char *const kEnvVars[] = {"HCCL_RDMA_TC",           "HCCL_RDMA_SL",         "ADXL_MAX_REGISTRATIONS",
-                                "ADXL_MAX_DEVICE_MEMORY", "ADXL_MAX_HOST_MEMORY", "ADXL_HEARTBEAT_MS", "ADXL_HCCS_COPY_THREADS",
+                                "ADXL_MAX_DEVICE_MEMORY", "ADXL_MAX_HOST_MEMORY", "ADXL_HEARTBEAT_MS", "ADXL_HEARTBEAT_TIMEOUT_MS", "ADXL_HCCS_COPY_THREADS",
                                 "ADXL_PLUGIN_PATH",       "ADXL_PLUGIN",          "ADXL_AUTH_TOKEN"};
 
 class OptionsTest : public ::testing::Test {
@@ -86,7 +86,11 @@ TEST_F(OptionsTest, EmptyOptionsGiveDefaults) {
   EXPECT_EQ(o.max_registrations, 256u);
   EXPECT_EQ(o.max_device_bytes, 50ull * 1024 * 1024 * 1024);
   EXPECT_EQ(o.max_host_bytes, 1024ull * 1024 * 1024 * 1024);
-  EXPECT_EQ(o.heartbeat_ms, 1000u);
+  // Cluster defaults, as the vendor's engine: a ping every 10 s, dead after
+  // 120 s of silence.
+  EXPECT_EQ(o.heartbeat_ms, 10000u);
+  EXPECT_EQ(DeadAfterMs(o), 120000u);
+  EXPECT_EQ(HeartbeatTickMs(o), 1000u);
   EXPECT_EQ(o.plugin_path, "");
   EXPECT_EQ(o.plugin, "ucx");
 }
@@ -564,6 +568,26 @@ TEST_F(OptionsTest, AuthTokenOptionAndEnvironment) {
   EXPECT_EQ(Accept({}).auth_token, "");  // empty environment value: unset
   setenv("ADXL_AUTH_TOKEN", std::string(1025, 'y').c_str(), 1);
   Reject({});
+}
+
+// adxl.HeartbeatTimeoutMs: the death threshold.  Given alone, the period
+// keeps its old meaning (dead after 3 periods); a timeout under 2 periods
+// is refused, naming both keys.
+TEST_F(OptionsTest, HeartbeatTimeoutDefaultsAndChecks) {
+  EngineOptions o;
+  std::string why;
+  ASSERT_TRUE(ParseOptions({{"adxl.HeartbeatMs", "200"}}, &o, &why)) << why;
+  EXPECT_EQ(DeadAfterMs(o), 600u);
+  EXPECT_EQ(HeartbeatTickMs(o), 200u);
+  ASSERT_TRUE(ParseOptions({{"adxl.HeartbeatMs", "200"}, {"adxl.HeartbeatTimeoutMs", "5000"}}, &o, &why)) << why;
+  EXPECT_EQ(DeadAfterMs(o), 5000u);
+  ASSERT_TRUE(ParseOptions({{"adxl.HeartbeatTimeoutMs", "30000"}}, &o, &why)) << why;
+  EXPECT_EQ(o.heartbeat_ms, 10000u);
+  EXPECT_EQ(DeadAfterMs(o), 30000u);
+  EXPECT_FALSE(ParseOptions({{"adxl.HeartbeatMs", "1000"}, {"adxl.HeartbeatTimeoutMs", "1999"}}, &o, &why));
+  EXPECT_NE(why.find("adxl.HeartbeatTimeoutMs"), std::string::npos) << why;
+  EXPECT_NE(why.find("adxl.HeartbeatMs"), std::string::npos) << why;
+  EXPECT_FALSE(ParseOptions({{"adxl.HeartbeatTimeoutMs", "-1"}}, &o, &why));
 }
 
 }  // namespace

@@ -81,6 +81,8 @@ void ExpectSameBody(const Body &want, const Body &got) {
           EXPECT_EQ(w.node_id, g.node_id);
           EXPECT_EQ(w.flags, g.flags);
           EXPECT_EQ(w.nonce, g.nonce);
+          EXPECT_EQ(w.heartbeat_ms, g.heartbeat_ms);
+          EXPECT_EQ(w.dead_after_ms, g.dead_after_ms);
         } else if constexpr (std::is_same_v<M, AuthChallenge>) {
           EXPECT_EQ(w.nonce, g.nonce);
         } else if constexpr (std::is_same_v<M, AuthResponse>) {
@@ -147,6 +149,9 @@ std::vector<Message> AllSamples() {
   std::vector<Message> v;
   v.push_back(Msg(1, Hello{"10.0.0.1:26000", "[::1]:26001", "node-\x01\x02-abc", 0, ""}));
   v.push_back(Msg(1, Hello{"10.0.0.1:26000", "[::1]:26001", "n", 0xffffffffu, std::string(kMaxAuthField, '\0')}));
+  // With the optional liveness pair (a Hello without it, above, still decodes).
+  v.push_back(Msg(1, Hello{"10.0.0.1:26000", "[::1]:26001", "n", 0, "", 10000, 120000}));
+  v.push_back(Msg(1, Hello{"a", "b", "n", 0, "", 0xffffffffu, 0xffffffffu}));
   HelloAck ack;
   ack.status = 103902;
   ack.node_id = "node-b";

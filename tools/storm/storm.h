@@ -1,0 +1,50 @@
+// adxl-storm: a connect storm of N peer processes against one engine
+// (issue 19).  The driver process (storm_main.cc) owns the target engine;
+// each peer (storm_peer.cc) is this same executable re-run with --peer, an
+// engine of its own that, on "go", connects to the target, READs 1 MiB and
+// WRITEs 64 KiB, verifies every byte, and reports.  Driver and peer talk
+// over one socketpair per peer with newline-terminated text lines:
+//
+//   peer -> driver   "ready"                     engine initialized, memory registered
+//   driver -> peer   "go"                        connect now
+//   peer -> driver   "ok <connect_ms> <all_ms>"  linked, READ verified, WRITE done
+//                    "fail <stage> <status>"     (stage: connect, read, verify, write)
+//   driver -> peer   "verify"                    READ the 1 MiB again and verify it
+//   peer -> driver   "ok" | "fail <stage> <status>"
+//   driver closes the socket                     the peer finalizes and exits 0
+#ifndef ADXL_TOOLS_STORM_STORM_H_
+#define ADXL_TOOLS_STORM_STORM_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace storm {
+
+constexpr size_t kReadBytes = 1 << 20;    // every peer READs these from the target
+constexpr size_t kWriteBytes = 64 << 10;  // and WRITEs these into its own slot
+constexpr uint64_t kReadSeed = 1;          // pattern seed of the READ area
+inline uint64_t WriteSeed(int index) { return 1000 + static_cast<uint64_t>(index); }
+
+// What a peer is told on its command line.
+struct PeerArgs {
+  int fd = -1;            // its end of the socketpair
+  int index = 0;          // its slot in the target's write area
+  std::string target;     // the target engine's name
+  uint64_t region = 0;    // the target's registered region (READ area, then the slots)
+  bool rdma = false;      // network lane: protocol_desc roce:host
+  int timeout_ms = 60000; // Connect and transfer timeout
+  std::string name = "127.0.0.1";  // the peer engine's own name
+};
+
+// The peer's main (storm_peer.cc); returns the process exit status.
+int RunPeer(const PeerArgs &args);
+
+// One line from `fd` (without the newline), waiting at most timeout_ms
+// (< 0: forever).  False on EOF, error or timeout.
+bool ReadLine(int fd, std::string *buffer, std::string *line, int timeout_ms);
+bool WriteLine(int fd, const std::string &line);
+
+}  // namespace storm
+
+#endif  // ADXL_TOOLS_STORM_STORM_H_

@@ -1,0 +1,363 @@
+// adxl-storm: N peer processes connect at once to one target engine, which
+// this process owns (storm.h); it reports what the issue-19 targets name.
+//
+//   adxl-storm --peers N [--lane hccs|rdma] [--timeout-ms T] [--idle-ms I] [--no-kill]
+//
+// Measures, on the target: time from "go" until the last peer reported
+// (link time), failures and peer processes that died by a signal (aborts),
+// RSS / descriptors / threads added per link, the target's CPU while N links
+// sit idle, RegisterMem / DeregisterMem latency with N linked, and whether
+// the peers left alive still READ correctly after half of them were killed.
+// Exit status 0 only when every peer linked, every byte was verified, no
+// process aborted and every survivor verified again.  Timings are reported,
+// never asserted.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "adxl/adxl_engine.h"
+#include "pattern.h"
+#include "storm.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Peer {
+  pid_t pid = -1;
+  int fd = -1;
+  std::string buffer;
+  std::string report;
+  bool killed = false;
+};
+
+struct Usage {
+  long rss_kib = 0;
+  long threads = 0;
+  long fds = 0;
+  double cpu_s = 0;
+};
+
+Usage Measure() {
+  Usage u;
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmRSS:") status >> u.rss_kib;
+    if (key == "Threads:") status >> u.threads;
+  }
+  if (DIR *d = opendir("/proc/self/fd")) {
+    while (dirent *e = readdir(d)) u.fds += e->d_name[0] != '.';
+    closedir(d);
+    --u.fds;  // the directory's own descriptor
+  }
+  rusage r{};
+  getrusage(RUSAGE_SELF, &r);
+  u.cpu_s = static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
+            static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e6;
+  return u;
+}
+
+// CPU seconds process `pid` used so far (/proc/<pid>/stat utime + stime).
+double ProcessCpu(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return 0;
+  unsigned long ut = 0, st = 0;
+  if (sscanf(text.c_str() + paren + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2) return 0;
+  return static_cast<double>(ut + st) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+double PeersCpu(const std::vector<Peer> &peers) {
+  double sum = 0;
+  for (const Peer &p : peers) sum += ProcessCpu(p.pid);
+  return sum;
+}
+
+double MsSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+bool FreePort(uint16_t *port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  const bool ok = fd >= 0 && bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)) == 0 &&
+                  getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) == 0;
+  if (fd >= 0) close(fd);
+  *port = ntohs(a.sin_port);
+  return ok;
+}
+
+// Starts peer `index` (this executable with --peer); false on failure.
+bool Spawn(const std::string &self, const storm::PeerArgs &a, Peer *p) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return false;
+  fcntl(sv[0], F_SETFD, FD_CLOEXEC);
+  std::vector<std::string> args{self,          "--peer",        std::to_string(sv[1]),   std::to_string(a.index),
+                                a.target,      std::to_string(a.region), a.rdma ? "rdma" : "hccs",
+                                std::to_string(a.timeout_ms)};
+  std::vector<char *> argv;
+  for (std::string &s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    // Diagnosis: ADXL_STORM_TRACE_PEER=i gives peer i UCX's debug log.
+    const char *trace = getenv("ADXL_STORM_TRACE_PEER");
+    if (trace != nullptr && atoi(trace) == a.index) setenv("UCX_LOG_LEVEL", "debug", 1);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(sv[1]);
+  if (pid < 0) {
+    close(sv[0]);
+    return false;
+  }
+  p->pid = pid;
+  p->fd = sv[0];
+  return true;
+}
+
+// Reads one line from every peer in `which` until each answered or the
+// deadline passed; a peer that closed or timed out gets "lost".
+void Collect(std::vector<Peer> &peers, const std::vector<int> &which, int timeout_ms) {
+  const auto end = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::vector<int> left = which;
+  for (int i : which) peers[i].report.clear();
+  while (!left.empty()) {
+    const long ms = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count();
+    if (ms <= 0) break;
+    std::vector<pollfd> fds;
+    for (int i : left) fds.push_back({peers[i].fd, POLLIN, 0});
+    if (poll(fds.data(), fds.size(), static_cast<int>(std::min(ms, 1000L))) <= 0) continue;
+    std::vector<int> still;
+    for (size_t k = 0; k < left.size(); ++k) {
+      Peer &p = peers[left[k]];
+      if (fds[k].revents == 0) {
+        still.push_back(left[k]);
+        continue;
+      }
+      std::string line;
+      if (storm::ReadLine(p.fd, &p.buffer, &line, 0)) {
+        p.report = line;
+      } else if (p.buffer.find('\n') == std::string::npos && (fds[k].revents & (POLLHUP | POLLERR))) {
+        p.report = "lost";
+      } else {
+        still.push_back(left[k]);
+      }
+    }
+    left.swap(still);
+  }
+  for (int i : left) peers[i].report = "lost (no answer in time)";
+}
+
+int PrintUsage(const char *argv0) {
+  fprintf(stderr, "usage: %s --peers N [--lane hccs|rdma] [--timeout-ms T] [--idle-ms I] [--no-kill]\n", argv0);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (argc == 8 && strcmp(argv[1], "--peer") == 0) {
+    storm::PeerArgs a;
+    a.fd = atoi(argv[2]);
+    a.index = atoi(argv[3]);
+    a.target = argv[4];
+    a.region = strtoull(argv[5], nullptr, 10);
+    a.rdma = strcmp(argv[6], "rdma") == 0;
+    a.timeout_ms = atoi(argv[7]);
+    return storm::RunPeer(a);
+  }
+  int n = 0, timeout_ms = 60000, idle_ms = 3000;
+  bool rdma = false, kill_half = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : nullptr;
+    if (a == "--peers" && v) n = atoi(argv[++i]);
+    else if (a == "--lane" && v) rdma = strcmp(argv[++i], "rdma") == 0;
+    else if (a == "--timeout-ms" && v) timeout_ms = atoi(argv[++i]);
+    else if (a == "--idle-ms" && v) idle_ms = atoi(argv[++i]);
+    else if (a == "--no-kill") kill_half = false;
+    else return PrintUsage(argv[0]);
+  }
+  if (n <= 0 || n > 4096 || timeout_ms <= 0 || idle_ms < 0) return PrintUsage(argv[0]);
+  signal(SIGPIPE, SIG_IGN);
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  char self[PATH_MAX] = {};
+  if (readlink("/proc/self/exe", self, sizeof(self) - 1) <= 0) return 1;
+  const char *lane = rdma ? "rdma" : "hccs";
+
+  // The peers first: forked before this process starts any engine thread.
+  uint16_t port = 0;
+  if (!FreePort(&port)) return 1;
+  const std::string target = "127.0.0.1:" + std::to_string(port);
+  const size_t region_len = storm::kReadBytes + static_cast<size_t>(n) * storm::kWriteBytes;
+  void *mem = nullptr;
+  if (posix_memalign(&mem, 4096, region_len) != 0) return 1;
+  auto *region = static_cast<uint8_t *>(mem);
+  adxl_test::FillPattern(region, storm::kReadBytes, storm::kReadSeed);
+  memset(region + storm::kReadBytes, 0, region_len - storm::kReadBytes);
+  std::vector<Peer> peers(n);
+  std::vector<int> all;
+  const auto init_start = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    storm::PeerArgs a;
+    a.index = i;
+    a.target = target;
+    a.region = reinterpret_cast<uintptr_t>(region);
+    a.rdma = rdma;
+    a.timeout_ms = timeout_ms;
+    if (!Spawn(self, a, &peers[i])) {
+      fprintf(stderr, "storm: cannot start peer %d: %s\n", i, strerror(errno));
+      return 1;
+    }
+    all.push_back(i);
+  }
+  adxl::AdxlEngine engine;
+  std::map<adxl::AscendString, adxl::AscendString> opts{{"adxl.BufferPool", "0:0"}};
+  if (rdma) opts["GlobalResourceConfig"] = R"({"comm_resource_config.protocol_desc":"roce:host"})";
+  adxl::MemHandle h = nullptr;
+  if (engine.Initialize(target.c_str(), opts) != adxl::SUCCESS ||
+      engine.RegisterMem({reinterpret_cast<uintptr_t>(region), region_len}, adxl::MEM_HOST, h) != adxl::SUCCESS) {
+    fprintf(stderr, "storm: the target engine did not start\n");
+    return 1;
+  }
+  Collect(peers, all, 600000);
+  int not_ready = 0;
+  for (Peer &p : peers) not_ready += p.report != "ready";
+  printf("storm: %d peers on the %s lane started in %.1f s (%d not ready)\n", n, lane, MsSince(init_start) / 1e3,
+         not_ready);
+  const Usage before = Measure();
+
+  // The storm.
+  const double peers_cpu_before = PeersCpu(peers);
+  const auto go = Clock::now();
+  for (Peer &p : peers) storm::WriteLine(p.fd, "go");
+  Collect(peers, all, timeout_ms * 3 + 10000);
+  const double link_ms = MsSince(go);
+  int failures = 0;
+  std::vector<long> connect_ms;
+  std::map<std::string, int> why;
+  for (int i = 0; i < n; ++i) {
+    Peer &p = peers[i];
+    if (p.report.rfind("ok ", 0) == 0) {
+      connect_ms.push_back(atol(p.report.c_str() + 3));
+      const uint8_t *slot = region + storm::kReadBytes + static_cast<size_t>(i) * storm::kWriteBytes;
+      for (size_t b = 0; b < storm::kWriteBytes; ++b) {
+        if (slot[b] != adxl_test::PatternByte(storm::WriteSeed(i), b)) {
+          p.report = "fail target-verify";
+          break;
+        }
+      }
+    }
+    if (p.report.rfind("ok ", 0) != 0) {
+      ++failures;
+      ++why[p.report];
+    }
+  }
+  std::vector<bool> ok(n);
+  for (int i = 0; i < n; ++i) ok[i] = peers[i].report.rfind("ok ", 0) == 0;
+  std::sort(connect_ms.begin(), connect_ms.end());
+  const int linked = n - failures;
+  const Usage after_storm = Measure();
+  const double peers_cpu = PeersCpu(peers) - peers_cpu_before;
+  printf("storm: linked and verified %d/%d in %.2f s (Connect median %ld ms, max %ld ms), failures %d; the target "
+         "used %.2f s of CPU meanwhile, the peers %.2f s\n",
+         linked, n, link_ms / 1e3, connect_ms.empty() ? 0 : connect_ms[connect_ms.size() / 2],
+         connect_ms.empty() ? 0 : connect_ms.back(), failures, after_storm.cpu_s - before.cpu_s, peers_cpu);
+  for (const auto &w : why) printf("storm:   %d x %s\n", w.second, w.first.c_str());
+
+  // Idle with N links.
+  const Usage linked_usage = Measure();
+  std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms));
+  const Usage idle = Measure();
+  const double idle_pct = idle_ms > 0 ? 100.0 * (idle.cpu_s - linked_usage.cpu_s) / (idle_ms / 1e3) : 0;
+  const double per = linked > 0 ? linked : 1;
+  printf("storm: per link on the target: %.1f KiB RSS, %.2f fds, %.2f threads (%ld threads in all)\n",
+         (linked_usage.rss_kib - before.rss_kib) / per, (linked_usage.fds - before.fds) / per,
+         (linked_usage.threads - before.threads) / per, linked_usage.threads);
+  printf("storm: idle CPU of the target with %d links: %.2f %% of a core over %d ms\n", linked, idle_pct, idle_ms);
+
+  // RegisterMem / DeregisterMem with N linked.
+  std::vector<double> reg_ms, dereg_ms;
+  std::vector<uint8_t> extra(4 << 20, 7);
+  for (int r = 0; r < 5; ++r) {
+    adxl::MemHandle eh = nullptr;
+    auto t = Clock::now();
+    const bool ok = engine.RegisterMem({reinterpret_cast<uintptr_t>(extra.data()), extra.size()}, adxl::MEM_HOST,
+                                       eh) == adxl::SUCCESS;
+    reg_ms.push_back(MsSince(t));
+    t = Clock::now();
+    if (ok) engine.DeregisterMem(eh);
+    dereg_ms.push_back(MsSince(t));
+  }
+  std::sort(reg_ms.begin(), reg_ms.end());
+  std::sort(dereg_ms.begin(), dereg_ms.end());
+  printf("storm: RegisterMem with %d linked: median %.2f ms, max %.2f ms; DeregisterMem median %.2f ms\n", linked,
+         reg_ms[2], reg_ms[4], dereg_ms[2]);
+
+  // Kill half, then the rest must still READ correctly.
+  int survivors_ok = 0, survivors = 0;
+  if (kill_half) {
+    for (int i = 0; i < n; i += 2) {
+      kill(peers[i].pid, SIGKILL);
+      peers[i].killed = true;
+    }
+    std::vector<int> alive;
+    for (int i = 1; i < n; i += 2) {
+      if (ok[i]) alive.push_back(i);  // a peer that failed left already
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    for (int i : alive) storm::WriteLine(peers[i].fd, "verify");
+    Collect(peers, alive, timeout_ms + 10000);
+    survivors = static_cast<int>(alive.size());
+    for (int i : alive) survivors_ok += peers[i].report == "ok";
+    printf("storm: killed %d peers; %d/%d linked survivors READ and verified again\n", (n + 1) / 2, survivors_ok,
+           survivors);
+  }
+
+  // The end: every peer finalizes; a peer that died by a signal we did not
+  // send is an abort.
+  for (Peer &p : peers) close(p.fd);
+  int aborts = 0;
+  for (int i = 0; i < n; ++i) {
+    int status = 0;
+    if (waitpid(peers[i].pid, &status, 0) < 0) continue;
+    if (!peers[i].killed && (WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) != 0))) {
+      ++aborts;
+      printf("storm: peer %d ended badly (%s %d)\n", i, WIFSIGNALED(status) ? "signal" : "exit",
+             WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    }
+  }
+  engine.DeregisterMem(h);
+  engine.Finalize();
+  const bool pass = failures == 0 && aborts == 0 && not_ready == 0 && survivors_ok == survivors;
+  printf("storm: RESULT lane=%s peers=%d linked=%d failures=%d aborts=%d link_s=%.2f rss_kib_per_link=%.1f "
+         "fds_per_link=%.2f threads=%ld idle_cpu_pct=%.2f register_ms=%.2f survivors=%d/%d %s\n",
+         lane, n, linked, failures, aborts, link_ms / 1e3, (linked_usage.rss_kib - before.rss_kib) / per,
+         (linked_usage.fds - before.fds) / per, linked_usage.threads, idle_pct, reg_ms[4], survivors_ok, survivors,
+         pass ? "PASS" : "FAIL");
+  return pass ? 0 : 1;
+}
