@@ -24,6 +24,26 @@ extern char **environ;
 namespace {
 
 constexpr int kCloseTimeoutMs = 2000;  // bound on a graceful endpoint close
+// Bound on waiting for a forced close: UCP completes one without the peer,
+// so this only keeps a wedged transport from holding the caller (an engine
+// thread tearing a link down); the request is then left to UCP.
+constexpr auto kForceCloseWait = std::chrono::seconds(1);
+
+// Waits for a forced close, bounded by kForceCloseWait; a request still
+// pending then is released to UCP, which frees it when it completes.
+void WaitForcedClose(adxl_plugin_context *ctx, ucs_status_ptr_t req) {
+  if (req == nullptr || UCS_PTR_IS_ERR(req)) return;
+  const auto until = std::chrono::steady_clock::now() + kForceCloseWait;
+  while (ucp_request_check_status(req) == UCS_INPROGRESS) {
+    if (std::chrono::steady_clock::now() > until) {
+      ctx->log(ADXL_PLUGIN_LOG_WARN, "a forced endpoint close did not complete within %lld ms; left to UCP",
+               static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(kForceCloseWait).count()));
+      break;
+    }
+    ucp_worker_progress(ctx->worker);
+  }
+  ucp_request_free(req);
+}
 // UCP's transports when the user did not choose (UCX_TLS): everything but
 // the same-node ones.
 constexpr const char kRdmaLaneTls[] = "^sm";  // "sm": posix, sysv, cma, knem, xpmem
@@ -289,6 +309,9 @@ UcxParams UcxParams::Parse(const adxl_plugin_config_t *cfg) {
     if (strcmp(key, "test_read_data_delay_us") == 0) {
       p.test_read_data_delay_us = static_cast<unsigned>(strtoul(value, nullptr, 10));
     }
+    if (strcmp(key, "test_ep_destroy_delay_us") == 0) {
+      p.test_ep_destroy_delay_us = static_cast<unsigned>(strtoul(value, nullptr, 10));
+    }
   }
   return p;
 }
@@ -305,6 +328,7 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
     ctx->log = PluginLog{cfg->log, cfg->log_arg};
   }
   const UcxParams params = UcxParams::Parse(cfg);
+  ctx->test_ep_destroy_delay_us = params.test_ep_destroy_delay_us;
   ucp_config_t *config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) {
@@ -449,11 +473,14 @@ void CloseUcpEp(adxl_plugin_context *ctx, ucp_ep_h ep, bool force) {
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
   p.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-  ucs_status_t st = WaitRequest(ctx, ucp_ep_close_nbx(ep, &p), force ? -1 : kCloseTimeoutMs);
-  if (st != UCS_OK && !force) {
+  if (force) {
+    WaitForcedClose(ctx, ucp_ep_close_nbx(ep, &p));
+    return;
+  }
+  if (WaitRequest(ctx, ucp_ep_close_nbx(ep, &p), kCloseTimeoutMs) != UCS_OK) {
     // A graceful close that did not finish (peer gone): drop what is left.
     p.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    WaitRequest(ctx, ucp_ep_close_nbx(ep, &p), -1);
+    WaitForcedClose(ctx, ucp_ep_close_nbx(ep, &p));
   }
 }
 

@@ -273,6 +273,7 @@ uint32_t EpLane(adxl_plugin_ep_t *ep) { return ep == nullptr ? 0 : ep->lane; }
 void EpDestroy(adxl_plugin_ep_t *ep, int force) {
   if (ep == nullptr) return;
   adxl_plugin_context *ctx = ep->ctx;
+  if (ctx->test_ep_destroy_delay_us > 0) usleep(ctx->test_ep_destroy_delay_us);
   if (ep->cma_ep != nullptr) ctx->cma.Disconnect(ep->cma_ep);  // nothing in flight: cma is synchronous
   if (ep->ep != nullptr) {
     // Nothing more is sent on it from a callback while it closes.
