@@ -104,8 +104,7 @@ int Query(adxl_plugin_context_t *ctx, adxl_plugin_caps_t *caps) {
   if (ctx == nullptr || caps == nullptr) return ADXL_PLUGIN_ERR_INVALID;
   *caps = adxl_plugin_caps_t{};
   caps->flags = ADXL_PLUGIN_CAP_MEM_HOST | (ctx->device_memory ? ADXL_PLUGIN_CAP_MEM_DEVICE : 0u);
-  const char *tls = getenv("UCX_TLS");
-  snprintf(caps->transports, sizeof(caps->transports), "ucp(%s)", tls != nullptr ? tls : "all");
+  snprintf(caps->transports, sizeof(caps->transports), "%s", ctx->transports.c_str());
   return ADXL_PLUGIN_OK;
 }
 
