@@ -145,8 +145,9 @@ class Endpoint {
   // handle under it, waits (on idle_, bounded) for users_ to reach 0 and
   // destroys the handle outside it.  So the control thread, which unpacks
   // keys on every region update, never waits for a teardown (a forced UCP
-  // close and the AM lane's Abandon).  A leaf: nothing is taken under it,
-  // and the plugin never calls back into the engine.
+  // close and the AM lane's Abandon).  A leaf: nothing is taken under it;
+  // held across no plugin call, it never nests with the plugin's locks or
+  // UCP's worker lock, and the plugin never calls back into the engine.
   Mutex mu_;
   CondVar idle_;
   adxl_plugin_ep_t *ep_ ADXL_GUARDED_BY(mu_);  // null once cancelled
