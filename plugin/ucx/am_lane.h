@@ -7,7 +7,7 @@
 // with this plugin (the registration table here), so a peer can reach
 // nothing else.
 //
-// Protocol (am_lane.cc has the header layouts).  Post() cuts a batch into
+// Protocol (am_protocol.h has the header layouts).  Post() cuts a batch into
 // messages of up to kMaxMessageOps operations and kMaxMessageBytes bytes (an
 // operation larger than that travels alone), all sent at once:
 //  - WRITE: one AM per message whose header lists the (target address,
@@ -65,6 +65,10 @@
 // batches of an endpoint UCP reported dead — is queued by EndpointFailed()
 // and done by RunDeferred(), which the progress thread calls outside
 // ucp_worker_progress.
+//
+// Files: am_protocol.{h,cc} the wire format and buffer helpers; am_lane.cc
+// set-up and the registration table; am_initiator.cc the batches this side
+// posts; am_target.cc the requests peers post here.
 //
 // Thread-safety: every public method may be called from any thread.
 #ifndef ADXL_PLUGIN_UCX_AM_LANE_H_
@@ -236,8 +240,6 @@ class AmLane {
   static ucs_status_t OnReadData(void *arg, const void *header, size_t header_len, void *data, size_t len,
                                  const ucp_am_recv_param_t *param);
 
-  // Is [addr, addr+len) inside one registered region?  Sets *memh.
-  bool Registered(uint64_t addr, size_t len, ucp_mem_h *memh) ADXL_EXCLUDES(regions_mu_);
   // Validates the (address, length) list of a request against the
   // registrations; fills *iov (and *memh for a single operation) and returns
   // the total, or false with *why.
@@ -259,8 +261,19 @@ class AmLane {
                          TargetRequest *req) ADXL_EXCLUDES(regions_mu_);
   void SendAck(ucp_ep_h reply_ep, uint64_t token, uint32_t msg, int status) ADXL_EXCLUDES(mu_);
 
+  // A batch's DoneFn call, taken out of the table under mu_ and made after
+  // releasing it (the DoneFn may call into the lane).  Empty: nothing to call.
+  struct Completion {
+    DoneFn done = nullptr;
+    void *arg = nullptr;
+    int status = 0;
+    void Run() const {
+      if (done != nullptr) done(arg, status);
+    }
+  };
+
   // Batch bookkeeping; each ends the batch when it may end (TakeIfFinished)
-  // and runs its DoneFn after releasing mu_, or else sends what the window
+  // and runs its DoneFn after releasing mu_, then sends what the window
   // now allows (Pump).  A Message* is alive while its send or receive is
   // counted; these calls may free it.
   void MessageDone(uint64_t token, uint32_t msg, int status) ADXL_EXCLUDES(mu_);
@@ -273,9 +286,16 @@ class AmLane {
   void Pump() ADXL_EXCLUDES(mu_);
   // Marks the batches of ep_id ended; returns their tokens.
   std::vector<uint64_t> EndBatches(uint64_t ep_id, int why) ADXL_REQUIRES(mu_);
-  // If batch `it` may end now, takes it out of the table into *done_fn /
-  // *done_arg / *status (to be called once mu_ is released).
-  bool TakeIfFinished(BatchIt it, DoneFn *done_fn, void **done_arg, int *status) ADXL_REQUIRES(mu_);
+  // If batch `it` may end now, takes it out of the table into *finished
+  // (to be run once mu_ is released).
+  bool TakeIfFinished(BatchIt it, Completion *finished) ADXL_REQUIRES(mu_);
+  // The shape of the bookkeeping calls: runs body(Batch &) on batch `token`
+  // under mu_ (nothing when the batch is gone: it ended and was reported),
+  // ends the batch if it may end now, then, with mu_ released, runs its
+  // DoneFn and Pump().  `body` runs under mu_ (annotate the lambda
+  // ADXL_REQUIRES(mu_)) and so must not call into UCP.
+  template <typename Body>
+  void UpdateBatch(uint64_t token, Body &&body) ADXL_EXCLUDES(mu_);
 
   // Sends an AM as a target, tracked until UCP is done with it; `header`
   // and `iov` are copied.  Returns false when it could not be sent.

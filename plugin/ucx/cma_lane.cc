@@ -34,7 +34,7 @@ CmaLane::~CmaLane() {
   if (components_ != nullptr) uct_release_component_list(components_);
 }
 
-bool CmaLane::Open(unsigned threads, std::string *why) {
+bool CmaLane::Open(unsigned threads, const Tuning &tuning, std::string *why) {
   // Honour a UCX_TLS restriction the way UCP reads it: "^a,b" excludes,
   // otherwise only the listed transports (or the "sm"/"all" aliases) are used.
   if (const char *tls = getenv("UCX_TLS")) {
@@ -84,8 +84,8 @@ bool CmaLane::Open(unsigned threads, std::string *why) {
   need_reg_ = (md_attr.cap.flags & UCT_MD_FLAG_REG) != 0;
   rkey_size_ = md_attr.rkey_packed_size;
   if (!OpenInterface(why)) return false;
-  if (const char *v = getenv("ADXL_UCX_CMA_SPLIT_BYTES")) split_min_bytes_ = strtoull(v, nullptr, 0);
-  if (const char *v = getenv("ADXL_UCX_CMA_SPIN_US")) spin_us_ = static_cast<unsigned>(strtoul(v, nullptr, 0));
+  split_min_bytes_ = tuning.split_min_bytes;
+  spin_us_ = tuning.spin_us;
   for (unsigned i = 1; i < threads; ++i) {
     threads_.push_back(std::make_unique<CopyThread>());
     CopyThread *t = threads_.back().get();

@@ -7,7 +7,7 @@
 // ptrace permission UCX checks), and its memory domain's registration and
 // keys.  The copies themselves are this lane's own system calls, batched:
 // UCT's cma issues one system call and one completion per descriptor, which
-// on small blocks cost more than the copy (issue 13: 0.78 M descriptors/s at
+// on small blocks cost more than the copy (measured: 0.78 M descriptors/s at
 // 4 KiB).  Here one call carries up to IOV_MAX local and IOV_MAX remote
 // iovecs, adjacent local iovecs merged with each other and adjacent remote
 // ones with each other (the two lists are independent byte streams of equal
@@ -63,10 +63,16 @@ class CmaLane {
   CmaLane(const CmaLane &) = delete;
   CmaLane &operator=(const CmaLane &) = delete;
 
+  // Settings (ADXL_UCX_CMA_SPLIT_BYTES, ADXL_UCX_CMA_SPIN_US; read and
+  // checked by UcxParams, ucx_context.cc).
+  struct Tuning {
+    size_t split_min_bytes;
+    unsigned spin_us;
+  };
   // Opens the cma transport and `threads` - 1 copy threads (threads >= 1:
   // the caller's thread is the first); false (and *why) when this UCX has
   // no cma.
-  bool Open(unsigned threads, std::string *why);
+  bool Open(unsigned threads, const Tuning &tuning, std::string *why);
   bool available() const { return iface_ != nullptr; }
   // The copy threads, for placement (the caller may pin them).
   std::vector<pthread_t> copy_threads() {

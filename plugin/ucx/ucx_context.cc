@@ -24,6 +24,26 @@ extern char **environ;
 namespace {
 
 constexpr int kCloseTimeoutMs = 2000;  // bound on a graceful endpoint close
+// Bound on waiting for a forced close: UCP completes one without the peer,
+// so this only keeps a wedged transport from holding the caller (an engine
+// thread tearing a link down); the request is then left to UCP.
+constexpr auto kForceCloseWait = std::chrono::seconds(1);
+
+// Waits for a forced close, bounded by kForceCloseWait; a request still
+// pending then is released to UCP, which frees it when it completes.
+void WaitForcedClose(adxl_plugin_context *ctx, ucs_status_ptr_t req) {
+  if (req == nullptr || UCS_PTR_IS_ERR(req)) return;
+  const auto until = std::chrono::steady_clock::now() + kForceCloseWait;
+  while (ucp_request_check_status(req) == UCS_INPROGRESS) {
+    if (std::chrono::steady_clock::now() > until) {
+      ctx->log(ADXL_PLUGIN_LOG_WARN, "a forced endpoint close did not complete within %lld ms; left to UCP",
+               static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(kForceCloseWait).count()));
+      break;
+    }
+    ucp_worker_progress(ctx->worker);
+  }
+  ucp_request_free(req);
+}
 // UCP's transports when the user did not choose (UCX_TLS): everything but
 // the same-node ones.
 constexpr const char kRdmaLaneTls[] = "^sm";  // "sm": posix, sysv, cma, knem, xpmem
@@ -230,8 +250,8 @@ void ProgressLoop(adxl_plugin_context *ctx) {
 // The AM lane: unless ADXL_UCX_RDMA_PROTOCOL says otherwise, where there is
 // no RDMA hardware.  False (UCP RMA) when the lane cannot start.
 bool StartAmLane(adxl_plugin_context *ctx, const UcxParams &params) {
-  const char *proto = getenv("ADXL_UCX_RDMA_PROTOCOL");
-  const bool want = proto != nullptr ? strcmp(proto, "rma") != 0 : !HaveInfiniBand();
+  using Proto = UcxParams::RdmaProtocol;
+  const bool want = params.rdma_protocol == Proto::kAuto ? !HaveInfiniBand() : params.rdma_protocol == Proto::kAm;
   std::string why;
   AmLane::Faults faults;
   faults.read_data_delay_us = params.test_read_data_delay_us;
@@ -289,8 +309,58 @@ UcxParams UcxParams::Parse(const adxl_plugin_config_t *cfg) {
     if (strcmp(key, "test_read_data_delay_us") == 0) {
       p.test_read_data_delay_us = static_cast<unsigned>(strtoul(value, nullptr, 10));
     }
+    if (strcmp(key, "test_ep_destroy_delay_us") == 0) {
+      p.test_ep_destroy_delay_us = static_cast<unsigned>(strtoul(value, nullptr, 10));
+    }
   }
   return p;
+}
+
+namespace {
+
+// An unsigned integer environment setting (decimal, or 0x hex): true when
+// unset or in [lo, hi] (*out set), false with *why otherwise.
+bool EnvUnsigned(const char *name, uint64_t lo, uint64_t hi, uint64_t *out, std::string *why) {
+  const char *v = getenv(name);
+  if (v == nullptr) return true;
+  errno = 0;
+  char *end = nullptr;
+  const unsigned long long n = strtoull(v, &end, 0);
+  if (v[0] == '\0' || v[0] == '-' || *end != '\0' || errno != 0 || n < lo || n > hi) {
+    *why = std::string(name) + "='" + v + "': expected an integer in [" + std::to_string(lo) + ", " +
+           std::to_string(hi) + "]";
+    return false;
+  }
+  *out = n;
+  return true;
+}
+
+}  // namespace
+
+bool UcxParams::ReadEnvironment(std::string *why) {
+  // Bounds: a split threshold of 0 would mean nothing; 1 TiB and more means
+  // "never split" (README's measurements use 2^40).  A spin beyond a second
+  // is a busy loop, not a wait.
+  constexpr uint64_t kMaxSplitBytes = uint64_t{1} << 62;
+  constexpr uint64_t kMaxSpinUs = 1000 * 1000;
+  uint64_t split = cma_split_bytes, spin = cma_spin_us;
+  if (!EnvUnsigned("ADXL_UCX_CMA_SPLIT_BYTES", 1, kMaxSplitBytes, &split, why) ||
+      !EnvUnsigned("ADXL_UCX_CMA_SPIN_US", 0, kMaxSpinUs, &spin, why)) {
+    return false;
+  }
+  cma_split_bytes = static_cast<size_t>(split);
+  cma_spin_us = static_cast<unsigned>(spin);
+  if (const char *proto = getenv("ADXL_UCX_RDMA_PROTOCOL")) {
+    if (strcmp(proto, "am") == 0) {
+      rdma_protocol = RdmaProtocol::kAm;
+    } else if (strcmp(proto, "rma") == 0) {
+      rdma_protocol = RdmaProtocol::kRma;
+    } else {
+      *why = std::string("ADXL_UCX_RDMA_PROTOCOL='") + proto + "': expected am or rma";
+      return false;
+    }
+  }
+  return true;
 }
 
 void adxl_plugin_context::Wake() const {
@@ -304,7 +374,13 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
   if (cfg != nullptr) {
     ctx->log = PluginLog{cfg->log, cfg->log_arg};
   }
-  const UcxParams params = UcxParams::Parse(cfg);
+  UcxParams params = UcxParams::Parse(cfg);
+  std::string env_why;
+  if (!params.ReadEnvironment(&env_why)) {
+    ctx->log(ADXL_PLUGIN_LOG_ERROR, "%s", env_why.c_str());
+    return ADXL_PLUGIN_ERR_INVALID;
+  }
+  ctx->test_ep_destroy_delay_us = params.test_ep_destroy_delay_us;
   ucp_config_t *config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) {
@@ -332,7 +408,8 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
   // From here on a failure must undo ucp_init: what could throw is caught.
   try {
     std::string cma_why;
-    if (ctx->cma.Open(params.hccs_copy_threads, &cma_why)) {
+    if (ctx->cma.Open(params.hccs_copy_threads, CmaLane::Tuning{params.cma_split_bytes, params.cma_spin_us},
+                      &cma_why)) {
       for (pthread_t t : ctx->cma.copy_threads()) PinToCpus(ctx.get(), t, params.progress_cpus);
     } else {
       ctx->log(ADXL_PLUGIN_LOG_INFO, "HCCS lane unavailable: %s; same-node peers use the RDMA lane", cma_why.c_str());
@@ -368,6 +445,15 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
     ucp_worker_destroy(ctx->worker);
     ucp_cleanup(ctx->ucp);
     return ADXL_PLUGIN_ERR_NO_RESOURCE;
+  }
+  try {
+    const char *tls = getenv("UCX_TLS");
+    std::string &t = ctx->transports;
+    if (ctx->cma.available()) t = "cma,mapped,";
+    t += ctx->rdma_over_am ? "am" : "rma";
+    t += std::string(",ucp(") + (tls != nullptr ? tls : kRdmaLaneTls) + ")";
+    if (ctx->device_memory) t += ctx->device_mem_type == UCS_MEMORY_TYPE_CUDA ? ",cuda" : ",rocm";
+  } catch (...) {
   }
   *out = ctx.release();
   return ADXL_PLUGIN_OK;
@@ -449,11 +535,14 @@ void CloseUcpEp(adxl_plugin_context *ctx, ucp_ep_h ep, bool force) {
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
   p.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-  ucs_status_t st = WaitRequest(ctx, ucp_ep_close_nbx(ep, &p), force ? -1 : kCloseTimeoutMs);
-  if (st != UCS_OK && !force) {
+  if (force) {
+    WaitForcedClose(ctx, ucp_ep_close_nbx(ep, &p));
+    return;
+  }
+  if (WaitRequest(ctx, ucp_ep_close_nbx(ep, &p), kCloseTimeoutMs) != UCS_OK) {
     // A graceful close that did not finish (peer gone): drop what is left.
     p.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    WaitRequest(ctx, ucp_ep_close_nbx(ep, &p), -1);
+    WaitForcedClose(ctx, ucp_ep_close_nbx(ep, &p));
   }
 }
 

@@ -48,7 +48,18 @@ struct UcxParams {
   std::string rdma_traffic_class;      // "rdma_traffic_class" -> UCX IB_TRAFFIC_CLASS
   std::string rdma_service_level;      // "rdma_service_level" -> UCX IB_SL
   unsigned test_read_data_delay_us = 0;  // "test_read_data_delay_us": AmLane::Faults
+  // Environment settings (listed by adxl-info: src/config/option_table.cc).
+  size_t cma_split_bytes = CmaLane::kSplitMinBytes;  // ADXL_UCX_CMA_SPLIT_BYTES
+  unsigned cma_spin_us = CmaLane::kSpinUs;           // ADXL_UCX_CMA_SPIN_US
+  enum class RdmaProtocol { kAuto, kAm, kRma };
+  RdmaProtocol rdma_protocol = RdmaProtocol::kAuto;  // ADXL_UCX_RDMA_PROTOCOL
+  // "test_ep_destroy_delay_us": ep_destroy sleeps this long first, so that a
+  // test sees an endpoint teardown in progress (tests/unit/transport_test.cc).
+  unsigned test_ep_destroy_delay_us = 0;
   static UcxParams Parse(const adxl_plugin_config_t *cfg);
+  // Reads the environment settings into *this; false (and *why, naming the
+  // variable) when one is set to a value it does not accept.
+  bool ReadEnvironment(std::string *why);
 };
 
 struct adxl_plugin_context {
@@ -68,6 +79,10 @@ struct adxl_plugin_context {
   std::thread progress_thread;
   std::atomic<uint64_t> next_ep_id{1};  // adxl_plugin_ep::id
   PluginLog log;  // the engine's logger (plugin_log.h), set by Open
+  // What Open configured, for Query: "cma,mapped" on the HCCS lane when it
+  // is up, "am" or "rma" on the RDMA lane, UCP's transport list, device memory.
+  std::string transports;
+  unsigned test_ep_destroy_delay_us = 0;  // UcxParams::test_ep_destroy_delay_us
 
   // open() and close() of the ABI.  Open returns an ADXL_PLUGIN_* status.
   static int Open(const adxl_plugin_config_t *cfg, adxl_plugin_context **out);
@@ -90,7 +105,8 @@ ucs_status_t WaitRequest(adxl_plugin_context *ctx, ucs_status_ptr_t req, int tim
 // failure.  Null (logged) on failure, *st says why.
 ucp_ep_h CreateUcpEp(adxl_plugin_context *ctx, const std::string &address, ucp_err_handler_cb_t on_error,
                      void *arg, ucs_status_t *st);
-// Closes `ep`: gracefully within a bound (then forcibly), or forcibly.
+// Closes `ep`: gracefully within a bound (then forcibly), or forcibly; a
+// forced close still pending after its bound is left to UCP.
 void CloseUcpEp(adxl_plugin_context *ctx, ucp_ep_h ep, bool force);
 // The transports UCP chose for `ep`, "tcp/lo,tcp/eth0" style ("unknown": none).
 std::string DescribeUcpEp(ucp_ep_h ep);

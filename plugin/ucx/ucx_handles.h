@@ -42,7 +42,7 @@ struct adxl_plugin_ep {
   // ... by what they are (MappedLane::Region::kind): memfd, shm, hugetlbfs, file
   std::atomic<int> mapped_kinds[4] = {};
   std::atomic<int> failed{ADXL_PLUGIN_OK};
-  std::atomic<int64_t> alive_checked_ns{0};  // HCCS lane, mapped regions: the peer's last liveness check (PostHccs)
+  std::atomic<int64_t> alive_checked_ns{0};  // HCCS lane, mapped regions: the peer's last liveness check (HccsLane::Post)
 };
 
 struct adxl_plugin_rkey {

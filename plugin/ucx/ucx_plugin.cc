@@ -5,7 +5,7 @@
 // arguments into calls of the lanes.
 //
 // Which lane runs where:
-//  - HCCS lane (same node), host memory: the direct mapping (mapped_lane.h)
+//  - HCCS lane (same node), host memory (hccs_lane.h): the direct mapping (mapped_lane.h)
 //    for peer regions their owner shared as a file (MallocMem with
 //    EnableUseFabricMem=1) and this process could map at key unpack, memcpy
 //    by the posting thread; every other region over UCT's cross-memory
@@ -24,8 +24,6 @@
 // Addresses and packed keys: ucx_blob.h.  The UCP context, worker, settings
 // and progress thread: ucx_context.h.  Locks: none here; see the lanes and
 // ucx_context.h for theirs and their nesting under UCP's worker lock.
-#include <cerrno>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -33,7 +31,6 @@
 #include <memory>
 #include <string>
 #include <type_traits>
-#include <signal.h>
 #include <unistd.h>
 #include <vector>
 
@@ -42,6 +39,7 @@
 #include "adxl/plugin/adxl_plugin.h"
 #include "am_lane.h"
 #include "cma_lane.h"
+#include "hccs_lane.h"
 #include "mapped_lane.h"
 #include "rma_lane.h"
 #include "ucx_blob.h"
@@ -106,8 +104,7 @@ int Query(adxl_plugin_context_t *ctx, adxl_plugin_caps_t *caps) {
   if (ctx == nullptr || caps == nullptr) return ADXL_PLUGIN_ERR_INVALID;
   *caps = adxl_plugin_caps_t{};
   caps->flags = ADXL_PLUGIN_CAP_MEM_HOST | (ctx->device_memory ? ADXL_PLUGIN_CAP_MEM_DEVICE : 0u);
-  const char *tls = getenv("UCX_TLS");
-  snprintf(caps->transports, sizeof(caps->transports), "ucp(%s)", tls != nullptr ? tls : "all");
+  snprintf(caps->transports, sizeof(caps->transports), "%s", ctx->transports.c_str());
   return ADXL_PLUGIN_OK;
 }
 
@@ -275,6 +272,7 @@ uint32_t EpLane(adxl_plugin_ep_t *ep) { return ep == nullptr ? 0 : ep->lane; }
 void EpDestroy(adxl_plugin_ep_t *ep, int force) {
   if (ep == nullptr) return;
   adxl_plugin_context *ctx = ep->ctx;
+  if (ctx->test_ep_destroy_delay_us > 0) usleep(ctx->test_ep_destroy_delay_us);
   if (ep->cma_ep != nullptr) ctx->cma.Disconnect(ep->cma_ep);  // nothing in flight: cma is synchronous
   if (ep->ep != nullptr) {
     // Nothing more is sent on it from a callback while it closes.
@@ -371,7 +369,7 @@ int RkeyUnpack(adxl_plugin_ep_t *ep, const void *packed, size_t len, adxl_plugin
 
 int RkeyDescribe(adxl_plugin_rkey_t *rkey, char *buf, size_t len) {
   if (rkey == nullptr || buf == nullptr || len == 0) return ADXL_PLUGIN_ERR_INVALID;
-  // The order PostHccs and Post choose in: a mapping first, then cma; UCP
+  // The order HccsLane::Post and Post choose in: a mapping first, then cma; UCP
   // for device regions and on the RDMA lane.
   std::string path;
   if (rkey->device) {
@@ -385,66 +383,6 @@ int RkeyDescribe(adxl_plugin_rkey_t *rkey, char *buf, size_t len) {
   }
   snprintf(buf, len, "%s", path.c_str());
   return ADXL_PLUGIN_OK;
-}
-
-// HCCS lane: every copy is a memcpy or a system call of this thread (and the
-// cma copy threads); the batch is complete (or failed) when this returns.
-void PostHccs(adxl_plugin_ep_t *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, adxl_plugin_batch_t *batch) {
-  // Small batches (a 4 KiB TransferSync) keep their operations on the
-  // stack: no allocation on the shortest path.
-  constexpr size_t kSmall = 16;
-  CmaLane::Op small[kSmall];
-  std::vector<CmaLane::Op> large;
-  if (count > kSmall) large.resize(count);
-  CmaLane::Op *ops = count > kSmall ? large.data() : small;
-  size_t n_ops = 0;
-  bool mapped = false;
-  for (size_t i = 0; i < count; ++i) {
-    const adxl_plugin_iov_t &v = iov[i];
-    void *local = reinterpret_cast<void *>(static_cast<uintptr_t>(v.local_addr));
-    if (MappedLane::Contains(v.remote->mapped, v.remote_addr, v.length)) {
-      if (!mapped) {
-        // The mapping outlives its owner: a batch to a peer that is gone
-        // fails, as on cma (whose system call says ESRCH).  kill(pid, 0) is
-        // a system call (0.3-5 us on the 2-core VM), so at most one per
-        // kAliveCheckNs per endpoint: a batch within that time of the
-        // peer's death may still land in its orphaned pages.
-        mapped = true;
-        const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                std::chrono::steady_clock::now().time_since_epoch())
-                                .count();
-        constexpr int64_t kAliveCheckNs = 100 * 1000;
-        const int64_t last = ep->alive_checked_ns.load(std::memory_order_relaxed);
-        if (now - last < kAliveCheckNs) {
-          // checked a moment ago
-        } else if (ep->alive_checked_ns.store(now, std::memory_order_relaxed), kill(ep->cma_ep->pid, 0) != 0 &&
-                   errno == ESRCH) {
-          ep->ctx->log(ADXL_PLUGIN_LOG_ERROR, "mapped %s batch: the peer process is gone", put ? "put" : "get");
-          ep->failed.store(ADXL_PLUGIN_ERR_IO);
-          batch->status.store(ADXL_PLUGIN_ERR_IO);
-          return;
-        }
-      }
-      MappedLane::Copy(put, v.remote->mapped, local, v.remote_addr, v.length);
-      continue;
-    }
-    if (!v.remote->cma_ok) {
-      batch->status.store(ADXL_PLUGIN_ERR_INVALID);
-      return;
-    }
-    ops[n_ops++] = {local, v.local != nullptr ? v.local->cma_memh : UCT_MEM_HANDLE_NULL, v.length, v.remote_addr,
-                    v.remote->cma.rkey};
-  }
-  int err_no = 0;
-  ucs_status_t st = n_ops == 0 ? UCS_OK : ep->ctx->cma.Copy(put, ep->cma_ep, ops, n_ops, &err_no);
-  if (st != UCS_OK) {
-    ep->ctx->log(ADXL_PLUGIN_LOG_ERROR, "cma %s batch of %zu operations failed: %s (%s)", put ? "put" : "get", count,
-                 ucs_status_string(st), err_no == ESRCH ? "the peer process is gone" : strerror(err_no));
-    ep->failed.store(ADXL_PLUGIN_ERR_IO);
-    batch->status.store(ADXL_PLUGIN_ERR_IO);
-    return;
-  }
-  batch->status.store(ADXL_PLUGIN_OK, std::memory_order_release);
 }
 
 // RDMA lane over active messages: the batch completes when the peer has
@@ -489,7 +427,7 @@ int Post(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t coun
   if (device) {
     RmaLane::Post(ep, put, iov, count, true, batch.get());
   } else if (ep->lane == ADXL_PLUGIN_LANE_HCCS) {
-    PostHccs(ep, put, iov, count, batch.get());
+    HccsLane::Post(ep, put, iov, count, batch.get());
   } else if (ep->am && count > 0) {
     PostAm(ep, put, iov, count, batch.get());
   } else {

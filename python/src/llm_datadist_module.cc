@@ -184,7 +184,7 @@ PYBIND11_MODULE(_native, m) {
       });
   llm_datadist::internal::python::RegisterLayerwise(m);
 
-  // ---- Python-surface additions (issue 14, items 1 and 3) ----
+  // ---- The reference package's Python surface: additions ----
   // remove_cache_key / check_link_status (CacheManager), and the host memory
   // pool's backing store: AdxlEngine::MallocMem / FreeMem (MEM_HOST), so that
   // same-node peers get the direct path for allocated caches.

@@ -1,10 +1,48 @@
+"""Shared by the Python tests: a free port, the two-process harness, and the
+block pattern of the layer-wise tests (layerwise_peer.py imports it too)."""
+import contextlib
+import multiprocessing as mp
 import socket
 
 import pytest
 
 
-@pytest.fixture
-def free_port():
+def free_tcp_port():
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@pytest.fixture
+def free_port():
+    return free_tcp_port()
+
+
+@contextlib.contextmanager
+def peer_process(target, *args):
+    """Runs target(*args, queue, event) in a spawned process (a second engine) and yields (queue, event).
+
+    The peer reports on the queue and waits on the event; leaving the block sets the event, joins the peer
+    and (when the block raised nothing) checks that it exited cleanly."""
+    ctx = mp.get_context("spawn")
+    q, ev = ctx.Queue(), ctx.Event()
+    p = ctx.Process(target=target, args=(*args, q, ev))
+    p.start()
+    try:
+        yield q, ev
+    finally:
+        ev.set()
+        p.join(30)
+    assert p.exitcode == 0
+
+
+# The layer-wise tests' geometry (test_layerwise.py and its peer, layerwise_peer.py): a paged cache of
+# LAYERS x (K, V) tensors of BLOCKS blocks; SRC_BLOCKS of prefill go to DST_BLOCKS of decode.
+LAYERS, BLOCKS, BLOCK_BYTES = 3, 8, 256
+SRC_BLOCKS, DST_BLOCKS = [1, 3, 6], [0, 5, 2]
+
+
+def layerwise_pattern(tensor, block):
+    """A block's contents: they differ per tensor, block and byte."""
+    return bytes((tensor * 37 + block * 11 + i * 3 + 1) & 0xFF for i in range(BLOCK_BYTES))

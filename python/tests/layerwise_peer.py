@@ -6,15 +6,8 @@ import json
 import sys
 import time
 
+from conftest import BLOCK_BYTES, BLOCKS, DST_BLOCKS, LAYERS, SRC_BLOCKS, layerwise_pattern as pattern
 from llm_datadist import BlocksCacheKey, CacheDesc, DataType, LLMDataDist, LLMRole, Placement
-
-LAYERS, BLOCKS, BLOCK_BYTES = 3, 8, 256
-SRC_BLOCKS, DST_BLOCKS = [1, 3, 6], [0, 5, 2]
-
-
-def pattern(tensor, block):
-    return bytes((tensor * 37 + block * 11 + i * 3 + 1) & 0xFF for i in range(BLOCK_BYTES))
-
 
 def block(buf, b):
     return bytes(buf)[b * BLOCK_BYTES:(b + 1) * BLOCK_BYTES]

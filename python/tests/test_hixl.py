@@ -2,7 +2,8 @@
 (byte pattern differs per byte and per buffer), async requests with
 user_data, async connect, notifies, statuses and names."""
 import ctypes
-import multiprocessing as mp
+
+from conftest import peer_process
 
 import hixl
 
@@ -35,11 +36,7 @@ def server(port, q, done):
 
 
 def test_two_processes(free_port):
-    ctx = mp.get_context("spawn")
-    q, done = ctx.Queue(), ctx.Event()
-    p = ctx.Process(target=server, args=(free_port, q, done))
-    p.start()
-    try:
+    with peer_process(server, free_port) as (q, done):
         remote_addr = q.get(timeout=30)
         name = f"127.0.0.1:{free_port}"
         e = hixl.Hixl()
@@ -95,10 +92,6 @@ def test_two_processes(free_port):
         assert e.disconnect(name) == hixl.SUCCESS
         assert e.deregister_mem(h) == hixl.SUCCESS
         e.finalize()
-    finally:
-        done.set()
-        p.join(30)
-    assert p.exitcode == 0
 
 
 def test_names_and_defaults():

@@ -7,18 +7,13 @@ import subprocess
 import sys
 
 import pytest
+from conftest import BLOCK_BYTES, BLOCKS, DST_BLOCKS, LAYERS, SRC_BLOCKS, layerwise_pattern as pattern
 
 from llm_datadist import (BlocksCacheKey, CacheDesc, CacheTask, DataType, LayerSynchronizer, LLMClusterInfo,
                           LLMDataDist, LLMException, LLMRole, LLMStatusCode, Placement, TransferConfig,
                           TransferWithCacheKeyConfig)
 
-LAYERS, BLOCKS, BLOCK_BYTES = 3, 8, 256
-SRC_BLOCKS, DST_BLOCKS = [1, 3, 6], [0, 5, 2]
 PEER = os.path.join(os.path.dirname(__file__), "layerwise_peer.py")
-
-
-def pattern(tensor, block):  # differs per tensor, block and byte
-    return bytes((tensor * 37 + block * 11 + i * 3 + 1) & 0xFF for i in range(BLOCK_BYTES))
 
 
 class Peer:

@@ -7,7 +7,8 @@ remote_accessible=True, which the reference requires for host memory that
 peers read.  Prompt and decoder run in two processes; every tensor, block
 and element holds a different value."""
 import ctypes
-import multiprocessing as mp
+
+from conftest import peer_process
 
 from llm_datadist import (BlocksCacheKey, CacheDesc, DataType, LLMClusterInfo, LLMConfig, LLMDataDist, LLMRole,
                           LLMStatusCode, Placement)
@@ -41,11 +42,7 @@ def prompt(port, q, go):
 
 
 def test_documented_pull_blocks_program_runs_unchanged(free_port):
-    ctx = mp.get_context("spawn")
-    q, go = ctx.Queue(), ctx.Event()
-    p = ctx.Process(target=prompt, args=(free_port, q, go))
-    p.start()
-    try:
+    with peer_process(prompt, free_port) as (q, go):
         assert q.get(timeout=30) == "ready"
         llm_datadist = LLMDataDist(LLMRole.DECODER, DECODER_CLUSTER)
         llm_config = LLMConfig()
@@ -77,7 +74,3 @@ def test_documented_pull_blocks_program_runs_unchanged(free_port):
         assert ret == LLMStatusCode.LLM_SUCCESS and list(rets) == [LLMStatusCode.LLM_SUCCESS]
         cache_manager.unregister_cache(cache.cache_id)
         llm_datadist.finalize()
-    finally:
-        go.set()
-        p.join(30)
-    assert p.exitcode == 0

@@ -1,19 +1,12 @@
-"""The vendor package's names this package adds for issue 18: Status, Memtype,
+"""The vendor package's names this package adds: Status, Memtype,
 MemInfo, KvCache, and LLMConfig.transfer_backend / global_resource_config, which
 reach the engine (not dropped)."""
-import socket
-
 import pytest
+from conftest import free_tcp_port
 
 import llm_datadist
 from llm_datadist import (KvCache, LLMConfig, LLMDataDist, LLMException, LLMRole, LLMStatusCode, MemInfo, Memtype,
                           Status)
-
-
-def _port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_names_are_exported():
@@ -68,7 +61,7 @@ def test_config_emits_the_vendor_keys():
 
 
 def _init(cfg):
-    cfg.listen_ip_info = f"127.0.0.1:{_port()}"
+    cfg.listen_ip_info = f"127.0.0.1:{free_tcp_port()}"
     dd = LLMDataDist(LLMRole.PROMPT, 1)
     try:
         dd.init(cfg.generate_options())

@@ -228,6 +228,20 @@ std::vector<OptionSpec> BuildTable() {
                       "default route's)"));
   t.push_back(EnvOnly("ADXL_NUMA_NODE", "a NUMA node number",
                       "the NUMA node `MallocMem` places host memory on, overriding the NIC's"));
+  // The UCX plugin's settings: read and checked by the plugin when it opens
+  // (plugin/ucx/ucx_context.cc, UcxParams::ReadEnvironment); a value it does
+  // not accept fails Initialize.
+  t.push_back(EnvOnly("ADXL_UCX_CMA_SPLIT_BYTES", "an integer number of bytes >= 1 (decimal or `0x` hex)",
+                      "HCCS lane (cma): a batch of at least this many bytes is shared among the copy threads "
+                      "(plugin parameter `hccs_copy_threads`), smaller ones stay on the posting thread (default "
+                      "786432, 768 KiB)"));
+  t.push_back(EnvOnly("ADXL_UCX_CMA_SPIN_US", "an integer number of microseconds in [0, 1000000]",
+                      "HCCS lane (cma): how long a thread waiting for a copy thread spins before it sleeps "
+                      "(default 20)"));
+  t.push_back(EnvOnly("ADXL_UCX_RDMA_PROTOCOL", "`am`, `rma`",
+                      "RDMA lane protocol: `am` (active messages into validated addresses) or `rma` (UCP put/get; "
+                      "over TCP for measurement and tests only: a `TIMEOUT` does not fence it, docs/contract.md); "
+                      "default `rma` where an InfiniBand device exists, else `am`"));
   return t;
 }
 

@@ -24,7 +24,9 @@
 //   WireupReaper and ControlConn locks are leaves.  UCP's worker lock lives
 //   inside the plugin, below all of them: the plugin never calls back into
 //   the engine (WireupReaper tests and closes endpoints outside its own
-//   lock all the same).
+//   lock all the same).  Endpoint::mu_ (transport/transport.h) is a leaf
+//   held across no plugin call: an endpoint teardown runs outside it, so the
+//   control thread (key unpacks on region updates) never waits for one.
 // The modules exist between a successful Initialize and Finalize; they are
 // reached only under life_mu_ (API calls) or from the loop and worker
 // threads, which Finalize stops before it destroys them.

@@ -1,6 +1,7 @@
 #include "transport/transport.h"
 
 #include <mutex>
+#include <utility>
 
 #include "common/log.h"
 
@@ -82,37 +83,104 @@ int Endpoint::Create(std::shared_ptr<Transport> t, const std::string &address, u
   return ADXL_PLUGIN_OK;
 }
 
+// One plugin call on the endpoint's handle, made outside mu_: the handle
+// (null once cancelled) while it lives; Cancel does not destroy it before.
+class Endpoint::Use {
+ public:
+  explicit Use(Endpoint *ep) : ep_(ep), handle_(ep->Acquire()) {}
+  ~Use() {
+    if (handle_ != nullptr) ep_->Release();
+  }
+  Use(const Use &) = delete;
+  Use &operator=(const Use &) = delete;
+  adxl_plugin_ep_t *handle() const { return handle_; }
+
+ private:
+  Endpoint *ep_;
+  adxl_plugin_ep_t *handle_;
+};
+
+Endpoint::~Endpoint() {
+  Cancel();
+  // No Use is left (they hold the endpoint), so no orphan either; defensive.
+  adxl_plugin_ep_t *orphan = nullptr;
+  {
+    MutexLock l(&mu_);
+    std::swap(orphan, orphan_);
+  }
+  if (orphan != nullptr) t_->ops().ep_destroy(orphan, 1);
+}
+
+adxl_plugin_ep_t *Endpoint::Acquire() {
+  MutexLock l(&mu_);
+  if (ep_ != nullptr) ++users_;
+  return ep_;
+}
+
+void Endpoint::Release() {
+  adxl_plugin_ep_t *orphan = nullptr;
+  {
+    MutexLock l(&mu_);
+    if (--users_ == 0) {
+      std::swap(orphan, orphan_);
+      idle_.NotifyAll();
+    }
+  }
+  if (orphan != nullptr) t_->ops().ep_destroy(orphan, 1);  // Cancel gave up waiting for us
+}
+
 int Endpoint::Post(int op, const adxl_plugin_iov_t *iov, size_t count, std::unique_ptr<Batch> *out) {
-  ReaderLock lock(&mu_);
-  if (ep_ == nullptr) return ADXL_PLUGIN_ERR_IO;
+  Use use(this);
+  if (use.handle() == nullptr) return ADXL_PLUGIN_ERR_IO;
   adxl_plugin_batch_t *b = nullptr;
-  int rc = t_->ops().post(ep_, op, iov, count, &b);
+  int rc = t_->ops().post(use.handle(), op, iov, count, &b);
   if (rc != ADXL_PLUGIN_OK) return rc;
   *out = std::make_unique<Batch>(t_, b);
   return ADXL_PLUGIN_OK;
 }
 
 void Endpoint::Cancel() {
-  WriterLock lock(&mu_);
-  if (ep_ == nullptr) return;
-  t_->ops().ep_destroy(ep_, 1);
-  ep_ = nullptr;
+  adxl_plugin_ep_t *ep = nullptr;
+  {
+    MutexLock l(&mu_);
+    if (ep_ == nullptr) {
+      // Cancelled already; a Cancel still destroying the handle is waited
+      // for (the fence holds for every caller).  Bounded by that Cancel's
+      // own bounds (kInUseWait, and the plugin's on ep_destroy).
+      idle_.Wait(&mu_, [this]() ADXL_REQUIRES(mu_) { return !closing_; });
+      return;
+    }
+    std::swap(ep, ep_);  // calls from now on fail at once
+    closing_ = true;
+    const bool idle = idle_.WaitUntil(&mu_, std::chrono::steady_clock::now() + kInUseWait,
+                                      [this]() ADXL_REQUIRES(mu_) { return users_ == 0; });
+    if (!idle) {
+      orphan_ = ep;  // the last call destroys it
+      ep = nullptr;
+      ADXL_WARN("endpoint teardown: a call on it did not return within %lld ms; the last call "
+                "destroys it", static_cast<long long>(kInUseWait.count()));
+    }
+  }
+  if (ep != nullptr) t_->ops().ep_destroy(ep, 1);  // outside mu_: may take a while (a forced UCP close)
+  MutexLock l(&mu_);
+  closing_ = false;
+  idle_.NotifyAll();
 }
 
 std::string Endpoint::Describe() {
-  ReaderLock lock(&mu_);
-  if (ep_ == nullptr) return "closed";
+  Use use(this);
+  if (use.handle() == nullptr) return "closed";
   char buf[256];
-  if (t_->ops().ep_describe(ep_, buf, sizeof(buf)) != ADXL_PLUGIN_OK) return "unknown";
+  if (t_->ops().ep_describe(use.handle(), buf, sizeof(buf)) != ADXL_PLUGIN_OK) return "unknown";
   return buf;
 }
 
 int RemoteKey::Unpack(const std::shared_ptr<Endpoint> &ep, const std::string &packed,
                       std::unique_ptr<RemoteKey> *out) {
-  ReaderLock lock(&ep->mu_);
-  if (ep->ep_ == nullptr) return ADXL_PLUGIN_ERR_IO;
+  Endpoint::Use use(ep.get());
+  if (use.handle() == nullptr) return ADXL_PLUGIN_ERR_IO;
   adxl_plugin_rkey_t *k = nullptr;
-  int rc = ep->t_->ops().rkey_unpack(ep->ep_, packed.data(), packed.size(), &k);
+  int rc = ep->t_->ops().rkey_unpack(use.handle(), packed.data(), packed.size(), &k);
   if (rc != ADXL_PLUGIN_OK) return rc;
   out->reset(new RemoteKey(ep, k));
   return ADXL_PLUGIN_OK;

@@ -113,25 +113,48 @@ class Endpoint {
   // reaches the peer.
   static int Create(std::shared_ptr<Transport> t, const std::string &address, uint32_t lanes,
                     std::shared_ptr<Endpoint> *out);
-  ~Endpoint() { Cancel(); }
+  ~Endpoint();
   // Posts a batch (count 0: flush only).  ERR_IO once cancelled.
-  int Post(int op, const adxl_plugin_iov_t *iov, size_t count, std::unique_ptr<Batch> *out);
-  // Force-closes the endpoint; idempotent.
-  void Cancel();
-  std::string Describe();
+  int Post(int op, const adxl_plugin_iov_t *iov, size_t count, std::unique_ptr<Batch> *out) ADXL_EXCLUDES(mu_);
+  // Force-closes the endpoint; idempotent.  Returns once the plugin handle is
+  // destroyed (every call on it has returned first, so a same-node copy in
+  // progress ends before), or, past kInUseWait with a call still on it,
+  // leaves the destroy to that call (logged).  Calls that start meanwhile
+  // fail at once (ERR_IO / "closed"): they never wait for the teardown.
+  void Cancel() ADXL_EXCLUDES(mu_);
+  std::string Describe() ADXL_EXCLUDES(mu_);
   uint32_t lane() const { return lane_; }
   const std::shared_ptr<Transport> &transport() const { return t_; }
 
+  // Bound on Cancel waiting for the calls in flight on the handle (a post,
+  // a key unpack) to return before it destroys it.
+  static constexpr std::chrono::milliseconds kInUseWait{2000};
+
  private:
   friend class RemoteKey;
+  class Use;
   Endpoint(std::shared_ptr<Transport> t, adxl_plugin_ep_t *ep) : t_(std::move(t)), ep_(ep) {}
+  // Takes the handle for one plugin call made outside mu_ (null once
+  // cancelled); Release gives it back.
+  adxl_plugin_ep_t *Acquire() ADXL_EXCLUDES(mu_);
+  void Release() ADXL_EXCLUDES(mu_);
+
   std::shared_ptr<Transport> t_;
-  // Shared by every call on the endpoint (held across the plugin call: a
-  // same-node post copies inside it), exclusive in Cancel, which so waits
-  // for copies in progress.  The plugin never calls back into the engine,
-  // so nothing nests inside it.
-  SharedMutex mu_;
+  // Guards the handle's state only, never a plugin call: calls take the
+  // handle under it and run outside it, counted in users_; Cancel clears the
+  // handle under it, waits (on idle_, bounded) for users_ to reach 0 and
+  // destroys the handle outside it.  So the control thread, which unpacks
+  // keys on every region update, never waits for a teardown (a forced UCP
+  // close and the AM lane's Abandon).  A leaf: nothing is taken under it;
+  // held across no plugin call, it never nests with the plugin's locks or
+  // UCP's worker lock, and the plugin never calls back into the engine.
+  Mutex mu_;
+  CondVar idle_;
   adxl_plugin_ep_t *ep_ ADXL_GUARDED_BY(mu_);  // null once cancelled
+  int users_ ADXL_GUARDED_BY(mu_) = 0;         // plugin calls in flight on the handle
+  bool closing_ ADXL_GUARDED_BY(mu_) = false;  // a Cancel is destroying the handle
+  // Cancelled while users_ stayed > 0 past kInUseWait: the last user destroys it.
+  adxl_plugin_ep_t *orphan_ ADXL_GUARDED_BY(mu_) = nullptr;
   uint32_t lane_ = 0;
 };
 

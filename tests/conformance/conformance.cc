@@ -19,12 +19,21 @@ const std::vector<Lane> &AllLanes() {
        {"ADXL_UCX_RDMA_PROTOCOL=am"},
        false,
        false},
-      // Not here: the network lane on UCP put/get (ADXL_UCX_RDMA_PROTOCOL=rma),
-      // what it runs on RDMA hardware.  Over TCP, UCX emulates put/get by
-      // streaming the data to the target, so bytes already in the socket land
-      // when a stopped target resumes: docs/contract.md §6.4 (no byte after
-      // TIMEOUT) does not hold, which is why the lane runs active-message
-      // rendezvous there.
+      // The network lane on UCP put/get (RmaLane), what it runs on RDMA
+      // hardware, here over TCP.  UCX emulates put/get there by streaming the
+      // data to the target, so bytes already in the socket land when a
+      // stopped target resumes: docs/contract.md §6.4 (no byte after TIMEOUT)
+      // does not hold, which is why the plugin runs active-message rendezvous
+      // over TCP; the §6.4 tests skip on this lane (timeout_fences).
+      {"rdma_rma",
+       "rdma",
+       "",
+       {"GlobalResourceConfig={\"comm_resource_config.protocol_desc\":\"roce:host\"}"},
+       {"ADXL_UCX_RDMA_PROTOCOL=rma"},
+       false,
+       false,
+       false,
+       false},
   };
   return lanes;
 }

@@ -1,0 +1,201 @@
+"""LLMDataDist: one cluster (an engine and its CacheManager), its links, and
+the reference's rank-table link / unlink, check_link_status and switch_role."""
+import json
+
+from . import _native
+from .cache_manager import CacheManager
+from .config import LLMClusterInfo, LLMRole, RegisterMemStatus, _init_options
+from .errors import LLMException, LLMStatusCode, _ParamInvalid, _check, _code
+from .host_pool import _HostPool
+from .layerwise import _finalize_at_exit
+from .validation import _int, _need, _str, _type
+
+
+class LLMDataDist:
+    """One cluster: an engine plus its CacheManager.
+
+    init(options) takes every key LLMConfig.generate_options() emits (see
+    _init_options): "llm.listenIpInfo" ("ip:port" to be linkable, default
+    "127.0.0.1" = client only), "llm.SyncKvCacheWaitTime" (ms, default 1000),
+    "llm.HostMemPoolConfig" (the host pool of allocate_cache), the RDMA and
+    LocalCommRes keys (to the engine) are applied; the other "llm." and "ge."
+    keys are accepted and logged once at INFO; "adxl." keys and the engine's
+    own option names go to AdxlEngine::Initialize; any other key is refused.
+    """
+
+    def __init__(self, role, cluster_id):
+        self.role = _type(role, LLMRole, "role")
+        self.cluster_id = _int(cluster_id, "cluster_id")
+        self._native = None
+        self._cache_manager = None
+        self._surface_init()
+
+    def init(self, options):
+        _need(options, "options")
+        if not isinstance(options, dict):
+            raise TypeError("options must be a dict")
+        if self._native is not None:
+            return
+        listen, timeout, engine_opts, pool_cfg = _init_options(options)
+        m = _native.CacheManager()
+        _check(m.initialize(self.cluster_id, listen, engine_opts), "init")
+        try:
+            _check(m.set_sync_timeout(timeout), "init")
+            pool = _HostPool(pool_cfg) if pool_cfg else None
+        except BaseException:
+            m.finalize()
+            raise
+        self._native = m
+        self._cache_manager = CacheManager(m, pool, options)
+        self._options = dict(options)
+        self._listen = listen
+        _finalize_at_exit(self)
+
+    @property
+    def cache_manager(self):
+        if self._cache_manager is None:
+            raise LLMException("LLMDataDist is not initialized", LLMStatusCode.LLM_FAILED)
+        return self._cache_manager
+
+    def _clusters(self, clusters):
+        _need(clusters, "clusters")
+        if not isinstance(clusters, (list, tuple)):
+            raise TypeError("clusters must be a list or tuple of LLMClusterInfo")
+        return [(_int(_type(c, LLMClusterInfo, "clusters[]").remote_cluster_id, "remote_cluster_id"), c._engine())
+                for c in clusters]
+
+    def link_clusters(self, clusters, timeout=3000):
+        cl = self._clusters(clusters)
+        s, rets = self.cache_manager._m.link_clusters(cl, _int(timeout, "timeout", 1, 2 ** 31 - 1))
+        return _code(s), [_code(r) for r in rets]
+
+    def unlink_clusters(self, clusters, timeout=3000, force=False):
+        cl = self._clusters(clusters)
+        s, rets = self.cache_manager._m.unlink_clusters(cl, _int(timeout, "timeout", 1, 2 ** 31 - 1))
+        return _code(s), [_code(r) for r in rets]
+
+    def finalize(self):
+        if self._native is not None:
+            self._native.finalize()
+            if self._cache_manager is not None and self._cache_manager._pool is not None:
+                self._cache_manager._pool.close()  # after finalize: nothing registered uses it any more
+        self._native = None
+        self._cache_manager = None
+        self._surface_init()
+
+    def _surface_init(self):
+        self._comms = {}  # comm_id -> [(cluster id, engine name)] linked by link()
+        self._next_comm = 1
+        self._options = {}
+        self._listen = None
+
+    def _manager(self):
+        return self.cache_manager._m
+
+    def check_link_status(self, remote_cluster_id):
+        """Returns when the link to remote_cluster_id exists and is healthy; LLMException otherwise
+        (LLM_NOT_YET_LINK: no link; LLM_FAILED: the link failed, unlink and link again)."""
+        _int(remote_cluster_id, "remote_cluster_id")
+        _check(self._manager().check_link_status(remote_cluster_id), "check_link_status")
+
+    def switch_role(self, role, switch_options=None):
+        """Changes the role (a label here).  llm.listenIpInfo in switch_options re-creates the engine on that
+        address, which needs no cache registered and no link (else LLM_FEATURE_NOT_ENABLED)."""
+        _type(role, LLMRole, "role")
+        if switch_options is not None and not isinstance(switch_options, dict):
+            raise TypeError(f"switch_options must be a dict, not {type(switch_options).__name__}")
+        m = self._manager()
+        opts = dict(switch_options or {})
+        listen = opts.get("llm.listenIpInfo")
+        if listen is not None and _str(listen, "llm.listenIpInfo") != self._listen:
+            if m.registered_addr_count() != 0 or self._comms:
+                raise LLMException("switch_role: a new listen address needs a new engine; unregister every cache "
+                                   "and unlink first", LLMStatusCode.LLM_FEATURE_NOT_ENABLED)
+            options = dict(self._options)
+            options.update(opts)
+            self.finalize()
+            self.init(options)
+        self.role = role
+
+    def link(self, comm_name, cluster_rank_info, rank_table):
+        """Links this cluster to every other cluster of cluster_rank_info ({cluster id: rank id}), each found in
+        rank_table (the reference's JSON: server_list[].device[] with rank_id and device_ip; the engine of a
+        rank is device_ip:device_port, or device_ip written "ip:port").  Every participant listens at its own
+        rank's address and calls link() with the same arguments.  Returns a comm id for unlink."""
+        _str(comm_name, "comm_name")
+        if not 0 < len(comm_name) < 128:
+            raise _ParamInvalid("comm_name must be 1 to 127 characters")
+        if not isinstance(cluster_rank_info, dict):
+            raise TypeError(f"cluster_rank_info must be a dict, not {type(cluster_rank_info).__name__}")
+        for k, v in cluster_rank_info.items():
+            _int(k, "cluster_rank_info key")
+            _int(v, "cluster_rank_info value", 0, 2 ** 32 - 1)
+        _str(rank_table, "rank_table")
+        ranks = list(cluster_rank_info.values())
+        if not 1 < len(ranks) <= 4:
+            raise _ParamInvalid("cluster_rank_info must hold 2 to 4 clusters")
+        if ranks != sorted(ranks) or len(set(ranks)) != len(ranks):
+            raise _ParamInvalid("ranks in cluster_rank_info must be ordered and distinct")
+        if self.cluster_id not in cluster_rank_info:
+            raise _ParamInvalid(f"cluster_rank_info does not name this cluster ({self.cluster_id})")
+        engines = _rank_engines(rank_table)
+        peers = []
+        for cid, rank in cluster_rank_info.items():
+            if cid == self.cluster_id:
+                continue
+            if rank not in engines:
+                raise _ParamInvalid(f"rank_table has no device with rank_id {rank} (cluster {cid})")
+            peers.append((cid, engines[rank]))
+        s, rets = self._manager().link_clusters(peers, 3000)
+        if s != 0:
+            done = [p for p, r in zip(peers, rets) if r == 0]
+            if done:
+                self._manager().unlink_clusters(done, 3000)
+            _check(s, f"link({comm_name!r})")
+        comm_id = self._next_comm
+        self._next_comm += 1
+        self._comms[comm_id] = peers
+        return comm_id
+
+    def unlink(self, comm_id):
+        _int(comm_id, "comm_id")
+        peers = self._comms.pop(comm_id, None)
+        if peers is None:
+            raise _ParamInvalid(f"unlink: comm_id {comm_id} is not linked")
+        s, _ = self._manager().unlink_clusters(peers, 3000)
+        _check(s, "unlink")
+
+    def query_register_mem_status(self, comm_id):
+        """Registrations are complete when register_* returns: OK for a linked comm_id."""
+        _int(comm_id, "comm_id")
+        if comm_id not in self._comms:
+            raise _ParamInvalid(f"query_register_mem_status: comm_id {comm_id} is not linked")
+        self._manager()
+        return RegisterMemStatus.OK
+
+    def __del__(self):
+        if getattr(self, "_native", None) is not None:
+            self.finalize()
+
+
+def _rank_engines(rank_table):
+    """{rank id: engine name} from a rank table (JSON text)."""
+    try:
+        table = json.loads(rank_table)
+        devices = [d for server in table["server_list"] for d in server["device"]]
+    except (ValueError, KeyError, TypeError):
+        raise _ParamInvalid("rank_table must be JSON with server_list[].device[]") from None
+    out = {}
+    for d in devices:
+        try:
+            rank = int(d["rank_id"])
+            ip = str(d["device_ip"])
+        except (KeyError, TypeError, ValueError):
+            raise _ParamInvalid(f"rank_table device {d!r} lacks rank_id or device_ip") from None
+        port = d.get("device_port", d.get("port"))
+        if port is not None:
+            ip = f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+        elif ip.count(":") != 1 and not ip.startswith("["):
+            raise _ParamInvalid(f"rank_table device of rank {rank}: no port (device_port, or device_ip as ip:port)")
+        out[rank] = ip
+    return out
