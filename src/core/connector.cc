@@ -54,6 +54,7 @@ Status Connector::Connect(const std::string &remote, int32_t timeout_ms) {
       continue;  // the other attempt failed: try ourselves
     }
     Status st = ConnectOnce(link, peer, deadline);
+    link->stats->RecordConnect(st == SUCCESS);  // stats hook (link_stats.h)
     if (st != SUCCESS) {
       links_->Remove(link);
       if (link->conn) link->conn->Close();
@@ -70,16 +71,24 @@ Status Connector::ConnectOnce(const std::shared_ptr<Link> &link, const EngineNam
   const std::string &remote = peer.text;
   Fd fd;
   std::string why;
+  Clock::time_point phase_start = Clock::now();  // stats hook: each phase is timed when it completes
+  auto phase_done = [&](ConnectPhase phase) {
+    const Clock::time_point now = Clock::now();
+    link->stats->RecordPhase(phase, now - phase_start);
+    phase_start = now;
+  };
   NetResult nr = ConnectTcp(peer.host, peer.ipv6, peer.port, deadline, &fd, &why);
   if (nr != NetResult::kOk) {
     ADXL_ERROR("Connect to '%s': %s", remote.c_str(), why.c_str());
     return nr == NetResult::kTimeout ? TIMEOUT : FAILED;
   }
+  phase_done(ConnectPhase::kTcp);
   wire::HelloAck ack;
   Status st = RunClientHandshake(fd.get(), self_, remote, deadline, &ack);
   auto conn = std::make_shared<ControlConn>(std::move(fd), ControlConn::Role::kClient, remote);
   link->conn = conn;
   if (st != SUCCESS) return st;
+  phase_done(ConnectPhase::kHandshake);
   const bool same_node = ack.node_id == self_.node_id;
   const uint32_t lanes = AllowedLanes(same_node, protocols_);
   if (lanes == 0) {
@@ -115,6 +124,7 @@ Status Connector::ConnectOnce(const std::shared_ptr<Link> &link, const EngineNam
     ADXL_ERROR("Connect to '%s': transport wire-up failed (status %d)", remote.c_str(), rc);
     return FAILED;
   }
+  phase_done(ConnectPhase::kWireup);  // endpoint, the peer's keys and the first flush
   link->transports = ep->Describe();
   links_->Bind(link);
   if (!loop_->Add(conn)) {

@@ -245,6 +245,41 @@ Status Engine::GetLinkInfo(const AscendString &remote, ext::LinkInfo &info) {
   return SUCCESS;
 }
 
+StatsView Engine::ReadStats() {
+  StatsView v;
+  links_.stats().Read(&v.peers, &v.retired);
+  for (const auto &link : links_.Connected()) v.linked.insert(link->remote());
+  return v;
+}
+
+Status Engine::GetLinkStats(const std::string &remote, ext::LinkStats *stats) {
+  ReaderLock life(&life_mu_);
+  if (!initialized_.load()) return FAILED;
+  const StatsView v = ReadStats();
+  auto it = v.peers.find(remote);
+  if (it == v.peers.end()) return NOT_CONNECTED;
+  *stats = ToPublic(remote, v.linked.count(remote) != 0, it->second);
+  return SUCCESS;
+}
+
+Status Engine::GetAllLinkStats(std::vector<ext::LinkStats> *stats, ext::LinkStats *totals) {
+  ReaderLock life(&life_mu_);
+  stats->clear();
+  if (!initialized_.load()) return FAILED;
+  const StatsView v = ReadStats();
+  for (const auto &kv : v.peers) stats->push_back(ToPublic(kv.first, v.linked.count(kv.first) != 0, kv.second));
+  if (totals != nullptr) *totals = ToPublic("", false, v.Totals());
+  return SUCCESS;
+}
+
+Status Engine::RenderPrometheus(std::string *text) {
+  ReaderLock life(&life_mu_);
+  text->clear();
+  if (!initialized_.load()) return FAILED;
+  *text = RenderPrometheusText(ReadStats());
+  return SUCCESS;
+}
+
 Status Engine::GetLinkRegions(const AscendString &remote, std::vector<ext::LinkRegion> &regions) {
   ReaderLock life(&life_mu_);
   regions.clear();

@@ -47,6 +47,7 @@
 #include "core/link_table.h"
 #include "core/notifier.h"
 #include "core/registrar.h"
+#include "core/stats_export.h"
 #include "core/transfers.h"
 #include "transport/transport.h"
 
@@ -90,6 +91,11 @@ class Engine : public ControlHandler {
   Status GetPeerMetadata(const std::string &remote, const std::string &name, int32_t refresh_timeout_ms,
                          std::string *blob, uint64_t *version) ADXL_EXCLUDES(life_mu_);
 
+  // adxl_ext.h: per-link statistics (stats_export.h).
+  Status GetLinkStats(const std::string &remote, ext::LinkStats *stats) ADXL_EXCLUDES(life_mu_);
+  Status GetAllLinkStats(std::vector<ext::LinkStats> *stats, ext::LinkStats *totals) ADXL_EXCLUDES(life_mu_);
+  Status RenderPrometheus(std::string *text) ADXL_EXCLUDES(life_mu_);
+
   bool initialized() const { return initialized_.load(); }
   // Valid after a successful Initialize.
   const EngineOptions &options() const { return options_; }
@@ -105,6 +111,8 @@ class Engine : public ControlHandler {
   void HandleClient(const std::shared_ptr<ControlConn> &conn, wire::Message &msg);
   // The lifecycle check of API calls; logs when not initialized.
   bool Ready(const char *api) const;
+  // Every peer's counters and which have a link now (no lock held after).
+  StatsView ReadStats();
 
   SharedMutex life_mu_;
   std::atomic<bool> initialized_{false};
