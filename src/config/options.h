@@ -47,6 +47,7 @@ struct EngineOptions {
   uint64_t max_device_bytes = kDefaultMaxDeviceBytes;
   uint64_t max_host_bytes = kDefaultMaxHostBytes;
   uint32_t heartbeat_ms = 1000;
+  uint32_t stats_interval_ms = 30 * 60 * 1000;  // the vendor's statistics period; 0: no summary line
   uint32_t hccs_copy_threads = 0;  // 0: automatic
   std::string plugin_path;
   std::string plugin = "ucx";

@@ -97,12 +97,14 @@ Status Engine::Initialize(const AscendString &local_engine, const std::map<Ascen
   notifier_ = std::make_unique<Notifier>(connector_.get());
   handshake_ = std::make_unique<HandshakeServer>(self, transport->address());
   heartbeat_ = std::make_unique<Heartbeat>(o.heartbeat_ms, &links_, registrar_.get(), connector_.get(), &worker_);
+  stats_log_ = std::make_unique<StatsLog>(o.stats_interval_ms);
   worker_.Start();
   const int hello_timeout_ms = static_cast<int>(std::max<uint32_t>(3 * o.heartbeat_ms, 1000));
   if (!loop_.Start(std::move(listen_fd), this, static_cast<int>(o.heartbeat_ms), hello_timeout_ms, &why)) {
     ADXL_ERROR("Initialize: %s", why.c_str());
     worker_.Stop();
     heartbeat_.reset();
+    stats_log_.reset();
     handshake_.reset();
     notifier_.reset();
     transfers_.reset();
@@ -142,6 +144,7 @@ void Engine::Finalize() {
   loop_.Stop();     // closes the server ends: their clients see the link fail
   worker_.Stop();   // runs what the control thread left for it
   heartbeat_.reset();
+  stats_log_.reset();
   handshake_.reset();
   transfers_.reset();  // async requests and the buffer pool
   links.clear();
@@ -425,6 +428,10 @@ void Engine::OnClosed(const std::shared_ptr<ControlConn> &conn) {
   });
 }
 
-void Engine::OnTick() { heartbeat_->Tick(); }
+void Engine::OnTick() {
+  heartbeat_->Tick();
+  const Clock::time_point now = Clock::now();
+  if (stats_log_->Due(now)) stats_log_->Emit(ReadStats(), now);
+}
 
 }  // namespace adxl

@@ -9,6 +9,8 @@
 //   notifier_    SendNotify / GetNotifies (notifier.h)
 //   handshake_   the server side of handshakes (control/handshake.h)
 //   heartbeat_   liveness (heartbeat.h)
+//   stats_log_   the periodic statistics line (stats_log.h); the counters
+//                live in links_ (link_stats.h)
 // The ControlLoop's thread (control/control.h) delivers every message; the
 // engine dispatches it to the module and never waits on it: answers are
 // queued, and work that may wait (draining the transport for a Fence,
@@ -48,6 +50,7 @@
 #include "core/notifier.h"
 #include "core/registrar.h"
 #include "core/stats_export.h"
+#include "core/stats_log.h"
 #include "core/transfers.h"
 #include "transport/transport.h"
 
@@ -130,6 +133,7 @@ class Engine : public ControlHandler {
   std::unique_ptr<Notifier> notifier_;
   std::unique_ptr<HandshakeServer> handshake_;
   std::unique_ptr<Heartbeat> heartbeat_;
+  std::unique_ptr<StatsLog> stats_log_;  // control thread only (OnTick)
 };
 
 }  // namespace adxl

@@ -5,7 +5,11 @@
 // across scrapes and keeps a disconnected peer's counts in the engine
 // totals; reads of the statistics while transfers run (TSan: the name of
 // that case has "Concurrent").
+#include <unistd.h>
+
 #include <csignal>
+#include <fstream>
+#include <iostream>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -235,6 +239,46 @@ TEST_F(LinkStatsNetworkTest, TimeoutAgainstAStoppedPeerIsCounted) {
   EXPECT_EQ(engine_.TransferSync(peer_name_.c_str(), WRITE, {{local_.addr(), remote_, 64}}, 1000), FAILED);
   EXPECT_EQ(Stats(engine_, peer_name_).write.errors, 0u);
   EXPECT_EQ(Stats(engine_, peer_name_).write.timeouts, 1u);
+}
+
+}  // namespace
+
+namespace {
+
+// The periodic summary: an initiator process with ADXL_STATS_INTERVAL_MS=200
+// and info logging writes a "stats:" line naming its busiest peer.
+TEST(LinkStatsLog, PeriodicSummaryLineNamesTheBusiestPeer) {
+  char log_path[] = "/tmp/adxl_stats_log_XXXXXX";
+  const int fd = mkstemp(log_path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  PeerProcess target;
+  const std::string target_name = InitOnFreePort(target, "adxl.HeartbeatMs=100");
+  ASSERT_NE(target_name, "");
+  auto t = target.Ok("alloc 65536");
+  ASSERT_EQ(t.size(), 2u);
+  ASSERT_EQ(target.Ok("reg 0").size(), 1u);
+  PeerProcess initiator({"ADXL_LOG_LEVEL=info", "ADXL_STATS_INTERVAL_MS=200"},
+                        {"/bin/sh", "-c", std::string("exec \"$0\" 2>>") + log_path});
+  ASSERT_NE(InitOnFreePort(initiator, "adxl.HeartbeatMs=100"), "");
+  ASSERT_EQ(initiator.Ok("alloc 65536").size(), 2u);
+  ASSERT_EQ(initiator.Ok("reg 0").size(), 1u);
+  ASSERT_EQ(initiator.Command("connect " + target_name + " 5000"), "ok");
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(initiator.Command("write " + target_name + " 5000 0 0 " + t[1] + " 4096"), "ok");
+  }
+  std::string text;
+  for (int i = 0; i < 30 && text.find("busiest: " + target_name) == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::ifstream in(log_path);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  unlink(log_path);
+  const size_t at = text.find("stats:");
+  if (at != std::string::npos) std::cout << text.substr(at, text.find('\n', at) - at) << "\n";
+  EXPECT_NE(text.find("stats: 1 links; READ +0 transfers"), std::string::npos) << text;
+  EXPECT_NE(text.find("WRITE +3 transfers +12.0 KiB"), std::string::npos) << text;
+  EXPECT_NE(text.find("busiest: " + target_name + " +12.0 KiB"), std::string::npos) << text;
 }
 
 }  // namespace
