@@ -79,23 +79,25 @@ Status Transfers::Prepare(const char *api, const std::string &remote, TransferOp
 
 Status Transfers::Sync(const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
                        int32_t timeout_ms) {
-  // Counted once per call, whatever way it ended: two clock reads and a few
-  // relaxed additions to counters of this link alone.
-  const Clock::time_point start = counting_ ? Clock::now() : Clock::time_point{};
+  // Counted once per call, whatever way it ended: one clock read more than
+  // the call needs anyway (its deadline starts at `start`) and a few relaxed
+  // additions to counters of this link alone.
+  const Clock::time_point start = Clock::now();
   std::shared_ptr<Link> link;
   uint64_t bytes = 0;
-  const Status st = SyncOn(remote, op, descs, timeout_ms, &link, &bytes);
+  const Status st = SyncOn(remote, op, descs, timeout_ms, start, &link, &bytes);
   if (counting_ && link) link->stats->RecordTransfer(op, st, descs.size(), bytes, Clock::now() - start);
   return st;
 }
 
 Status Transfers::SyncOn(const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
-                         int32_t timeout_ms, std::shared_ptr<Link> *link_out, uint64_t *bytes_out) {
+                         int32_t timeout_ms, Clock::time_point start, std::shared_ptr<Link> *link_out,
+                         uint64_t *bytes_out) {
   if (timeout_ms <= 0) {
     ADXL_ERROR("TransferSync to '%s': timeout %d ms must be > 0", remote.c_str(), timeout_ms);
     return PARAM_INVALID;
   }
-  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  const Clock::time_point deadline = start + std::chrono::milliseconds(timeout_ms);
   bool staged = false;
   Status st = staged_.Run(remote, op, descs, deadline, timeout_ms, &staged, link_out, bytes_out);
   if (staged) return st;

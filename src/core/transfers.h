@@ -46,10 +46,11 @@ class Transfers {
   // *link is set once the link is known, also when planning then fails.
   Status Prepare(const char *api, const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
                  Clock::time_point connect_deadline, std::shared_ptr<Link> *link, TransferPlan *plan);
-  // Sync without counting: *link is the link it used (null when it never
-  // got one), *bytes what it moved on SUCCESS.
+  // Sync without counting, its deadline `timeout_ms` after `start`: *link
+  // is the link it used (null when it never got one), *bytes what it moved
+  // on SUCCESS.
   Status SyncOn(const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
-                int32_t timeout_ms, std::shared_ptr<Link> *link, uint64_t *bytes);
+                int32_t timeout_ms, Clock::time_point start, std::shared_ptr<Link> *link, uint64_t *bytes);
 
   const std::shared_ptr<Transport> transport_;
   const bool counting_;  // per-link statistics (link_stats.h); off only to measure their cost
