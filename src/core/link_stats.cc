@@ -111,7 +111,6 @@ void LinkCounters::RecordTransfer(TransferOp op, Status st, uint64_t descriptors
                                   std::chrono::steady_clock::duration took) {
   Direction &d = dir_[op == WRITE ? 1 : 0];
   if (st == SUCCESS) {
-    d.transfers.fetch_add(1, kRelaxed);
     d.descriptors.fetch_add(descriptors, kRelaxed);
     d.bytes.fetch_add(bytes, kRelaxed);
     d.latency.Record(Ns(took));
@@ -145,12 +144,12 @@ CountersSnapshot LinkCounters::Read() const {
   }
   for (int d = 0; d < 2; ++d) {
     DirectionSnapshot &o = s.dir[d];
-    o.transfers = dir_[d].transfers.load(kRelaxed);
     o.descriptors = dir_[d].descriptors.load(kRelaxed);
     o.bytes = dir_[d].bytes.load(kRelaxed);
     o.errors = dir_[d].errors.load(kRelaxed);
     o.timeouts = dir_[d].timeouts.load(kRelaxed);
     o.latency = dir_[d].latency.Read();
+    o.transfers = o.latency.count;
   }
   return s;
 }

@@ -102,8 +102,11 @@ class LinkCounters {
   CountersSnapshot Read() const;
 
  private:
+  // Completed transfers are not counted apart: every one adds one latency
+  // sample, so their number is the histogram's count (one atomic add less
+  // per transfer).
   struct Direction {
-    std::atomic<uint64_t> transfers{0}, descriptors{0}, bytes{0}, errors{0}, timeouts{0};
+    std::atomic<uint64_t> descriptors{0}, bytes{0}, errors{0}, timeouts{0};
     LatencyHistogram latency;
   };
   struct Phase {
