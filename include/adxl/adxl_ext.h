@@ -117,7 +117,7 @@ struct ConnectPhaseStats {
 
 struct LinkStats {
   std::string remote;   // the peer ("" for the engine totals)
-  bool linked = false;  // a link to it exists now (connected or failed)
+  bool linked = false;  // a connected link to it exists now
   uint64_t connects = 0;          // Connects (and AutoConnects) that succeeded
   uint64_t connect_failures = 0;  // and that failed after the name was valid
   ConnectPhaseStats tcp_connect;  // the control connection's TCP connect

@@ -186,7 +186,7 @@ std::string RenderPrometheusText(const StatsView &view) {
       w.Sample("adxl_connect_phase_last_seconds", labels, Seconds(kv.second.phases[p].last_ns));
     }
   }
-  w.Family("adxl_link_up", "gauge", "1 while a link to the peer exists.");
+  w.Family("adxl_link_up", "gauge", "1 while a connected link to the peer exists.");
   for (const auto &kv : view.peers) {
     w.Sample("adxl_link_up", "peer=\"" + Escape(kv.first) + "\"", view.linked.count(kv.first) ? 1 : 0);
   }
@@ -209,7 +209,7 @@ std::string RenderPrometheusText(const StatsView &view) {
   w.Sample("adxl_engine_connects_total", "", t.connects);
   w.Family("adxl_engine_connect_failures_total", "counter", "Connects that failed, all peers.");
   w.Sample("adxl_engine_connect_failures_total", "", t.connect_failures);
-  w.Family("adxl_engine_links", "gauge", "Links that exist now.");
+  w.Family("adxl_engine_links", "gauge", "Connected links now.");
   w.Sample("adxl_engine_links", "", view.linked.size());
   return w.Take();
 }

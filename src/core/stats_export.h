@@ -17,7 +17,7 @@ namespace adxl {
 struct StatsView {
   std::map<std::string, CountersSnapshot> peers;
   CountersSnapshot retired;
-  std::set<std::string> linked;
+  std::set<std::string> linked;  // peers with a connected link now
 
   CountersSnapshot Totals() const;
 };
