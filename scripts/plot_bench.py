@@ -22,7 +22,7 @@ from collections import defaultdict
 COLUMNS = [
     "benchmark", "pattern", "block_size", "batch_size", "threads", "transport", "direction",
     "initiator_memory", "target_memory", "bandwidth_gbps", "ops_per_sec", "avg_latency_us",
-    "p99_us", "error_count", "consistency",
+    "p99_us", "error_count", "consistency", "p50_us",
 ]
 
 # Baselines dashed, engine solid: the eye finds the engine first.

@@ -1,6 +1,7 @@
 // Extensions of this ADXL implementation (not in the vendor's API): what a
 // link runs on, the path to each of the peer's regions, and what it moved;
-// metadata an engine publishes to its peers.
+// metadata an engine publishes to its peers; per-link statistics and their
+// Prometheus text rendering.
 #ifndef ADXL_ADXL_EXT_H_
 #define ADXL_ADXL_EXT_H_
 
@@ -68,6 +69,78 @@ ASCEND_FUNC_VISIBILITY Status PublishMetadata(AdxlEngine &engine, const AscendSt
 ASCEND_FUNC_VISIBILITY Status GetPeerMetadata(AdxlEngine &engine, const AscendString &remote_engine,
                                               const AscendString &name, std::string &blob, uint64_t &version,
                                               int32_t refresh_timeout_ms = 0);
+
+// ---- Per-link statistics.
+// Counted on the side that called Connect, per peer and direction, lock-free
+// on the data path.  A transfer is counted once, when it ends: TransferSync
+// on return, TransferAsync when its final status is reported (its latency
+// then runs from submission to that report).  Only a transfer that ended
+// SUCCESS adds to transfers, descriptors (the caller's TransferOpDescs),
+// bytes and latency; one that ended TIMEOUT adds to timeouts, any other
+// failure after the link was found (a range the peer never registered, the
+// transport failing, the link disconnected under an async request) to
+// errors.  Calls refused before a link was found (invalid arguments, no
+// link, a link that failed earlier) are not counted: there is no link.  Counts continue across
+// Disconnect and Connect to the same peer and never go backwards.
+
+// Latency of whole transfers in fixed log2 buckets: buckets[i] counts
+// transfers that took more than 2^(i-1) and at most 2^i microseconds
+// (buckets[0]: at most 1 us); the last bucket counts everything above
+// 2^(size-2) us.  Percentiles are interpolated inside their bucket and never
+// exceed max_ns.
+struct LatencyStats {
+  uint64_t count = 0;
+  uint64_t sum_ns = 0;
+  uint64_t p50_ns = 0;
+  uint64_t p99_ns = 0;
+  uint64_t max_ns = 0;
+  std::vector<uint64_t> buckets;
+};
+
+struct DirectionStats {
+  uint64_t transfers = 0;
+  uint64_t descriptors = 0;
+  uint64_t bytes = 0;
+  uint64_t errors = 0;
+  uint64_t timeouts = 0;
+  LatencyStats latency;
+};
+
+// One phase of Connect, timed when it completed: count of completions,
+// the last, total and longest duration.
+struct ConnectPhaseStats {
+  uint64_t count = 0;
+  uint64_t last_ns = 0;
+  uint64_t total_ns = 0;
+  uint64_t max_ns = 0;
+};
+
+struct LinkStats {
+  std::string remote;   // the peer ("" for the engine totals)
+  bool linked = false;  // a connected link to it exists now
+  uint64_t connects = 0;          // Connects (and AutoConnects) that succeeded
+  uint64_t connect_failures = 0;  // and that failed after the name was valid
+  ConnectPhaseStats tcp_connect;  // the control connection's TCP connect
+  ConnectPhaseStats handshake;    // hello, authentication and the peer's region table
+  ConnectPhaseStats wireup;       // transport endpoint, the peer's keys, the first flush
+  DirectionStats read;
+  DirectionStats write;
+};
+
+// SUCCESS and *stats for a peer this engine has linked to (now or before);
+// NOT_CONNECTED when it never did; FAILED when the engine is not initialized.
+ASCEND_FUNC_VISIBILITY Status GetLinkStats(AdxlEngine &engine, const AscendString &remote_engine, LinkStats &stats);
+// Every peer's statistics (by name), and in *totals (when given) the sum
+// over all of them plus peers whose counters the engine dropped (it keeps
+// 1024 peers without a link); totals never go backwards.  FAILED when the
+// engine is not initialized.
+ASCEND_FUNC_VISIBILITY Status GetAllLinkStats(AdxlEngine &engine, std::vector<LinkStats> &stats,
+                                              LinkStats *totals = nullptr);
+// The same counters as Prometheus text exposition (format 0.0.4), metric
+// names prefixed `adxl_`, labels `peer` and `op` ("read" / "write"), latency
+// as the histogram adxl_transfer_latency_seconds, engine totals as
+// adxl_engine_*; replaces *text.  FAILED when the engine is not initialized.
+ASCEND_FUNC_VISIBILITY Status RenderPrometheus(AdxlEngine &engine, std::string &text);
 
 }  // namespace ext
 }  // namespace adxl

@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include "adxl/adxl_engine.h"
+#include "adxl/adxl_ext.h"
 
 namespace py = pybind11;
 using namespace adxl;
@@ -16,6 +17,50 @@ std::map<AscendString, AscendString> Options(const std::map<std::string, std::st
   std::map<AscendString, AscendString> out;
   for (const auto &kv : in) out.emplace(kv.first.c_str(), kv.second.c_str());
   return out;
+}
+
+// Per-link statistics (adxl_ext.h LinkStats) as plain dicts: nested
+// {"read": {...}, "write": {...}, "tcp_connect": {...}, ...}, keys as the
+// C++ field names, so that they print and serialise (json.dumps) as they are.
+py::dict PhaseDict(const ext::ConnectPhaseStats &p) {
+  py::dict d;
+  d["count"] = p.count;
+  d["last_ns"] = p.last_ns;
+  d["total_ns"] = p.total_ns;
+  d["max_ns"] = p.max_ns;
+  return d;
+}
+
+py::dict DirectionDict(const ext::DirectionStats &s) {
+  py::dict lat;
+  lat["count"] = s.latency.count;
+  lat["sum_ns"] = s.latency.sum_ns;
+  lat["p50_ns"] = s.latency.p50_ns;
+  lat["p99_ns"] = s.latency.p99_ns;
+  lat["max_ns"] = s.latency.max_ns;
+  lat["buckets"] = s.latency.buckets;
+  py::dict d;
+  d["transfers"] = s.transfers;
+  d["descriptors"] = s.descriptors;
+  d["bytes"] = s.bytes;
+  d["errors"] = s.errors;
+  d["timeouts"] = s.timeouts;
+  d["latency"] = lat;
+  return d;
+}
+
+py::dict StatsDict(const ext::LinkStats &s) {
+  py::dict d;
+  d["remote"] = s.remote;
+  d["linked"] = s.linked;
+  d["connects"] = s.connects;
+  d["connect_failures"] = s.connect_failures;
+  d["tcp_connect"] = PhaseDict(s.tcp_connect);
+  d["handshake"] = PhaseDict(s.handshake);
+  d["wireup"] = PhaseDict(s.wireup);
+  d["read"] = DirectionDict(s.read);
+  d["write"] = DirectionDict(s.write);
+  return d;
 }
 
 }  // namespace
@@ -150,6 +195,31 @@ PYBIND11_MODULE(_adxl, m) {
              Status s = e.GetNotifies(v);
              return py::make_tuple(s, v);
            })
+      // Extensions (adxl_ext.h): per-link statistics.
+      .def("get_link_stats",
+           [](AdxlEngine &e, const std::string &r) {
+             ext::LinkStats st;
+             const Status s = ext::GetLinkStats(e, r.c_str(), st);
+             return py::make_tuple(s, s == SUCCESS ? py::object(StatsDict(st)) : py::none());
+           },
+           py::arg("remote_engine"), "(status, dict): adxl_ext.h GetLinkStats")
+      .def("get_all_link_stats",
+           [](AdxlEngine &e) {
+             std::vector<ext::LinkStats> all;
+             ext::LinkStats totals;
+             const Status s = ext::GetAllLinkStats(e, all, &totals);
+             py::list l;
+             for (const auto &st : all) l.append(StatsDict(st));
+             return py::make_tuple(s, l, StatsDict(totals));
+           },
+           "(status, [dict per peer], totals dict): adxl_ext.h GetAllLinkStats")
+      .def("render_prometheus",
+           [](AdxlEngine &e) {
+             std::string text;
+             const Status s = ext::RenderPrometheus(e, text);
+             return py::make_tuple(s, text);
+           },
+           "(status, text): adxl_ext.h RenderPrometheus")
       .def_static("malloc_mem",
                   [](MemType type, size_t size) {
                     void *p = nullptr;

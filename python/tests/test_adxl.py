@@ -54,3 +54,39 @@ def test_static_helpers():
     assert adxl.AdxlEngine.free_mem(p) == adxl.SUCCESS
     assert adxl.AdxlEngine.malloc_mem(adxl.MEM_HOST, 0)[0] == adxl.PARAM_INVALID
     assert adxl.AdxlEngine().initialize("not-an-address") == adxl.PARAM_INVALID
+
+
+def test_link_stats_and_prometheus(free_port):
+    target, client = adxl.AdxlEngine(), adxl.AdxlEngine()
+    name = f"127.0.0.1:{free_port}"
+    assert target.initialize(name, {}) == adxl.SUCCESS
+    assert client.initialize("127.0.0.1") == adxl.SUCCESS
+    tb, ta = buf(8192)
+    src, sa = buf(8192, 3)
+    assert target.register_mem(adxl.MemDesc(ta, 8192), adxl.MEM_HOST)[0] == adxl.SUCCESS
+    assert client.register_mem(adxl.MemDesc(sa, 8192), adxl.MEM_HOST)[0] == adxl.SUCCESS
+    s, st = client.get_link_stats(name)
+    assert s == adxl.NOT_CONNECTED and st is None
+    assert client.connect(name, 5000) == adxl.SUCCESS
+    descs = [adxl.TransferOpDesc(sa, ta, 4096), adxl.TransferOpDesc(sa + 4096, ta + 4096, 4096)]
+    for _ in range(2):
+        assert client.transfer_sync(name, adxl.WRITE, descs) == adxl.SUCCESS
+    assert client.transfer_sync(name, adxl.READ, descs[:1]) == adxl.SUCCESS
+    s, st = client.get_link_stats(name)
+    assert s == adxl.SUCCESS and st["linked"] and st["connects"] == 1
+    assert (st["write"]["transfers"], st["write"]["descriptors"], st["write"]["bytes"]) == (2, 4, 16384)
+    assert (st["read"]["transfers"], st["read"]["descriptors"], st["read"]["bytes"]) == (1, 1, 4096)
+    lat = st["write"]["latency"]
+    assert lat["count"] == 2 and 0 < lat["p50_ns"] <= lat["p99_ns"] <= lat["max_ns"]
+    assert sum(lat["buckets"]) == 2
+    assert st["wireup"]["count"] == 1 and st["tcp_connect"]["last_ns"] > 0
+    assert client.disconnect(name, 1000) == adxl.SUCCESS
+    s, peers, totals = client.get_all_link_stats()
+    assert s == adxl.SUCCESS and [p["remote"] for p in peers] == [name] and not peers[0]["linked"]
+    assert totals["write"]["bytes"] == 16384 and totals["read"]["bytes"] == 4096
+    s, text = client.render_prometheus()
+    assert s == adxl.SUCCESS
+    assert f'adxl_bytes_total{{peer="{name}",op="write"}} 16384' in text.splitlines()
+    assert 'adxl_engine_bytes_total{op="read"} 4096' in text.splitlines()
+    client.finalize()
+    target.finalize()

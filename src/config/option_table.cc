@@ -217,6 +217,17 @@ std::vector<OptionSpec> BuildTable() {
                     "HMAC-SHA256 challenge-response at the handshake in which the token never crosses the "
                     "wire; a refused `Connect` is `FAILED`, logged on both sides, and the refused peer gets no "
                     "region table; an empty environment value counts as unset"));
+  // ---- Per-link statistics (core/link_stats.h, core/stats_log.h).
+  t.push_back(Int("adxl.StatsIntervalMs", K::kProject, "ADXL_STATS_INTERVAL_MS", false, false, 0, kU32, 0,
+                  [](const EngineOptions &o) -> int64_t { return o.stats_interval_ms; },
+                  [](EngineOptions *o, int64_t v) { o->stats_interval_ms = static_cast<uint32_t>(v); },
+                  "period in ms of the one-line statistics summary logged at `info` level (totals per "
+                  "direction, the busiest links; checked on each heartbeat); `0`: none. The default is "
+                  "the vendor's fixed statistics period, 30 minutes"));
+  t.push_back(EnvOnly("ADXL_STATS_DISABLE", "`1`",
+                      "turns the counting of transfers off; only for measuring what counting costs "
+                      "(README \"Per-link statistics\")"));
+  // ---- End of per-link statistics.
   t.push_back(EnvOnly("ADXL_LOG_LEVEL", "`off`, `error`, `warn`, `info`, `debug`",
                       "log level of the one logger the engine, the cache layer and the plugin share (default "
                       "`warn`; another value also means `warn`)"));

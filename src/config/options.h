@@ -58,6 +58,7 @@ struct EngineOptions {
   uint32_t heartbeat_ms = kDefaultHeartbeatMs;
   uint32_t heartbeat_timeout_ms = 0;  // 0: not given, see DeadAfterMs
   bool heartbeat_ms_given = false;    // adxl.HeartbeatMs (or its variable) was set
+  uint32_t stats_interval_ms = 30 * 60 * 1000;  // the vendor's statistics period; 0: no summary line
   uint32_t hccs_copy_threads = 0;  // 0: automatic
   std::string plugin_path;
   std::string plugin = "ucx";

@@ -45,6 +45,7 @@ Status AsyncRequests::Poll(uint64_t id, TransferStatus *status) {
     if (r.link->disconnected()) {
       ADXL_ERROR("GetTransferStatus: request %" PRIu64 " to '%s' ended: the link was disconnected", id,
                  r.link->remote().c_str());
+      if (r.counted) r.link->stats->RecordTransfer(r.op, NOT_CONNECTED, 0, 0, {});
       requests_.erase(it);
       return NOT_CONNECTED;
     }
@@ -63,6 +64,10 @@ Status AsyncRequests::Poll(uint64_t id, TransferStatus *status) {
   } else {
     *status = TransferStatus::FAILED;
     done->link->Fail("transfer failed in the transport (status " + std::to_string(rc) + ")");
+  }
+  if (done->counted) {
+    done->link->stats->RecordTransfer(done->op, rc == ADXL_PLUGIN_OK ? SUCCESS : FAILED, done->descriptors,
+                                      done->plan.bytes, Clock::now() - done->started);
   }
   return SUCCESS;
 }

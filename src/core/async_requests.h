@@ -7,6 +7,9 @@
 // so concurrent callers cannot pass the limit together.  A request leaves
 // the table when its final status is reported (Poll), which happens once.
 //
+// A request is counted against its link's statistics (link_stats.h) when
+// its final status is reported, from its submission to that report.
+//
 // Thread-safety: any thread.  mu_ is a leaf: Poll tests a batch (which does
 // not call back into the engine) under it, and takes it again after.
 #ifndef ADXL_SRC_CORE_ASYNC_REQUESTS_H_
@@ -32,6 +35,10 @@ struct AsyncRequest {
   TransferPlan plan;
   TransferOp op = READ;
   const void *user_data = nullptr;  // HIXL TransferArgs::user_data, returned by the batch status
+  // Statistics (link_stats.h): counted when the final status is reported.
+  bool counted = false;
+  Clock::time_point started{};
+  uint64_t descriptors = 0;
 };
 
 class AsyncRequests {

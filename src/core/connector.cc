@@ -67,6 +67,7 @@ Status Connector::Connect(const std::string &remote, int32_t timeout_ms) {
       continue;  // the other attempt failed: try ourselves
     }
     Status st = ConnectOnce(link, peer, deadline);
+    link->stats->RecordConnect(st == SUCCESS);  // stats hook (link_stats.h)
     if (st != SUCCESS) {
       links_->Remove(link);
       if (link->conn) link->conn->Close();
@@ -84,16 +85,24 @@ Status Connector::ConnectOnce(const std::shared_ptr<Link> &link, const EngineNam
   const Clock::time_point start = Clock::now();
   Fd fd;
   std::string why;
+  Clock::time_point phase_start = Clock::now();  // stats hook: each phase is timed when it completes
+  auto phase_done = [&](ConnectPhase phase) {
+    const Clock::time_point now = Clock::now();
+    link->stats->RecordPhase(phase, now - phase_start);
+    phase_start = now;
+  };
   NetResult nr = ConnectTcp(peer.host, peer.ipv6, peer.port, deadline, &fd, &why);
   if (nr != NetResult::kOk) {
     ADXL_ERROR("Connect to '%s': %s", remote.c_str(), why.c_str());
     return nr == NetResult::kTimeout ? TIMEOUT : FAILED;
   }
+  phase_done(ConnectPhase::kTcp);
   wire::HelloAck ack;
   Status st = RunClientHandshake(fd.get(), self_, remote, deadline, &ack);
   auto conn = std::make_shared<ControlConn>(std::move(fd), ControlConn::Role::kClient, remote);
   link->conn = conn;
   if (st != SUCCESS) return st;
+  phase_done(ConnectPhase::kHandshake);
   const bool same_node = ack.node_id == self_.node_id;
   const uint32_t lanes = AllowedLanes(same_node, protocols_);
   if (lanes == 0) {
@@ -149,6 +158,7 @@ Status Connector::ConnectOnce(const std::shared_ptr<Link> &link, const EngineNam
     }
     return st_wireup;
   }
+  phase_done(ConnectPhase::kWireup);  // endpoint, the peer's keys and the first flush
   const auto ms = [](Clock::time_point a, Clock::time_point b) {
     return static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count());
   };

@@ -100,6 +100,7 @@ Status Engine::Initialize(const AscendString &local_engine, const std::map<Ascen
       [this](const std::shared_ptr<ControlConn> &conn, HandshakeServer::Admitted a) { AdmitClient(conn, std::move(a)); });
   heartbeat_ = std::make_unique<Heartbeat>(o.heartbeat_ms, DeadAfterMs(o), HeartbeatTickMs(o), &links_,
                                            registrar_.get(), connector_.get(), &worker_);
+  stats_log_ = std::make_unique<StatsLog>(o.stats_interval_ms);
   worker_.Start();
   // A Hello must come within 3 ticks (at least 1 s) of the connection.
   const uint32_t tick_ms = HeartbeatTickMs(o);
@@ -109,6 +110,7 @@ Status Engine::Initialize(const AscendString &local_engine, const std::map<Ascen
     worker_.Stop();
     heartbeat_.reset();
     admission_.reset();
+    stats_log_.reset();
     handshake_.reset();
     notifier_.reset();
     transfers_.reset();
@@ -149,6 +151,7 @@ void Engine::Finalize() {
   worker_.Stop();   // runs what the control thread left for it
   heartbeat_.reset();
   admission_.reset();
+  stats_log_.reset();
   handshake_.reset();
   transfers_.reset();  // async requests and the buffer pool
   links.clear();
@@ -252,6 +255,41 @@ Status Engine::GetLinkInfo(const AscendString &remote, ext::LinkInfo &info) {
   info.bytes_read = link->bytes_read.load();
   info.bytes_written = link->bytes_written.load();
   info.ops = link->ops.load();
+  return SUCCESS;
+}
+
+StatsView Engine::ReadStats() {
+  StatsView v;
+  links_.stats().Read(&v.peers, &v.retired);
+  for (const auto &link : links_.Connected()) v.linked.insert(link->remote());
+  return v;
+}
+
+Status Engine::GetLinkStats(const std::string &remote, ext::LinkStats *stats) {
+  ReaderLock life(&life_mu_);
+  if (!initialized_.load()) return FAILED;
+  const StatsView v = ReadStats();
+  auto it = v.peers.find(remote);
+  if (it == v.peers.end()) return NOT_CONNECTED;
+  *stats = ToPublic(remote, v.linked.count(remote) != 0, it->second);
+  return SUCCESS;
+}
+
+Status Engine::GetAllLinkStats(std::vector<ext::LinkStats> *stats, ext::LinkStats *totals) {
+  ReaderLock life(&life_mu_);
+  stats->clear();
+  if (!initialized_.load()) return FAILED;
+  const StatsView v = ReadStats();
+  for (const auto &kv : v.peers) stats->push_back(ToPublic(kv.first, v.linked.count(kv.first) != 0, kv.second));
+  if (totals != nullptr) *totals = ToPublic("", false, v.Totals());
+  return SUCCESS;
+}
+
+Status Engine::RenderPrometheus(std::string *text) {
+  ReaderLock life(&life_mu_);
+  text->clear();
+  if (!initialized_.load()) return FAILED;
+  *text = RenderPrometheusText(ReadStats());
   return SUCCESS;
 }
 
@@ -436,6 +474,8 @@ void Engine::OnClosed(const std::shared_ptr<ControlConn> &conn) {
 void Engine::OnTick() {
   heartbeat_->Tick();
   admission_->Tick(ControlLoop::NowMs());
+  const Clock::time_point now = Clock::now();
+  if (stats_log_->Due(now)) stats_log_->Emit(ReadStats(), now);
 }
 
 }  // namespace adxl

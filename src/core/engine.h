@@ -10,6 +10,8 @@
 //   handshake_   the server side of handshakes (control/handshake.h)
 //   heartbeat_   liveness (heartbeat.h)
 //   admission_   how many clients wire up to us at once (admission.h)
+//   stats_log_   the periodic statistics line (stats_log.h); the counters
+//                live in links_ (link_stats.h)
 // The ControlLoop's thread (control/control.h) delivers every message; the
 // engine dispatches it to the module and never waits on it: answers are
 // queued, and work that may wait (draining the transport for a Fence,
@@ -53,6 +55,8 @@
 #include "core/link_table.h"
 #include "core/notifier.h"
 #include "core/registrar.h"
+#include "core/stats_export.h"
+#include "core/stats_log.h"
 #include "core/transfers.h"
 #include "transport/transport.h"
 
@@ -96,6 +100,11 @@ class Engine : public ControlHandler {
   Status GetPeerMetadata(const std::string &remote, const std::string &name, int32_t refresh_timeout_ms,
                          std::string *blob, uint64_t *version) ADXL_EXCLUDES(life_mu_);
 
+  // adxl_ext.h: per-link statistics (stats_export.h).
+  Status GetLinkStats(const std::string &remote, ext::LinkStats *stats) ADXL_EXCLUDES(life_mu_);
+  Status GetAllLinkStats(std::vector<ext::LinkStats> *stats, ext::LinkStats *totals) ADXL_EXCLUDES(life_mu_);
+  Status RenderPrometheus(std::string *text) ADXL_EXCLUDES(life_mu_);
+
   bool initialized() const { return initialized_.load(); }
   // Valid after a successful Initialize.
   const EngineOptions &options() const { return options_; }
@@ -115,6 +124,8 @@ class Engine : public ControlHandler {
   void HandleClient(const std::shared_ptr<ControlConn> &conn, wire::Message &msg);
   // The lifecycle check of API calls; logs when not initialized.
   bool Ready(const char *api) const;
+  // Every peer's counters and which have a link now (no lock held after).
+  StatsView ReadStats();
 
   SharedMutex life_mu_;
   std::atomic<bool> initialized_{false};
@@ -133,6 +144,7 @@ class Engine : public ControlHandler {
   std::unique_ptr<HandshakeServer> handshake_;
   std::unique_ptr<Heartbeat> heartbeat_;
   std::unique_ptr<Admission> admission_;  // control thread only
+  std::unique_ptr<StatsLog> stats_log_;  // control thread only (OnTick)
 };
 
 }  // namespace adxl

@@ -32,6 +32,7 @@
 #include "common/thread_annotations.h"
 #include "control/control.h"
 #include "control/wire.h"
+#include "core/link_stats.h"
 #include "memory/range_table.h"
 #include "transport/transport.h"
 
@@ -60,7 +61,10 @@ class Link {
  public:
   using Table = RangeTable<std::shared_ptr<RemoteRegion>>;
 
-  explicit Link(std::string remote) : remote_(std::move(remote)) {}
+  // `stats`: the peer's counters (LinkStatsBook), shared with earlier and
+  // later links to the same peer; fresh ones when none are given.
+  explicit Link(std::string remote, std::shared_ptr<LinkCounters> stats = std::make_shared<LinkCounters>())
+      : stats(std::move(stats)), remote_(std::move(remote)) {}
 
   const std::string &remote() const { return remote_; }
   LinkState state() const { return state_.load(); }
@@ -134,6 +138,9 @@ class Link {
 
   // Counters (extension API).
   std::atomic<uint64_t> bytes_read{0}, bytes_written{0}, ops{0};
+  // Per-direction statistics of transfers and connects (adxl_ext.h
+  // LinkStats), lock-free; never null.
+  const std::shared_ptr<LinkCounters> stats;
 
  private:
   const std::string remote_;

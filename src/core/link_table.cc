@@ -15,11 +15,12 @@ std::shared_ptr<Link> LinkTable::FindByConn(const ControlConn *conn) const {
 }
 
 std::shared_ptr<Link> LinkTable::Claim(const std::string &remote, bool *created) {
+  std::shared_ptr<LinkCounters> stats = stats_.For(remote);  // before mu_: both stay leaves
   MutexLock l(&mu_);
   auto it = by_name_.find(remote);
   *created = it == by_name_.end();
   if (!*created) return it->second;
-  auto link = std::make_shared<Link>(remote);
+  auto link = std::make_shared<Link>(remote, std::move(stats));
   by_name_[remote] = link;
   return link;
 }

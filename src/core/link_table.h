@@ -5,8 +5,10 @@
 // the name (CONNECTING), bound to its control connection when the handshake
 // succeeded (so the control thread finds the link of a message), and removed
 // by Disconnect, a failed Connect, AutoConnect dropping a failed link, or
-// Finalize.  Thread-safety: any thread; mu_ is a leaf, never held across a
-// call out of this class.
+// Finalize.  Each link gets its peer's counters from the book (stats()),
+// which outlives the links so that counts continue across reconnects.
+// Thread-safety: any thread; mu_ is a leaf, never held across a call out of
+// this class (the book is called before mu_ is taken).
 #ifndef ADXL_SRC_CORE_LINK_TABLE_H_
 #define ADXL_SRC_CORE_LINK_TABLE_H_
 
@@ -18,6 +20,7 @@
 #include "common/thread_annotations.h"
 #include "control/control.h"
 #include "core/link.h"
+#include "core/link_stats.h"
 
 namespace adxl {
 
@@ -38,8 +41,11 @@ class LinkTable {
   std::vector<std::shared_ptr<Link>> Connected() const ADXL_EXCLUDES(mu_);
   // Removes and returns every link (Finalize).
   std::vector<std::shared_ptr<Link>> TakeAll() ADXL_EXCLUDES(mu_);
+  // The counters of every peer ever linked (adxl_ext.h LinkStats).
+  LinkStatsBook &stats() { return stats_; }
 
  private:
+  LinkStatsBook stats_;
   mutable Mutex mu_;
   std::map<std::string, std::shared_ptr<Link>> by_name_ ADXL_GUARDED_BY(mu_);
   std::map<const ControlConn *, std::weak_ptr<Link>> by_conn_ ADXL_GUARDED_BY(mu_);

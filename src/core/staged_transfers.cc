@@ -17,7 +17,8 @@ StagedTransfers::StagedTransfers(std::shared_ptr<Transport> transport, const Eng
       connector_(connector) {}
 
 Status StagedTransfers::Run(const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
-                            Clock::time_point deadline, int32_t timeout_ms, bool *handled) {
+                            Clock::time_point deadline, int32_t timeout_ms, bool *handled,
+                            std::shared_ptr<Link> *link_out, uint64_t *bytes_out) {
   *handled = false;
   if (buffers_ == 0 || descs.empty() || (op != READ && op != WRITE)) return SUCCESS;
   for (const TransferOpDesc &d : descs) {
@@ -45,6 +46,7 @@ Status StagedTransfers::Run(const std::string &remote, TransferOp op, const std:
   std::shared_ptr<Link> link;
   Status st = connector_->AcquireLink("TransferSync", remote, deadline, &link);
   if (st != SUCCESS) return st;
+  *link_out = link;
   if (!link->CoversRemote(descs)) {
     // Refresh on miss (transfers.cc): the pool checks the ranges again.
     link->RefreshRegions(std::min(deadline, Clock::now() + std::chrono::milliseconds(200)));
@@ -78,6 +80,7 @@ Status StagedTransfers::Run(const std::string &remote, TransferOp op, const std:
   st = pool->Run(link, op, descs, deadline, post, abort, &bytes, &ops, &why);
   (op == READ ? link->bytes_read : link->bytes_written).fetch_add(bytes, std::memory_order_relaxed);
   link->ops.fetch_add(ops, std::memory_order_relaxed);
+  *bytes_out = bytes;
   if (st == TIMEOUT) {
     ADXL_ERROR("TransferSync %s to '%s' (staged): timed out after %d ms (%s)%s", op_name, remote.c_str(), timeout_ms,
                why.c_str(), link->state() == LinkState::kFailed ? "; the link is failed until reconnected" : "");

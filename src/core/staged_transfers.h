@@ -31,9 +31,11 @@ class StagedTransfers {
                   Connector *connector);
 
   // *handled false: not a staged call, continue normally.  Otherwise the
-  // call's status.
+  // call's status, with *link the link it used (for counting; null when it
+  // got none) and *bytes what it moved.
   Status Run(const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
-             Clock::time_point deadline, int32_t timeout_ms, bool *handled) ADXL_EXCLUDES(pool_mu_);
+             Clock::time_point deadline, int32_t timeout_ms, bool *handled, std::shared_ptr<Link> *link,
+             uint64_t *bytes) ADXL_EXCLUDES(pool_mu_);
 
  private:
   const std::shared_ptr<Transport> transport_;

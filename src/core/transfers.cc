@@ -1,6 +1,8 @@
 #include "core/transfers.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "common/log.h"
 #include "core/sync_slicer.h"
@@ -16,11 +18,20 @@ constexpr auto kRefreshWait = std::chrono::milliseconds(200);
 
 const char *OpName(TransferOp op) { return op == READ ? "READ" : "WRITE"; }
 
+// ADXL_STATS_DISABLE=1 turns transfer counting off.  It exists only to
+// measure what counting costs (README "Per-link statistics"); nothing else
+// should set it.
+bool CountingEnabled() {
+  const char *e = getenv("ADXL_STATS_DISABLE");
+  return e == nullptr || strcmp(e, "1") != 0;
+}
+
 }  // namespace
 
 Transfers::Transfers(std::shared_ptr<Transport> transport, const EngineOptions &options, const Registrar *registrar,
                      Connector *connector)
     : transport_(transport),
+      counting_(CountingEnabled()),
       registrar_(registrar),
       connector_(connector),
       staged_(std::move(transport), options, registrar, connector) {}
@@ -46,6 +57,7 @@ Status Transfers::Prepare(const char *api, const std::string &remote, TransferOp
   std::shared_ptr<Link> link;
   Status st = connector_->AcquireLink(api, remote, connect_deadline, &link);
   if (st != SUCCESS) return st;
+  *link_out = link;  // also when the plan fails: the error is counted against the link
   std::string why;
   st = registrar_->Plan(descs, *link, plan, &why);
   // A range the peer registered after our table was made: its push reached
@@ -62,21 +74,34 @@ Status Transfers::Prepare(const char *api, const std::string &remote, TransferOp
     ADXL_ERROR("%s %s to '%s': %s", api, OpName(op), remote.c_str(), why.c_str());
     return st;
   }
-  *link_out = std::move(link);
   return SUCCESS;
 }
 
 Status Transfers::Sync(const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
                        int32_t timeout_ms) {
+  // Counted once per call, whatever way it ended: one clock read more than
+  // the call needs anyway (its deadline starts at `start`) and a few relaxed
+  // additions to counters of this link alone.
+  const Clock::time_point start = Clock::now();
+  std::shared_ptr<Link> link;
+  uint64_t bytes = 0;
+  const Status st = SyncOn(remote, op, descs, timeout_ms, start, &link, &bytes);
+  if (counting_ && link) link->stats->RecordTransfer(op, st, descs.size(), bytes, Clock::now() - start);
+  return st;
+}
+
+Status Transfers::SyncOn(const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
+                         int32_t timeout_ms, Clock::time_point start, std::shared_ptr<Link> *link_out,
+                         uint64_t *bytes_out) {
   if (timeout_ms <= 0) {
     ADXL_ERROR("TransferSync to '%s': timeout %d ms must be > 0", remote.c_str(), timeout_ms);
     return PARAM_INVALID;
   }
-  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  const Clock::time_point deadline = start + std::chrono::milliseconds(timeout_ms);
   bool staged = false;
-  Status st = staged_.Run(remote, op, descs, deadline, timeout_ms, &staged);
+  Status st = staged_.Run(remote, op, descs, deadline, timeout_ms, &staged, link_out, bytes_out);
   if (staged) return st;
-  std::shared_ptr<Link> link;
+  std::shared_ptr<Link> &link = *link_out;
   TransferPlan plan;
   st = Prepare("TransferSync", remote, op, descs, deadline, &link, &plan);
   if (st != SUCCESS) return st;
@@ -136,22 +161,32 @@ Status Transfers::Sync(const std::string &remote, TransferOp op, const std::vect
   }
   (op == READ ? link->bytes_read : link->bytes_written).fetch_add(plan.bytes, std::memory_order_relaxed);
   link->ops.fetch_add(plan.iov.size(), std::memory_order_relaxed);
+  *bytes_out = plan.bytes;
   return SUCCESS;
 }
 
 Status Transfers::Async(const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
                         const void *user_data, TransferReq *req) {
   auto r = std::make_unique<AsyncRequest>();
+  r->counted = counting_;
+  if (counting_) r->started = Clock::now();
+  // A request that never started counts as an error of its link at once;
+  // one that started is counted when its final status is reported.
+  auto refused = [&r, op](Status st) {
+    if (r->counted && r->link) r->link->stats->RecordTransfer(op, st, 0, 0, {});
+    return st;
+  };
   Status st = Prepare("TransferAsync", remote, op, descs,
                       Clock::now() + std::chrono::milliseconds(kAsyncAutoConnectMs), &r->link, &r->plan);
-  if (st != SUCCESS) return st;
+  if (st != SUCCESS) return refused(st);
   // The slot is reserved before the post and released if the post fails.
-  if (!requests_.Reserve(remote)) return RESOURCE_EXHAUSTED;
+  if (!requests_.Reserve(remote)) return refused(RESOURCE_EXHAUSTED);
   st = r->link->Post(op, r->plan.iov.data(), r->plan.iov.size(), &r->batch);
   if (st != SUCCESS) {
     requests_.Unreserve();
-    return st;
+    return refused(st);
   }
+  r->descriptors = descs.size();
   r->op = op;
   r->user_data = user_data;
   *req = reinterpret_cast<TransferReq>(static_cast<uintptr_t>(requests_.Commit(std::move(r))));

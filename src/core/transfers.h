@@ -5,7 +5,10 @@
 //
 // A sync call waits on the caller's thread until every batch ended or its
 // deadline passed; on TIMEOUT the link is fenced before the call returns, so
-// nothing lands in either side's memory after it.  Thread-safety: any
+// nothing lands in either side's memory after it.  Every transfer is counted
+// once against its link's LinkCounters (link_stats.h) when it ends: sync
+// calls on return, async ones when their final status is reported.
+// Thread-safety: any
 // thread; the class holds no lock of its own (its parts lock themselves),
 // and no lock is held while a call waits.
 #ifndef ADXL_SRC_CORE_TRANSFERS_H_
@@ -40,10 +43,17 @@ class Transfers {
 
  private:
   // Validation, link and plan, shared by sync and async transfers.
+  // *link is set once the link is known, also when planning then fails.
   Status Prepare(const char *api, const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
                  Clock::time_point connect_deadline, std::shared_ptr<Link> *link, TransferPlan *plan);
+  // Sync without counting, its deadline `timeout_ms` after `start`: *link
+  // is the link it used (null when it never got one), *bytes what it moved
+  // on SUCCESS.
+  Status SyncOn(const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
+                int32_t timeout_ms, Clock::time_point start, std::shared_ptr<Link> *link, uint64_t *bytes);
 
   const std::shared_ptr<Transport> transport_;
+  const bool counting_;  // per-link statistics (link_stats.h); off only to measure their cost
   const Registrar *const registrar_;
   Connector *const connector_;
   AsyncRequests requests_;

@@ -66,6 +66,18 @@ Status ext::GetLinkRegions(AdxlEngine &engine, const AscendString &remote_engine
   return ext::EngineAccess::Core(engine).GetLinkRegions(remote_engine, regions);
 }
 
+Status ext::GetLinkStats(AdxlEngine &engine, const AscendString &remote_engine, ext::LinkStats &stats) {
+  return ext::EngineAccess::Core(engine).GetLinkStats(remote_engine.GetString(), &stats);
+}
+
+Status ext::GetAllLinkStats(AdxlEngine &engine, std::vector<ext::LinkStats> &stats, ext::LinkStats *totals) {
+  return ext::EngineAccess::Core(engine).GetAllLinkStats(&stats, totals);
+}
+
+Status ext::RenderPrometheus(AdxlEngine &engine, std::string &text) {
+  return ext::EngineAccess::Core(engine).RenderPrometheus(&text);
+}
+
 Status ext::PublishMetadata(AdxlEngine &engine, const AscendString &name, const std::string &blob) {
   return ext::EngineAccess::Core(engine).PublishMetadata(std::string(name.GetString(), name.GetLength()), blob);
 }

@@ -1,6 +1,7 @@
 #include "engine_runner.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <atomic>
 #include <functional>
 #include <thread>
@@ -181,6 +182,33 @@ std::string EngineRunner::LinkDescription() const {
   }
 #endif
   return "";
+}
+
+std::string EngineRunner::EngineCounters() const {
+#ifdef ADXL_BENCH_HAVE_LINK_INFO
+  adxl::ext::LinkStats s;
+  if (adxl::ext::GetLinkStats(engine_, remote_.c_str(), s) != adxl::SUCCESS) return "";
+  char buf[512];
+  std::string text;
+  for (int i = 0; i < 2; ++i) {
+    const adxl::ext::DirectionStats &d = i == 0 ? s.read : s.write;
+    snprintf(buf, sizeof(buf),
+             "  %-5s %llu transfers, %llu descriptors, %.1f MiB, %llu errors, %llu timeouts; latency p50 %.1f us, "
+             "p99 %.1f us, max %.1f us\n",
+             i == 0 ? "READ" : "WRITE", static_cast<unsigned long long>(d.transfers),
+             static_cast<unsigned long long>(d.descriptors), static_cast<double>(d.bytes) / (1 << 20),
+             static_cast<unsigned long long>(d.errors), static_cast<unsigned long long>(d.timeouts),
+             d.latency.p50_ns / 1e3, d.latency.p99_ns / 1e3, d.latency.max_ns / 1e3);
+    text += buf;
+  }
+  snprintf(buf, sizeof(buf),
+           "  connects %llu (failed %llu); last connect: tcp %.2f ms, handshake %.2f ms, wire-up %.2f ms\n",
+           static_cast<unsigned long long>(s.connects), static_cast<unsigned long long>(s.connect_failures),
+           s.tcp_connect.last_ns / 1e6, s.handshake.last_ns / 1e6, s.wireup.last_ns / 1e6);
+  return text + buf;
+#else
+  return "";
+#endif
 }
 
 bool EngineRunner::Reconnect(int timeout_ms, std::string *why) {

@@ -45,6 +45,9 @@ class EngineRunner {
   // What the engine reports its link runs on ("hccs over posix/memory"), or
   // "" when this engine build has no adxl/adxl_ext.h to ask.
   std::string LinkDescription() const;
+  // The engine's own counters of the link (adxl_ext.h GetLinkStats), a few
+  // indented lines; "" when this engine build cannot say.
+  std::string EngineCounters() const;
 
   // A failed transfer leaves the link failed (ADXL semantics): the next row
   // needs a fresh link.

@@ -46,10 +46,13 @@ bool AllPassed(const std::vector<Row> &rows) {
   return true;
 }
 
-int Report(const Options &o, const RunInfo &info, const std::vector<Row> &rows) {
+int Report(const Options &o, const RunInfo &info, const std::vector<Row> &rows, const std::string &counters) {
   PrintPreamble(stdout, info);
   PrintTable(stdout, rows);
   PrintRatioSummary(stdout, rows);
+  // Beside the measurements, what the engine itself counted on the link
+  // (every transfer of the run: warm-up, verification and timed steps).
+  if (!counters.empty()) printf("\nengine counters (adxl::ext::GetLinkStats):\n%s", counters.c_str());
   fflush(stdout);
   std::string why;
   bool written = (o.csv_path.empty() || WriteCsv(o.csv_path, rows, &why)) &&
@@ -97,11 +100,11 @@ int RunInitiator(const Options &o, const std::function<bool()> &keep_trying) {
     fprintf(stderr, "adxl-bench: %s\n", e.what());
     if (!rows.empty()) {
       fprintf(stderr, "adxl-bench: the run stopped early; rows measured so far follow\n");
-      Report(o, session.Info(), rows);
+      Report(o, session.Info(), rows, session.EngineCounters());
     }
     return 2;
   }
-  return Report(o, session.Info(), rows);
+  return Report(o, session.Info(), rows, session.EngineCounters());
 }
 
 }  // namespace bench

@@ -22,6 +22,7 @@ void RowAccumulator::FillRow(Row *row) const {
     row->avg_latency_us = std::accumulate(latencies_.begin(), latencies_.end(), 0.0) /
                           static_cast<double>(latencies_.size());
     row->p99_us = Percentile(latencies_, 99);
+    row->p50_us = Percentile(latencies_, 50);
   }
   row->error_count = errors_;
   row->consistency = !checked_ ? "unchecked" : mismatched_ ? "fail" : "pass";

@@ -42,6 +42,7 @@ struct Row {
   double ops_per_sec = 0;
   double avg_latency_us = 0;
   double p99_us = 0;
+  double p50_us = 0;  // the median call: what a noisy machine disturbs least
   int error_count = 0;
   std::string consistency = "unchecked";  // pass, fail, unchecked
   // Engine rows only: engine GB/s divided by the baseline's (NaN: none).

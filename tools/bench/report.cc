@@ -16,7 +16,7 @@ namespace {
 // The CSV columns, in this order, are part of the tool's interface.
 const char kCsvHeader[] =
     "benchmark,pattern,block_size,batch_size,threads,transport,direction,initiator_memory,target_memory,"
-    "bandwidth_gbps,ops_per_sec,avg_latency_us,p99_us,error_count,consistency";
+    "bandwidth_gbps,ops_per_sec,avg_latency_us,p99_us,error_count,consistency,p50_us";
 
 std::string Fixed(double v, int digits) {
   char buf[64];
@@ -162,7 +162,7 @@ bool WriteCsv(const std::string &path, const std::vector<Row> &rows, std::string
       << r.threads << ',' << CsvField(r.transport) << ',' << CsvField(r.direction) << ','
       << CsvField(r.initiator_memory) << ',' << CsvField(r.target_memory) << ',' << Fixed(r.bandwidth_gbps, 4)
       << ',' << Fixed(r.ops_per_sec, 1) << ',' << Fixed(r.avg_latency_us, 3) << ',' << Fixed(r.p99_us, 3) << ','
-      << r.error_count << ',' << CsvField(r.consistency) << "\n";
+      << r.error_count << ',' << CsvField(r.consistency) << ',' << Fixed(r.p50_us, 3) << "\n";
   }
   return Save(path, s.str(), why);
 }
@@ -184,6 +184,7 @@ bool WriteJson(const std::string &path, const RunInfo &info, const std::vector<R
       << ", \"target_memory\": " << JsonString(r.target_memory)
       << ", \"bandwidth_gbps\": " << JsonNumber(r.bandwidth_gbps) << ", \"ops_per_sec\": " << JsonNumber(r.ops_per_sec)
       << ", \"avg_latency_us\": " << JsonNumber(r.avg_latency_us) << ", \"p99_us\": " << JsonNumber(r.p99_us)
+      << ", \"p50_us\": " << JsonNumber(r.p50_us)
       << ", \"error_count\": " << r.error_count << ", \"consistency\": " << JsonString(r.consistency)
       << ", \"engine_vs_memcpy\": " << JsonNumber(r.vs_memcpy) << ", \"engine_vs_ucp\": " << JsonNumber(r.vs_ucp)
       << ", \"engine_vs_tcp\": " << JsonNumber(r.vs_tcp) << ", \"engine_vs_cma\": " << JsonNumber(r.vs_cma)

@@ -194,6 +194,7 @@ void Session::Finish() {
   finished_ = true;
   tcp_.reset();
   ucp_.reset();  // graceful close needs the target still up
+  if (connected_ && runner_) engine_counters_ = runner_->EngineCounters();  // before the link goes
   if (connected_) engine_->Disconnect(target_engine_.c_str(), o_.timeout_ms);
   connected_ = false;
   Call(Message("BYE"));

@@ -68,6 +68,9 @@ class Session {
   // Orderly end: closes the baselines' endpoint and stream and the engine
   // link, then releases the target.
   void Finish();
+  // The engine's own counters of the link, read by Finish (EngineRunner::
+  // EngineCounters); "" before.
+  const std::string &EngineCounters() const { return engine_counters_; }
 
  private:
   void Hello();
@@ -133,6 +136,7 @@ class Session {
   std::string ucp_worker_address_;
   std::string ucp_rkey_;
   std::string transport_;     // ucp endpoint lanes
+  std::string engine_counters_;
   std::string engine_link_;   // what the engine says its link runs on
   std::string rma_note_ = "n/a (ucp baseline off)";
   uint16_t tcp_port_ = 0;     // the target's tcp baseline port, on its engine IP
