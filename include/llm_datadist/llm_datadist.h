@@ -33,10 +33,14 @@
 
 #include "external/ge_common/ge_api_error_codes.h"
 
+// Kept when adxl/adxl_types.h (or another vendor header) defined it first:
+// a program that includes both must compile warning-free under -Werror.
+#ifndef ASCEND_FUNC_VISIBILITY
 #ifdef FUNC_VISIBILITY
 #define ASCEND_FUNC_VISIBILITY __attribute__((visibility("default")))
 #else
 #define ASCEND_FUNC_VISIBILITY
+#endif
 #endif
 
 namespace llm_datadist {
