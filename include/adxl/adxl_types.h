@@ -94,10 +94,13 @@ enum MemType : int32_t { MEM_DEVICE = 0, MEM_HOST = 1 };
 // READ: remote -> local.  WRITE: local -> remote.
 enum TransferOp : int32_t { READ = 0, WRITE = 1 };
 
+// local_only: the region is for this engine's own use, as the local side of
+// its transfers; it is not advertised to peers, so no peer can reach it.
 struct MemDesc {
   uintptr_t addr;
   size_t len;
-  uint8_t reserved[128] = {};
+  bool local_only = false;
+  uint8_t reserved[127] = {};
 };
 
 struct TransferOpDesc {

@@ -4,9 +4,10 @@
 // see docs/contract.md §1.  The types that HIXL shares unchanged with
 // ADXL (statuses, enums, TransferOpDesc, NotifyDesc, AscendString) are the
 // ADXL ones under their HIXL names, so one engine serves both facades and a
-// program may pass values between them.  What differs is declared here:
-// MemDesc (local_only), TransferArgs (user_data), the batch status query and
-// the async connect states, and the option keys (no "adxl." prefix).
+// program may pass values between them.  Declared here: MemDesc (as the
+// vendor declares it for HIXL; the same layout as ADXL's), TransferArgs
+// (user_data), the batch status query and the async connect states, and the
+// option keys (no "adxl." prefix).
 #ifndef HIXL_HIXL_TYPES_H_
 #define HIXL_HIXL_TYPES_H_
 
@@ -65,7 +66,8 @@ using NotifyDesc = adxl::NotifyDesc;
 struct MemDesc {
   uintptr_t addr;
   size_t len;
-  // Accepted for compatibility; registrations are advertised to peers either way.
+  // For this engine's own use (the local side of its transfers): not
+  // advertised to peers, so no peer can reach it.
   bool local_only = false;
   uint8_t reserved[127] = {};
 };

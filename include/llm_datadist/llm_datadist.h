@@ -33,10 +33,14 @@
 
 #include "external/ge_common/ge_api_error_codes.h"
 
+// Kept when adxl/adxl_types.h (or another vendor header) defined it first:
+// a program that includes both must compile warning-free under -Werror.
+#ifndef ASCEND_FUNC_VISIBILITY
 #ifdef FUNC_VISIBILITY
 #define ASCEND_FUNC_VISIBILITY __attribute__((visibility("default")))
 #else
 #define ASCEND_FUNC_VISIBILITY
+#endif
 #endif
 
 namespace llm_datadist {
@@ -203,7 +207,8 @@ class ASCEND_FUNC_VISIBILITY LlmDataDist {
                            int32_t timeout_in_millis = 1000, bool force_flag = false);
 
   // Allocates num_tensors tensors (kHost: host memory; kDevice: the device
-  // runtime's memory, LLM_FEATURE_NOT_ENABLED without one) and registers them.
+  // runtime's memory: CUDA, or aclrtMalloc of the host ACL emulation when the
+  // process has it; LLM_FEATURE_NOT_ENABLED without either) and registers them.
   Status AllocateCache(const CacheDesc &cache_desc, Cache &cache);
   // LLM_SUCCESS also for an id that is not (or no longer) allocated.
   Status DeallocateCache(int64_t cache_id);
@@ -216,7 +221,9 @@ class ASCEND_FUNC_VISIBILITY LlmDataDist {
                       const std::vector<uint64_t> &src_blocks, const std::vector<uint64_t> &dst_blocks,
                       const KvCacheExtParam &ext_param = {});
 
-  // Local copies between registered caches of this cluster (host memory).
+  // Local copies between registered caches of this cluster (host memory, or
+  // device memory of the host ACL emulation; other device memory:
+  // LLM_FEATURE_NOT_ENABLED).
   Status CopyKvCache(const Cache &src_cache, const Cache &dst_cache, uint32_t src_batch_index = 0U,
                      uint32_t dst_batch_index = 0U, uint64_t offset = 0U, int64_t size = -1);
   Status CopyKvBlocks(const Cache &src_cache, const Cache &dst_cache, const std::vector<uint64_t> &src_blocks,

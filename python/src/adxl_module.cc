@@ -100,7 +100,8 @@ PYBIND11_MODULE(_adxl, m) {
   py::class_<MemDesc>(m, "MemDesc")
       .def(py::init([](uintptr_t addr, size_t len) { return MemDesc{addr, len}; }), py::arg("addr"), py::arg("len"))
       .def_readwrite("addr", &MemDesc::addr)
-      .def_readwrite("len", &MemDesc::len);
+      .def_readwrite("len", &MemDesc::len)
+      .def_readwrite("local_only", &MemDesc::local_only);
   py::class_<TransferOpDesc>(m, "TransferOpDesc")
       .def(py::init([](uintptr_t l, uintptr_t r, size_t n) { return TransferOpDesc{l, r, n}; }),
            py::arg("local_addr"), py::arg("remote_addr"), py::arg("len"))

@@ -51,6 +51,11 @@ Status Registrar::Register(const MemDesc &mem, MemType type, MemHandle *handle) 
       ADXL_ERROR("RegisterMem {addr 0x%" PRIxPTR ", len %zu}: %s", mem.addr, mem.len, why.c_str());
       return st;
     }
+    if (existing && existing->local_only != mem.local_only) {
+      ADXL_ERROR("RegisterMem {addr 0x%" PRIxPTR ", len %zu}: already registered with local_only %s; a range is "
+                 "either advertised to peers or not", mem.addr, mem.len, existing->local_only ? "true" : "false");
+      return PARAM_INVALID;
+    }
     if (existing) {
       ++existing->refs;
       *handle = reinterpret_cast<MemHandle>(static_cast<uintptr_t>(existing->id));
@@ -64,6 +69,11 @@ Status Registrar::Register(const MemDesc &mem, MemType type, MemHandle *handle) 
   {
     WriterLock l(&mu_);
     registry_->Insert(region);
+    if (region->local_only) {
+      // Never advertised: no peer learns of it (Snapshot skips it too).
+      *handle = reinterpret_cast<MemHandle>(static_cast<uintptr_t>(region->id));
+      return SUCCESS;
+    }
     // Encoded once here (the id is known now), appended to every HelloAck.
     if (!wire::EncodeRegion(ToWire(*region), &region->advert)) {
       registry_->Erase(region->id);
@@ -149,6 +159,7 @@ Status Registrar::RegisterWithTransport(const MemDesc &mem, MemType type, std::s
   region->addr = mem.addr;
   region->len = mem.len;
   region->type = type;
+  region->local_only = mem.local_only;
   *out = std::move(region);
   return SUCCESS;
 }
@@ -170,6 +181,7 @@ Status Registrar::Deregister(MemHandle handle) {
     }
     if (--region->refs > 0) return SUCCESS;
     registry_->Erase(id);
+    if (region->local_only) return SUCCESS;  // no peer knows it
     ++version_;
     peers.assign(subscribers_.begin(), subscribers_.end());
   }
@@ -201,7 +213,10 @@ void Registrar::PushWithdrawal(uint64_t id, const std::vector<std::shared_ptr<Co
 
 void Registrar::Snapshot(TableSnapshot *snap) const {
   snap->version = version_;
-  snap->regions = registry_->All();
+  snap->regions.clear();
+  for (auto &r : registry_->All()) {
+    if (!r->local_only) snap->regions.push_back(std::move(r));
+  }
   snap->metadata.clear();
   for (const auto &kv : metadata_) snap->metadata.push_back(kv.second);
 }

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "memory/acl_host.h"
 #include "memory/device_memory.h"
 #include "core/engine.h"
 #include "memory/host_memory.h"
@@ -106,6 +107,14 @@ Status AdxlEngine::MallocMem(MemType type, size_t size, void **ptr) {
   std::string why;
   if (type == MEM_DEVICE) {
     Status s = DeviceAlloc(size, ptr, &why);
+    if (s == UNSUPPORTED) {
+      // No CUDA device: the host ACL emulation's device memory, if the
+      // process has the emulation (memory/acl_host.h).
+      std::string acl_why;
+      s = AclHostAlloc(size, ptr, &acl_why);
+      if (s != UNSUPPORTED) why = acl_why;
+      else why += "; " + acl_why;
+    }
     if (s != SUCCESS) ADXL_ERROR("MallocMem(MEM_DEVICE, %zu): %s", size, why.c_str());
     return s;
   }
@@ -115,7 +124,7 @@ Status AdxlEngine::MallocMem(MemType type, size_t size, void **ptr) {
 }
 
 Status AdxlEngine::ExportToShareableHandle(void *addr, ShareableHandle &handle) {
-  if (IsDeviceBlock(addr)) {
+  if (IsDeviceBlock(addr) || IsAclHostBlock(addr)) {
     ADXL_ERROR("ExportToShareableHandle(%p): a MallocMem(MEM_DEVICE) block; device memory has no shareable handle "
                "here (peers reach it through RegisterMem and the transport)",
                addr);
@@ -132,6 +141,10 @@ Status AdxlEngine::FreeMem(void *ptr) {
   Status s = SUCCESS;
   if (DeviceFree(ptr, &s, &why)) {
     if (s != SUCCESS) ADXL_ERROR("FreeMem(%p) (device memory): %s", ptr, why.c_str());
+    return s;
+  }
+  if (AclHostFree(ptr, &s, &why)) {
+    if (s != SUCCESS) ADXL_ERROR("FreeMem(%p) (emulated device memory): %s", ptr, why.c_str());
     return s;
   }
   s = HostFree(ptr, &why);

@@ -139,7 +139,7 @@ Status Hixl::RegisterMem(const MemDesc &mem, MemType type, MemHandle &mem_handle
   adxl::MemDesc d{};
   d.addr = mem.addr;
   d.len = mem.len;
-  if (mem.local_only) ADXL_INFO("RegisterMem: local_only is accepted; the region is advertised to peers as usual");
+  d.local_only = mem.local_only;
   return impl_->core_.RegisterMem(d, type, mem_handle);
 }
 Status Hixl::DeregisterMem(MemHandle mem_handle) { return impl_->core_.DeregisterMem(mem_handle); }

@@ -2,8 +2,10 @@
 #include "local_copy.h"
 
 #include <cstring>
+#include <string>
 
 #include "common/log.h"
+#include "memory/acl_host.h"
 
 namespace llm_datadist::internal {
 
@@ -17,12 +19,38 @@ struct Move {
   uint64_t len;
 };
 
+// A cache memcpy can reach: host memory, or device memory of the host ACL
+// emulation (host memory underneath; memory/acl_host.h), each tensor inside
+// one aclrtMalloc block.  Other device memory (CUDA, a real ACL runtime)
+// needs that runtime's copy, which the cache layer does not call: *why.
+bool HostReachable(const Cache &c, std::string *why) {
+  if (c.cache_desc.placement == Placement::HOST) return true;
+  const uint64_t bytes = TensorBytes(c.cache_desc);
+  for (uintptr_t a : c.tensor_addrs) {
+    std::string w;
+    switch (adxl::QueryAclHostRange(a, bytes, &w)) {
+      case adxl::AclHostRange::kInside:
+        continue;
+      case adxl::AclHostRange::kNoEmulation:
+        *why = "no device runtime the cache layer can copy with is in this process (a device cache is copied "
+               "here only on the host ACL emulation)";
+        return false;
+      case adxl::AclHostRange::kNotInside:
+        *why = "its memory is not the host ACL emulation's (" + w +
+               "), and the cache layer copies no other device memory";
+        return false;
+    }
+  }
+  return true;
+}
+
 Status CheckPair(const char *what, const Cache &src, const Cache &dst) {
-  if (src.cache_desc.placement != Placement::HOST || dst.cache_desc.placement != Placement::HOST) {
-    ADXL_ERROR("%s: caches %ld and %ld must both be host caches (a device-memory copy needs the device runtime, "
-               "not available to the cache layer here)",
-               what, static_cast<long>(src.cache_id), static_cast<long>(dst.cache_id));
-    return LLM_FEATURE_NOT_ENABLED;
+  std::string why;
+  for (const Cache *c : {&src, &dst}) {
+    if (!HostReachable(*c, &why)) {
+      ADXL_ERROR("%s: device cache %ld cannot be copied: %s", what, static_cast<long>(c->cache_id), why.c_str());
+      return LLM_FEATURE_NOT_ENABLED;
+    }
   }
   if (src.cache_desc.num_tensors != dst.cache_desc.num_tensors) {
     ADXL_ERROR("%s: source has %u tensors, destination %u", what, src.cache_desc.num_tensors,

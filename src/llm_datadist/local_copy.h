@@ -1,8 +1,9 @@
 // LlmDataDist::CopyKvCache / CopyKvBlocks: copies between two registered
 // caches of one cluster.  The plan (which bytes go where) is checked in full
 // before a byte moves; the copy is memcpy, so both caches must be host
-// memory (a device cache: LLM_FEATURE_NOT_ENABLED, the device runtime's copy
-// is not wired in yet).
+// memory or device memory of the host ACL emulation (host memory underneath);
+// other device memory: LLM_FEATURE_NOT_ENABLED with one ERROR line (the
+// device runtime's copy is not wired in).
 #ifndef LLM_DATADIST_SRC_LOCAL_COPY_H_
 #define LLM_DATADIST_SRC_LOCAL_COPY_H_
 

@@ -3,11 +3,17 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <set>
+
+#include "common/thread_annotations.h"
 
 namespace adxl {
 namespace {
 
 using QueryFn = int (*)(uintptr_t, size_t, int32_t *, char *, size_t);
+// The vendor's signatures (acl/acl_rt.h): aclError is int, the policy an enum (int-sized).
+using MallocFn = int (*)(void **, size_t, int);
+using FreeFn = int (*)(void *);
 
 // Looked up until found, then kept: a program may dlopen the emulation after
 // the engine started, and a library once loaded by the emulation's users
@@ -22,6 +28,91 @@ QueryFn Query() {
   return fn;
 }
 
+struct Calls {
+  MallocFn malloc_fn = nullptr;
+  FreeFn free_fn = nullptr;
+};
+
+// aclrtMalloc / aclrtFree of the very library that exports the query: a real
+// libascendcl earlier in the search order must not answer for it.  Resolved
+// once found, then kept.
+class EmulationCalls {
+ public:
+  static EmulationCalls &Get() {
+    static EmulationCalls *c = new EmulationCalls();  // never destroyed: FreeMem may run in static destructors
+    return *c;
+  }
+  bool Resolve(Calls *out, std::string *why) ADXL_EXCLUDES(mu_) {
+    adxl::MutexLock lock(&mu_);
+    if (cached_.malloc_fn == nullptr && !Find(&cached_, why)) return false;
+    *out = cached_;
+    return true;
+  }
+
+ private:
+  static bool Find(Calls *c, std::string *why) {
+    QueryFn q = Query();
+    if (q == nullptr) {
+      *why = "no device runtime: neither a CUDA device nor the host ACL emulation (libascendcl.so of "
+             "emulation/acl) is in this process";
+      return false;
+    }
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void *>(q), &info) == 0 || info.dli_fname == nullptr) {
+      *why = "the host ACL emulation is loaded but its library file cannot be found (dladdr)";
+      return false;
+    }
+    // RTLD_NOLOAD: a handle to the library already loaded, never a new load;
+    // kept open for the life of the process (its memory may be registered).
+    void *h = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    if (h == nullptr) {
+      *why = std::string("the host ACL emulation's library ") + info.dli_fname + " cannot be opened: " + dlerror();
+      return false;
+    }
+    Calls found;
+    found.malloc_fn = reinterpret_cast<MallocFn>(dlsym(h, "aclrtMalloc"));
+    found.free_fn = reinterpret_cast<FreeFn>(dlsym(h, "aclrtFree"));
+    if (found.malloc_fn == nullptr || found.free_fn == nullptr) {
+      *why = std::string("the host ACL emulation's library ") + info.dli_fname + " lacks aclrtMalloc / aclrtFree";
+      return false;
+    }
+    *c = found;
+    return true;
+  }
+
+  adxl::Mutex mu_;  // a leaf
+  Calls cached_ ADXL_GUARDED_BY(mu_);
+};
+
+// The blocks AclHostAlloc handed out, so that FreeMem frees only those
+// (a program's own aclrtMalloc memory is the program's to free).
+class OurBlocks {
+ public:
+  static OurBlocks &Get() {
+    static OurBlocks *b = new OurBlocks();  // never destroyed: FreeMem may run in static destructors
+    return *b;
+  }
+  void Add(const void *p) ADXL_EXCLUDES(mu_) {
+    adxl::MutexLock lock(&mu_);
+    live_.insert(p);
+  }
+  bool Take(const void *p) ADXL_EXCLUDES(mu_) {
+    adxl::MutexLock lock(&mu_);
+    return live_.erase(p) != 0;
+  }
+  bool Has(const void *p) ADXL_EXCLUDES(mu_) {
+    adxl::MutexLock lock(&mu_);
+    return live_.count(p) != 0;
+  }
+
+ private:
+  adxl::Mutex mu_;  // a leaf
+  std::set<const void *> live_ ADXL_GUARDED_BY(mu_);
+};
+
+constexpr int kAclErrorMemoryAllocation = 207001;  // ACL_ERROR_RT_MEMORY_ALLOCATION
+constexpr int kAclMemMallocHugeFirst = 0;          // ACL_MEM_MALLOC_HUGE_FIRST
+
 }  // namespace
 
 AclHostRange QueryAclHostRange(uintptr_t addr, size_t len, std::string *why) {
@@ -33,5 +124,40 @@ AclHostRange QueryAclHostRange(uintptr_t addr, size_t len, std::string *why) {
   if (why != nullptr) *why = buf;
   return AclHostRange::kNotInside;
 }
+
+Status AclHostAlloc(size_t size, void **ptr, std::string *why) {
+  Calls c;
+  if (!EmulationCalls::Get().Resolve(&c, why)) return UNSUPPORTED;
+  void *p = nullptr;
+  const int e = c.malloc_fn(&p, size, kAclMemMallocHugeFirst);
+  if (e != 0 || p == nullptr) {
+    *why = "aclrtMalloc of the host ACL emulation failed with " + std::to_string(e);
+    return e == kAclErrorMemoryAllocation ? RESOURCE_EXHAUSTED : FAILED;
+  }
+  try {
+    OurBlocks::Get().Add(p);
+  } catch (...) {  // no exception leaves the engine
+    (void)c.free_fn(p);
+    *why = "out of memory for the block table";
+    return RESOURCE_EXHAUSTED;
+  }
+  *ptr = p;
+  return SUCCESS;
+}
+
+bool AclHostFree(void *ptr, Status *status, std::string *why) {
+  if (!OurBlocks::Get().Take(ptr)) return false;
+  Calls c;
+  if (!EmulationCalls::Get().Resolve(&c, why)) {  // cannot happen: it allocated the block
+    *status = FAILED;
+    return true;
+  }
+  const int e = c.free_fn(ptr);
+  *status = e == 0 ? SUCCESS : FAILED;
+  if (e != 0) *why = "aclrtFree of the host ACL emulation failed with " + std::to_string(e);
+  return true;
+}
+
+bool IsAclHostBlock(const void *ptr) { return OurBlocks::Get().Has(ptr); }
 
 }  // namespace adxl

@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <string>
 
+#include "adxl/adxl_types.h"
+
 namespace adxl {
 
 enum class AclHostRange {
@@ -29,6 +31,21 @@ enum class AclHostRange {
 
 // Thread-safe.
 AclHostRange QueryAclHostRange(uintptr_t addr, size_t len, std::string *why);
+
+// MallocMem(MEM_DEVICE) / FreeMem on the emulation, for a process that has it
+// and no CUDA device.  aclrtMalloc / aclrtFree are taken from the library
+// that exports adxl_acl_host_query (dladdr, then dlsym on that library's own
+// handle), never from whatever libascendcl the symbol search finds first, so
+// a real ACL runtime loaded beside it is never called.  All thread-safe.
+//  - AclHostAlloc: aclrtMalloc on the calling thread's device.  UNSUPPORTED
+//    when the emulation is not loaded, RESOURCE_EXHAUSTED when it is out of
+//    memory (*why says which).  The block is remembered as the engine's.
+//  - AclHostFree: false when ptr is not the start of a live AclHostAlloc
+//    block (nothing done); else aclrtFree, *status saying how it went.
+//  - IsAclHostBlock: ptr is the start of a live AclHostAlloc block.
+Status AclHostAlloc(size_t size, void **ptr, std::string *why);
+bool AclHostFree(void *ptr, Status *status, std::string *why);
+bool IsAclHostBlock(const void *ptr);
 
 }  // namespace adxl
 

@@ -28,6 +28,9 @@ struct LocalRegion {
   size_t len = 0;
   MemType type = MEM_HOST;
   uint32_t refs = 1;  // registrations of this identical range
+  // MemDesc::local_only: usable as the local side of this engine's transfers,
+  // never advertised to peers (so no peer can reach it).
+  bool local_only = false;
   std::unique_ptr<TransportMem> mem;  // null in unit tests
   // What peers are told of this region, encoded for the wire once, when it
   // is registered (core/registrar.h); immutable afterwards.

@@ -160,3 +160,34 @@ TEST_P(Conformance, S4_8_DeregisterNullIsParamInvalidUnknownIsANoOp) {
 }
 
 }  // namespace
+
+// MemDesc::local_only: the owner's own memory for the local side of its
+// transfers, never advertised, so a peer cannot reach it.
+TEST_P(Conformance, S4_9_LocalOnlyIsUsableLocallyAndUnreachableByPeers) {
+  InitLocal();
+  ASSERT_EQ(Connect(), SUCCESS);
+  // The peer's local_only region: not reachable from here, before or after a
+  // table refresh (the miss of the first transfer refreshes it).
+  auto a = peer_->Ok(AllocCommand() + std::to_string(65536));
+  ASSERT_EQ(a.size(), 2u);
+  const uintptr_t hidden = std::stoull(a[1]);
+  ASSERT_EQ(peer_->Ok("reglocal " + a[0]).size(), 1u);
+  EXPECT_EQ(Sync(READ, {{local_.addr(), hidden, 4096}}), PARAM_INVALID);
+  EXPECT_EQ(Sync(WRITE, {{local_.addr(), hidden, 4096}}), PARAM_INVALID);
+  // The identical range cannot be registered both ways.
+  EXPECT_NE(peer_->Command("reg " + a[0]).rfind("ok", 0), 0u);
+  // Our local_only region is the local side of our transfers.
+  const uintptr_t mine = NewLocalMemory(65536);
+  MemDesc d{};
+  d.addr = mine;
+  d.len = 65536;
+  d.local_only = true;
+  MemHandle h = nullptr;
+  ASSERT_EQ(engine_.RegisterMem(d, MEM_HOST, h), SUCCESS);
+  FillPattern(reinterpret_cast<uint8_t *>(mine), 4096, 7);
+  ASSERT_EQ(Sync(WRITE, {{mine, remote_, 4096}}), SUCCESS);
+  EXPECT_EQ(RemoteHash(0, 4096), Hash(reinterpret_cast<uint8_t *>(mine), 4096));
+  ASSERT_EQ(Sync(READ, {{mine + 4096, remote_ + 4096, 4096}}), SUCCESS);
+  EXPECT_EQ(Hash(reinterpret_cast<uint8_t *>(mine) + 4096, 4096), RemoteHash(4096, 4096));
+  EXPECT_EQ(engine_.DeregisterMem(h), SUCCESS);
+}

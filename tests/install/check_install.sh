@@ -71,8 +71,10 @@ fi
 # 4. Programs written for the vendor's stack, built the vendor's way (plain
 # target names, -DCMAKE_PROJECT_INCLUDE=.../vendor-targets.cmake; pkg-config
 # cann_hixl / llm_datadist) with the host ACL emulation (opt-in component
-# acl_host), run as two processes, every byte checked.  The LlmDataDist
-# programs get a sibling directory (tests/install/vendor_llm_datadist).
+# acl_host), run as two processes, every byte checked: the HIXL / ADXL
+# programs (tests/install/vendor_hixl) and the C++ LlmDataDist ones
+# (tests/install/vendor_llm, KV caches on the emulated device).
 cmake --install "$build" --prefix "$work/prefix" --component acl_host >/dev/null
 bash "$src/tests/install/vendor_hixl/run.sh" "$work/prefix" "$work"
+bash "$src/tests/install/vendor_llm/run.sh" "$work/prefix" "$work"
 echo "install check: OK"

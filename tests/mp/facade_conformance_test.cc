@@ -2,6 +2,7 @@
 // (docs/contract.md §3, §5-§7) against a real peer process: one engine core behind both.
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "facade_fixture.h"
 
@@ -119,6 +120,37 @@ TYPED_TEST(FacadeConformance, PeerDeathIsDetectedByTheHeartbeat) {
   }
   EXPECT_EQ(st, adxl::FAILED);
   EXPECT_EQ(this->engine_.Disconnect(this->peer_name_.c_str(), 1000), adxl::SUCCESS);  // cleaned up locally
+}
+
+// MemDesc::local_only (docs/contract.md §4.9) through each facade: a peer
+// connected to this engine cannot reach the local_only region, while this
+// engine uses it as the local side of its own transfers.
+TYPED_TEST(FacadeConformance, LocalOnlyIsUnreachableByPeersAndUsableLocally) {
+  typename TypeParam::Engine e;
+  const std::string name = LoopbackName(FreePort());
+  ASSERT_EQ(e.Initialize(name.c_str(), {{"adxl.HeartbeatMs", this->kHeartbeatMs}}), adxl::SUCCESS);
+  std::vector<uint8_t> open(65536), hidden(65536);
+  FillPattern(hidden.data(), hidden.size(), 5);
+  adxl::MemHandle ho = nullptr, hh = nullptr;
+  typename TypeParam::MemDesc d{};
+  d.addr = reinterpret_cast<uintptr_t>(open.data());
+  d.len = open.size();
+  ASSERT_EQ(e.RegisterMem(d, adxl::MEM_HOST, ho), adxl::SUCCESS);
+  d.addr = reinterpret_cast<uintptr_t>(hidden.data());
+  d.local_only = true;
+  ASSERT_EQ(e.RegisterMem(d, adxl::MEM_HOST, hh), adxl::SUCCESS);
+  ASSERT_EQ(this->peer_->Command("connect " + name + " 5000"), "ok");
+  const std::string rd = "read " + name + " 5000 0 0 ";
+  EXPECT_EQ(this->peer_->Command(rd + std::to_string(d.addr) + " 4096"), "status " + std::to_string(adxl::PARAM_INVALID));
+  EXPECT_EQ(this->peer_->Command(rd + std::to_string(reinterpret_cast<uintptr_t>(open.data())) + " 4096"), "ok");
+  // The owner writes from its local_only region to the peer.
+  ASSERT_EQ(e.Connect(this->peer_name_.c_str(), 5000), adxl::SUCCESS);
+  ASSERT_EQ(e.TransferSync(this->peer_name_.c_str(), adxl::WRITE,
+                           {{reinterpret_cast<uintptr_t>(hidden.data()), this->remote_, 4096}}, 5000),
+            adxl::SUCCESS);
+  EXPECT_EQ(this->RemoteHash(0, 4096), Hash(hidden.data(), 4096));
+  EXPECT_EQ(e.DeregisterMem(hh), adxl::SUCCESS);
+  EXPECT_EQ(e.DeregisterMem(ho), adxl::SUCCESS);
 }
 
 }  // namespace

@@ -135,7 +135,7 @@ int main() {
       }
       buffers.push_back({p, len});
       Reply("ok " + std::to_string(buffers.size() - 1) + " " + std::to_string(reinterpret_cast<uintptr_t>(p)));
-    } else if (cmd == "reg") {
+    } else if (cmd == "reg" || cmd == "reglocal") {  // reglocal: MemDesc::local_only
       size_t idx = 0, off = 0, len = 0;
       in >> idx;
       if (idx >= buffers.size()) {
@@ -147,6 +147,7 @@ int main() {
       adxl::MemDesc d{};
       d.addr = reinterpret_cast<uintptr_t>(buffers[idx].ptr) + off;
       d.len = len;
+      d.local_only = cmd == "reglocal";
       adxl::MemHandle h = nullptr;
       adxl::Status st = engine.RegisterMem(d, adxl::MEM_HOST, h);
       if (st == adxl::SUCCESS) {

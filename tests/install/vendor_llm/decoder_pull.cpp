@@ -1,5 +1,5 @@
 // Decoder side of a pull: links to the prompt and pulls caches and blocks
-// into one registered host cache (whole batch entries, one layer, a part of
+// into one registered device cache (aclrtMalloc) (whole batch entries, one layer, a part of
 // an entry, blocks, blocks layer by layer, a batch entry cut into blocks),
 // then checks every byte of it and says "decoder_done".
 //   decoder_pull <prompt_port>
@@ -47,16 +47,18 @@ CacheIndex Remote(int64_t cache_id, uint32_t batch_index) {
 }
 
 int Run(uint16_t port) {
+  AclSession acl;  // before the engine, torn down after it
+  if (!acl.ok) return 1;
   LlmDataDist llm_datadist(kDecoderClusterId, LlmRole::kDecoder);
   std::map<AscendString, AscendString> options;
   options[OPTION_SYNC_CACHE_WAIT_TIME] = "5000";
   if (!Ok("Initialize", llm_datadist.Initialize(options))) return 1;
   CacheDesc desc{};
-  desc.placement = CachePlacement::kHost;
+  desc.placement = CachePlacement::kDevice;
   desc.num_tensors = kNumTensors;
   desc.data_type = DT_INT32;
   desc.shape = {kRows, kRowElems};
-  HostTensors mine(0);
+  DeviceTensors mine(0);
   Cache cache{};
   if (!Ok("RegisterKvCache", llm_datadist.RegisterKvCache(desc, mine.Addrs(), {}, cache.cache_id))) return 1;
   std::vector<int64_t> ids;

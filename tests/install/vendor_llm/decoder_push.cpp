@@ -1,5 +1,5 @@
 // Decoder side of a push: listens (the prompt links to it), registers a
-// zeroed host cache, says "decoder_ready" (with its cache id) and, once the
+// zeroed device cache (aclrtMalloc), says "decoder_ready" (with its cache id) and, once the
 // prompt says "prompt_done", checks every byte of what was pushed into it.
 //   decoder_push <listen_port>
 #include <string>
@@ -33,6 +33,8 @@ int main(int argc, char **argv) {
     std::printf("usage: decoder_push <listen_port>\n");
     return 2;
   }
+  AclSession acl;  // before the engine, torn down after it
+  if (!acl.ok) return 1;
   LlmDataDist llm_datadist(kDecoderClusterId, LlmRole::kDecoder);
   std::map<AscendString, AscendString> options;
   options[OPTION_LISTEN_IP_INFO] = (std::string("127.0.0.1:") + argv[1]).c_str();
@@ -42,11 +44,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   CacheDesc desc{};
-  desc.placement = CachePlacement::kHost;
+  desc.placement = CachePlacement::kDevice;
   desc.num_tensors = kNumTensors;
   desc.data_type = DT_INT32;
   desc.shape = {kRows, kRowElems};
-  HostTensors mine(0);
+  DeviceTensors mine(0);
   int64_t cache_id = -1;
   ret = llm_datadist.RegisterKvCache(desc, mine.Addrs(), {}, cache_id);
   if (ret != LLM_SUCCESS) {

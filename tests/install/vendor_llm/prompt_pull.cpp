@@ -1,5 +1,5 @@
 // Prompt side of a pull: listens, registers one cache of its own memory and
-// allocates a second with AllocateCache (host), fills both with its pattern,
+// allocates a second with AllocateCache (kDevice); both on the device, fills both with its pattern,
 // says "prompt_ready" (with both cache ids) and serves until the decoder
 // says "decoder_done".
 //   prompt_pull <listen_port>
@@ -15,9 +15,9 @@ using namespace vendor_test;
 namespace {
 constexpr uint64_t kPromptClusterId = 1U;
 
-CacheDesc HostDesc() {
+CacheDesc KvDesc() {
   CacheDesc desc{};
-  desc.placement = CachePlacement::kHost;
+  desc.placement = CachePlacement::kDevice;
   desc.num_tensors = kNumTensors;
   desc.data_type = DT_INT32;
   desc.shape = {kRows, kRowElems};
@@ -30,6 +30,8 @@ int main(int argc, char **argv) {
     std::printf("usage: prompt_pull <listen_port>\n");
     return 2;
   }
+  AclSession acl;  // before the engine, torn down after it
+  if (!acl.ok) return 1;
   LlmDataDist llm_datadist(kPromptClusterId, LlmRole::kPrompt);
   std::map<AscendString, AscendString> options;
   options[OPTION_LISTEN_IP_INFO] = (std::string("127.0.0.1:") + argv[1]).c_str();
@@ -39,23 +41,22 @@ int main(int argc, char **argv) {
     std::printf("[ERROR] Initialize failed, ret = %u\n", ret);
     return 1;
   }
-  HostTensors registered(kPromptClusterId);
+  DeviceTensors registered(kPromptClusterId);
   int64_t registered_id = -1;
-  ret = llm_datadist.RegisterKvCache(HostDesc(), registered.Addrs(), {}, registered_id);
+  ret = llm_datadist.RegisterKvCache(KvDesc(), registered.Addrs(), {}, registered_id);
   if (ret != LLM_SUCCESS) {
     std::printf("[ERROR] RegisterKvCache failed, ret = %u\n", ret);
     return 1;
   }
   Cache allocated{};
-  ret = llm_datadist.AllocateCache(HostDesc(), allocated);
+  ret = llm_datadist.AllocateCache(KvDesc(), allocated);
   if (ret != LLM_SUCCESS || allocated.tensor_addrs.size() != kNumTensors) {
     std::printf("[ERROR] AllocateCache failed, ret = %u\n", ret);
     return 1;
   }
   // The allocated cache holds the pattern of a "cluster 11", to tell the two apart.
   for (uint32_t t = 0; t < kNumTensors; ++t) {
-    auto *p = reinterpret_cast<int32_t *>(allocated.tensor_addrs[t]);
-    for (size_t i = 0; i < kTensorElems; ++i) p[i] = Pattern(11U, t, i);
+    if (!FillDevice(allocated.tensor_addrs[t], 11U, t)) return 1;
   }
   Signal("prompt_ready", {registered_id, allocated.cache_id});
   int rc = Wait("decoder_done") ? 0 : 1;

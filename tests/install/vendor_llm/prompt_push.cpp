@@ -1,4 +1,4 @@
-// Prompt side of a push: listens too, registers a host cache holding its
+// Prompt side of a push: listens too, registers a device cache (aclrtMalloc) holding its
 // pattern, links to the decoder once it says "decoder_ready" and pushes
 // blocks and batch entries into the decoder's cache, then says
 // "prompt_done" (with 0 when every call succeeded).
@@ -35,17 +35,19 @@ ClusterInfo Decoder(uint16_t port) {
 }
 
 int Run(uint16_t decoder_port, const std::string &listen_port) {
+  AclSession acl;  // before the engine, torn down after it
+  if (!acl.ok) return 1;
   LlmDataDist llm_datadist(kPromptClusterId, LlmRole::kPrompt);
   std::map<AscendString, AscendString> options;
   options[OPTION_LISTEN_IP_INFO] = ("127.0.0.1:" + listen_port).c_str();
   options[OPTION_TRANSFER_BACKEND] = "hixl";
   if (!Ok("Initialize", llm_datadist.Initialize(options))) return 1;
   CacheDesc desc{};
-  desc.placement = CachePlacement::kHost;
+  desc.placement = CachePlacement::kDevice;
   desc.num_tensors = kNumTensors;
   desc.data_type = DT_INT32;
   desc.shape = {kRows, kRowElems};
-  HostTensors mine(kPromptClusterId);
+  DeviceTensors mine(kPromptClusterId);
   Cache cache{};
   if (!Ok("RegisterKvCache", llm_datadist.RegisterKvCache(desc, mine.Addrs(), {}, cache.cache_id))) return 1;
   std::vector<int64_t> ids;

@@ -25,16 +25,18 @@ bool Ok(const char *what, Status ret) {
 }
 
 int Run(const std::string &port_a, uint16_t port_b) {
+  AclSession acl;  // before the engine, torn down after it
+  if (!acl.ok) return 1;
   LlmDataDist llm_datadist(kClusterA, LlmRole::kDecoder);
   std::map<AscendString, AscendString> options;
   options[OPTION_ENABLE_SET_ROLE] = "1";
   if (!Ok("Initialize", llm_datadist.Initialize(options))) return 1;
   CacheDesc desc{};
-  desc.placement = CachePlacement::kHost;
+  desc.placement = CachePlacement::kDevice;
   desc.num_tensors = kNumTensors;
   desc.data_type = DT_INT32;
   desc.shape = {kRows, kRowElems};
-  HostTensors src(kClusterA), dst(0);
+  DeviceTensors src(kClusterA), dst(0);
   Cache src_cache{}, dst_cache{};
   if (!Ok("RegisterKvCache src", llm_datadist.RegisterKvCache(desc, src.Addrs(), {}, src_cache.cache_id)) ||
       !Ok("RegisterKvCache dst", llm_datadist.RegisterKvCache(desc, dst.Addrs(), {}, dst_cache.cache_id))) {

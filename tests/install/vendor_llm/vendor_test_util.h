@@ -1,5 +1,7 @@
-// Helpers of the two-process programs in this directory, standard C++ only,
-// so each program needs nothing but <llm_datadist/llm_datadist.h>: hand-over
+// Helpers of the two-process programs in this directory, which need nothing
+// but <llm_datadist/llm_datadist.h>, <acl/acl.h> and standard C++, as the
+// vendor's examples: the device runtime's set-up, KV tensors on the device
+// (aclrtMalloc; bytes checked by aclrtMemcpy back to host), hand-over
 // through files in $VENDOR_SYNC_DIR (one process writes "name" with a line of
 // numbers, the other waits for it), the byte pattern each cluster writes, and
 // the KV cache shape every program uses.
@@ -14,6 +16,9 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "acl/acl.h"
+#include "llm_datadist/llm_datadist.h"
 
 namespace vendor_test {
 
@@ -59,20 +64,86 @@ inline bool Wait(const std::string &name, std::vector<int64_t> *values = nullptr
   return false;
 }
 
-// Host tensors of one cache: kNumTensors buffers of kTensorElems int32.
-struct HostTensors {
-  explicit HostTensors(int64_t fill_cluster) : data(kNumTensors, std::vector<int32_t>(kTensorElems, 0)) {
-    for (uint32_t t = 0; fill_cluster != 0 && t < kNumTensors; ++t) {
-      for (size_t i = 0; i < kTensorElems; ++i) data[t][i] = Pattern(static_cast<uint64_t>(fill_cluster), t, i);
+// The device runtime for the life of a program, as the vendor's examples set
+// it up (aclInit, aclrtSetDevice) and tear it down.
+struct AclSession {
+  AclSession() {
+    ok = aclInit(nullptr) == ACL_SUCCESS && aclrtSetDevice(0) == ACL_SUCCESS;
+    if (!ok) std::printf("[ERROR] aclInit / aclrtSetDevice failed: %s\n", aclGetRecentErrMsg());
+  }
+  ~AclSession() {
+    (void)aclrtResetDevice(0);
+    (void)aclFinalize();
+  }
+  AclSession(const AclSession &) = delete;
+  AclSession &operator=(const AclSession &) = delete;
+  bool ok = false;
+};
+
+// Writes kTensorElems int32 of `cluster`'s pattern for tensor t to device memory (aclrtMemcpy).
+inline bool FillDevice(uint64_t dev, uint64_t cluster, uint32_t t) {
+  std::vector<int32_t> host(kTensorElems, 0);
+  for (size_t i = 0; cluster != 0 && i < kTensorElems; ++i) host[i] = Pattern(cluster, t, i);
+  const aclError e = aclrtMemcpy(reinterpret_cast<void *>(dev), kTensorBytes, host.data(), kTensorBytes,
+                                 ACL_MEMCPY_HOST_TO_DEVICE);
+  if (e != ACL_SUCCESS) std::printf("[ERROR] aclrtMemcpy to device failed: %d\n", e);
+  return e == ACL_SUCCESS;
+}
+
+// Device tensors of one cache: kNumTensors blocks of kTensorElems int32 from
+// aclrtMalloc, holding `fill_cluster`'s pattern (0: zeros).
+struct DeviceTensors {
+  explicit DeviceTensors(int64_t fill_cluster) : dev(kNumTensors, nullptr), host(kNumTensors) {
+    for (uint32_t t = 0; t < kNumTensors; ++t) {
+      if (aclrtMalloc(&dev[t], kTensorBytes, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS ||
+          !FillDevice(reinterpret_cast<uint64_t>(dev[t]), static_cast<uint64_t>(fill_cluster), t)) {
+        std::printf("[ERROR] aclrtMalloc of %zu bytes failed: %s\n", kTensorBytes, aclGetRecentErrMsg());
+        std::exit(1);
+      }
     }
   }
-  std::vector<uint64_t> Addrs() {
+  ~DeviceTensors() {
+    for (void *p : dev) (void)aclrtFree(p);
+  }
+  DeviceTensors(const DeviceTensors &) = delete;
+  DeviceTensors &operator=(const DeviceTensors &) = delete;
+  std::vector<uint64_t> Addrs() const {
     std::vector<uint64_t> a;
-    for (auto &d : data) a.push_back(reinterpret_cast<uint64_t>(d.data()));
+    for (void *p : dev) a.push_back(reinterpret_cast<uint64_t>(p));
     return a;
   }
-  std::vector<std::vector<int32_t>> data;
+  std::vector<void *> dev;
+  std::vector<std::vector<int32_t>> host;  // the last copy back (ToHost)
 };
+
+// Copies device tensors `addrs` back to host (aclrtMemcpy) into *host and
+// returns pointers to the copies, for Expected::Check.
+inline std::vector<const int32_t *> ToHost(const std::vector<uint64_t> &addrs,
+                                           std::vector<std::vector<int32_t>> *host) {
+  host->assign(addrs.size(), std::vector<int32_t>(kTensorElems, 0));
+  std::vector<const int32_t *> p;
+  for (size_t t = 0; t < addrs.size(); ++t) {
+    if (aclrtMemcpy((*host)[t].data(), kTensorBytes, reinterpret_cast<void *>(addrs[t]), kTensorBytes,
+                    ACL_MEMCPY_DEVICE_TO_HOST) != ACL_SUCCESS) {
+      std::printf("[ERROR] aclrtMemcpy to host failed: %s\n", aclGetRecentErrMsg());
+      std::exit(1);
+    }
+    p.push_back((*host)[t].data());
+  }
+  return p;
+}
+
+inline std::vector<const int32_t *> Pointers(DeviceTensors &d) { return ToHost(d.Addrs(), &d.host); }
+
+// The cache description every program uses, on the device.
+inline llm_datadist::CacheDesc DeviceDesc() {
+  llm_datadist::CacheDesc desc{};
+  desc.placement = llm_datadist::CachePlacement::kDevice;
+  desc.num_tensors = kNumTensors;
+  desc.data_type = llm_datadist::DT_INT32;
+  desc.shape = {kRows, kRowElems};
+  return desc;
+}
 
 // Expected contents: starts as zeros, rows copied in as the program moves them.
 struct Expected {
@@ -100,12 +171,6 @@ struct Expected {
   }
   std::vector<std::vector<int32_t>> data;
 };
-
-inline std::vector<const int32_t *> Pointers(const HostTensors &h) {
-  std::vector<const int32_t *> p;
-  for (const auto &d : h.data) p.push_back(d.data());
-  return p;
-}
 
 }  // namespace vendor_test
 
