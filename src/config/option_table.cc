@@ -195,6 +195,12 @@ std::vector<OptionSpec> BuildTable() {
                   "vendor's 120 s), or 3 periods when only `adxl.HeartbeatMs` is given.  A server end judges "
                   "each client by the client's own period and timeout, and only once its link is set up; a "
                   "tick at which this engine's own control thread ran late judges nobody"));
+  t.push_back(Int("adxl.MaxInboundPeers", K::kProject, "ADXL_MAX_INBOUND_PEERS", false, false, 1, 65535, 0,
+                  [](const EngineOptions &o) -> int64_t { return o.max_inbound_peers; },
+                  [](EngineOptions *o, int64_t v) { o->max_inbound_peers = static_cast<uint32_t>(v); },
+                  "distinct peers linked to this engine at once (inbound links); one more is refused at the "
+                  "handshake: its `Connect` returns `RESOURCE_EXHAUSTED`, and both sides log why.  A peer that "
+                  "connects again under its name replaces its own earlier link and is not refused"));
   t.push_back(Int("adxl.HccsCopyThreads", K::kProject, "ADXL_HCCS_COPY_THREADS", false, false, 0, 64, 0,
                   [](const EngineOptions &o) -> int64_t { return o.hccs_copy_threads; },
                   [](EngineOptions *o, int64_t v) { o->hccs_copy_threads = static_cast<uint32_t>(v); },
