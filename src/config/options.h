@@ -66,6 +66,12 @@ struct EngineOptions {
   std::string auth_token;  // empty: no access control
   // Inbound cap: distinct peers linked to this engine at once (core/engine.h).
   uint32_t max_inbound_peers = kDefaultMaxInboundPeers;
+  // channel_pool.* (GlobalResourceConfig; core/channel_pool.h).  The pool is
+  // on when any of the three keys is given.
+  bool pool_on = false;
+  uint32_t pool_max_channel = 512;
+  double pool_high_waterline = 0;  // 0: not given (no eviction before max_channel)
+  double pool_low_waterline = 0;
 };
 
 // How long a peer may be silent before it is dead: adxl.HeartbeatTimeoutMs
