@@ -162,12 +162,19 @@ std::vector<OptionSpec> BuildTable() {
                     "JSON object, keys dotted (`a.b`) or nested, with the vendor's ranges: "
                     "`comm_resource_config.protocol_desc` (`hccs:host`, `hccs:device`, `roce:host`, "
                     "`roce:device`, a string or a list; UB protocols are refused), "
-                    "`connect_pool.thread_num` [1, 64], `connect_pool.task_queue_capacity` [1, 65535]; "
-                    "`fabric_memory.*`, `comm_resource_config.listen_port` / `max_active_channels` / `qos`, "
-                    "`channel_pool.*` checked and logged once as not applicable; other keys ignored",
+                    "`connect_pool.thread_num` [1, 64], `connect_pool.task_queue_capacity` [1, 65535], "
+                    "`channel_pool.max_channel` [1, 512] (default 512), `channel_pool.high_waterline` / "
+                    "`low_waterline` fractions in (0, 1), plain decimals, given together, low below high; "
+                    "`fabric_memory.*`, `comm_resource_config.listen_port` / `max_active_channels` / `qos` "
+                    "checked and logged once as not applicable; other keys ignored",
                     ApplyGlobalResourceConfig, ShowGlobalResourceConfig,
                     "`protocol_desc` restricts the lanes links may use (default: all); `connect_pool` sizes "
-                    "the HIXL facade's asynchronous connect queue and its threads"));
+                    "the HIXL facade's asynchronous connect queue and its threads; any `channel_pool` key turns "
+                    "the channel pool on: at most `max_channel` outgoing links, a `Connect` above the high mark "
+                    "first evicts links idle for 1 s (never used first, then least recently used) down to the "
+                    "low mark, at `max_channel` it waits up to its timeout for one to become idle and then "
+                    "returns `RESOURCE_EXHAUSTED`; a transfer or notify to an evicted peer reconnects by itself "
+                    "(contract §5.10)"));
   t.push_back(Int("adxl.MaxRegistrations", K::kProject, "ADXL_MAX_REGISTRATIONS", false, false, 1, kU32, 0,
                   [](const EngineOptions &o) -> int64_t { return o.max_registrations; },
                   [](EngineOptions *o, int64_t v) { o->max_registrations = static_cast<uint32_t>(v); },
@@ -195,6 +202,12 @@ std::vector<OptionSpec> BuildTable() {
                   "vendor's 120 s), or 3 periods when only `adxl.HeartbeatMs` is given.  A server end judges "
                   "each client by the client's own period and timeout, and only once its link is set up; a "
                   "tick at which this engine's own control thread ran late judges nobody"));
+  t.push_back(Int("adxl.MaxInboundPeers", K::kProject, "ADXL_MAX_INBOUND_PEERS", false, false, 1, 65535, 0,
+                  [](const EngineOptions &o) -> int64_t { return o.max_inbound_peers; },
+                  [](EngineOptions *o, int64_t v) { o->max_inbound_peers = static_cast<uint32_t>(v); },
+                  "distinct peers linked to this engine at once (inbound links); one more is refused at the "
+                  "handshake: its `Connect` returns `RESOURCE_EXHAUSTED`, and both sides log why.  A peer that "
+                  "connects again under its name replaces its own earlier link and is not refused"));
   t.push_back(Int("adxl.HccsCopyThreads", K::kProject, "ADXL_HCCS_COPY_THREADS", false, false, 0, 64, 0,
                   [](const EngineOptions &o) -> int64_t { return o.hccs_copy_threads; },
                   [](EngineOptions *o, int64_t v) { o->hccs_copy_threads = static_cast<uint32_t>(v); },

@@ -32,6 +32,8 @@ constexpr uint64_t kDefaultMaxDeviceBytes = 50ull << 30;
 constexpr uint64_t kDefaultMaxHostBytes = 1ull << 40;
 constexpr uint32_t kDefaultHeartbeatMs = 10000;
 constexpr uint32_t kDefaultHeartbeatTimeoutMs = 120000;
+// adxl.MaxInboundPeers: above the 512 peers of the connect storm (README).
+constexpr uint32_t kDefaultMaxInboundPeers = 1024;
 // The control loop's tick: the heartbeat judges silence this often even when
 // it pings less often, so that detection is not coarser than a second.
 constexpr uint32_t kMaxHeartbeatTickMs = 1000;
@@ -63,6 +65,14 @@ struct EngineOptions {
   std::string plugin_path;
   std::string plugin = "ucx";
   std::string auth_token;  // empty: no access control
+  // Inbound cap: distinct peers linked to this engine at once (core/engine.h).
+  uint32_t max_inbound_peers = kDefaultMaxInboundPeers;
+  // channel_pool.* (GlobalResourceConfig; core/channel_pool.h).  The pool is
+  // on when any of the three keys is given.
+  bool pool_on = false;
+  uint32_t pool_max_channel = 512;
+  double pool_high_waterline = 0;  // 0: not given (no eviction before max_channel)
+  double pool_low_waterline = 0;
 };
 
 // How long a peer may be silent before it is dead: adxl.HeartbeatTimeoutMs

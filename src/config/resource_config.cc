@@ -65,8 +65,14 @@ bool Fraction(const Json &v, const std::string &key, double *out, std::string *w
   } else if (v.is_string()) {
     const std::string s = v.get<std::string>();
     char *end = nullptr;
-    d = strtod(s.c_str(), &end);
-    if (s.empty() || *end != '\0') d = -1;
+    // Strictly a decimal fraction ("0.8", ".8"): no sign, blanks, exponent or hex.
+    if (s.empty() || s.find_first_not_of("0123456789.") != std::string::npos ||
+        s.find('.') != s.rfind('.')) {
+      d = -1;
+    } else {
+      d = strtod(s.c_str(), &end);
+      if (*end != '\0') d = -1;
+    }
   }
   if (!std::isfinite(d) || d <= 0 || d >= 1) {
     *why = key + ": expected a fraction in (0, 1), got " + v.dump();
@@ -139,8 +145,6 @@ bool VisitGlobal(const std::string &option, const std::string &key, const Json &
       {"comm_resource_config.max_active_channels", 1, UINT32_MAX, "links here have no device-side channels"},
       {"comm_resource_config.qos", 0, 7, "it is the device NICs' QoS level (the network lane's traffic class and "
                                          "service level are RdmaTrafficClass and RdmaServiceLevel)"},
-      {"channel_pool.max_channel", 1, 512, "links here are not device channels and are not recycled by count "
-                                           "(AutoConnect=1 connects on demand)"},
   };
   for (const Range &r : kRanges) {
     if (key != r.key) continue;
@@ -148,9 +152,18 @@ bool VisitGlobal(const std::string &option, const std::string &key, const Json &
     NotApplicableOnce(option, key, r.why);
     return true;
   }
+  // The channel pool (core/connector.h): on when any of its keys is given.
+  if (key == "channel_pool.max_channel") {
+    if (!IntIn(v, key, 1, 512, &n, why)) return false;
+    o->pool_on = true;
+    o->pool_max_channel = static_cast<uint32_t>(n);
+    return true;
+  }
   if (key == "channel_pool.high_waterline" || key == "channel_pool.low_waterline") {
-    if (!Fraction(v, key, &waterline[key == "channel_pool.high_waterline" ? 0 : 1], why)) return false;
-    NotApplicableOnce(option, key, "links here are not device channels and are not recycled by count");
+    const bool high = key == "channel_pool.high_waterline";
+    if (!Fraction(v, key, &waterline[high ? 0 : 1], why)) return false;
+    o->pool_on = true;
+    (high ? o->pool_high_waterline : o->pool_low_waterline) = waterline[high ? 0 : 1];
     return true;
   }
   ADXL_INFO("%s: key '%s' is not one the vendor documents; ignored", option.c_str(), key.c_str());
@@ -232,6 +245,13 @@ std::string ShowGlobalResourceConfigJson(const EngineOptions &o) {
   if (!o.protocols.empty()) j["comm_resource_config.protocol_desc"] = o.protocols;
   j["connect_pool.task_queue_capacity"] = o.connect_queue_capacity;
   j["connect_pool.thread_num"] = o.connect_threads;
+  if (o.pool_on) {
+    j["channel_pool.max_channel"] = o.pool_max_channel;
+    if (o.pool_high_waterline > 0) {
+      j["channel_pool.high_waterline"] = o.pool_high_waterline;
+      j["channel_pool.low_waterline"] = o.pool_low_waterline;
+    }
+  }
   return j.dump();
 }
 

@@ -6,10 +6,14 @@
 //
 //   does the same here  comm_resource_config.protocol_desc (the lanes links may
 //                       use), connect_pool.thread_num / task_queue_capacity
-//                       (the HIXL facade's asynchronous connects)
+//                       (the HIXL facade's asynchronous connects),
+//                       channel_pool.max_channel (1..512, default 512) /
+//                       high_waterline / low_waterline (fractions in (0, 1),
+//                       plain decimals, given together, low < high): the
+//                       channel pool of outgoing links (core/connector.h),
+//                       on when any of the three is given
 //   not applicable      fabric_memory.* (no fabric VMM), comm_resource_config.
-//                       listen_port / max_active_channels / qos (device NICs),
-//                       channel_pool.* (device channel recycling); in
+//                       listen_port / max_active_channels / qos (device NICs); in
 //                       LocalCommRes everything but `version` (device lists)
 //   refused             protocols of hardware no host here has (ub_ctp, ub_tp,
 //                       ub_rtp, uboe, ubg): PARAM_INVALID naming the lanes

@@ -107,6 +107,11 @@ Status RunClientHandshake(int fd, const HandshakeIdentity &self, const std::stri
                auth ? "differs, or the peer has none" : "is required by the peer and this engine has none");
     return FAILED;
   }
+  if (ack->status == RESOURCE_EXHAUSTED) {
+    ADXL_ERROR("Connect to '%s': refused by the peer: it has as many peers linked as it accepts "
+               "(its adxl.MaxInboundPeers); try again once one disconnects", remote.c_str());
+    return RESOURCE_EXHAUSTED;
+  }
   if (ack->status != SUCCESS) {
     ADXL_ERROR("Connect to '%s': the engine listening there has another name (its Initialize was not given '%s')",
                remote.c_str(), remote.c_str());

@@ -39,7 +39,8 @@ struct HandshakeIdentity {
 // Client side.  Sends Hello over `fd` (a connected socket), authenticates
 // when `self.token` is set, and reads the answer into *ack.  SUCCESS only
 // for an answer that admits us, from an engine named `remote`, proven when
-// authenticated.  TIMEOUT when the deadline passes, FAILED otherwise; logs
+// authenticated.  TIMEOUT when the deadline passes, RESOURCE_EXHAUSTED when
+// the peer is at its inbound cap (adxl.MaxInboundPeers), FAILED otherwise; logs
 // one ERROR line saying why ("Connect to '<remote>': ...").
 Status RunClientHandshake(int fd, const HandshakeIdentity &self, const std::string &remote,
                           Clock::time_point deadline, wire::HelloAck *ack);

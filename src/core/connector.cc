@@ -17,7 +17,50 @@ Connector::Connector(HandshakeIdentity self, const EngineOptions &options, std::
       protocols_(options.protocols),
       transport_(std::move(transport)),
       loop_(loop),
-      links_(links) {}
+      links_(links),
+      pool_max_(options.pool_on ? options.pool_max_channel : 0),
+      pool_high_(options.pool_high_waterline > 0
+                     ? static_cast<size_t>(options.pool_high_waterline * options.pool_max_channel)
+                     : options.pool_max_channel),
+      pool_low_(options.pool_low_waterline > 0
+                    ? static_cast<size_t>(options.pool_low_waterline * options.pool_max_channel)
+                    : options.pool_max_channel) {}
+
+void Connector::CloseLink(const std::shared_ptr<Link> &link, Clock::time_point deadline) {
+  if (link->state() == LinkState::kConnected) link->conn->Send(wire::Bye{}, 0, deadline);
+  link->conn->Close();
+  link->Shutdown();
+}
+
+void Connector::Evict(const std::vector<std::shared_ptr<Link>> &victims, const std::string &remote,
+                      const char *why) {
+  for (const auto &link : victims) {
+    {
+      MutexLock l(&evicted_mu_);
+      evicted_.insert(link->remote());
+    }
+    const int64_t used = link->last_used_ns.load();
+    CloseLink(link, Clock::now() + std::chrono::milliseconds(1000));
+    ADXL_INFO("channel pool: evicted the idle link to '%s' (%s; %s) for the Connect to '%s'; a transfer to it "
+              "reconnects", link->remote().c_str(), used == 0 ? "never used" : "least recently used", why,
+              remote.c_str());
+  }
+}
+
+void Connector::EvictAboveHighMark(const std::string &remote) {
+  const size_t n = links_->size();
+  if (n + 1 <= pool_high_ || n <= pool_low_) return;
+  std::vector<std::shared_ptr<Link>> victims = links_->TakeEvictable(n - pool_low_, Link::NowNs() - kPoolIdleMs * 1000000);
+  if (victims.empty()) return;
+  Evict(victims, remote, "above channel_pool.high_waterline");
+  ADXL_INFO("channel pool: %zu links after evicting %zu (max_channel %zu, high mark %zu, low mark %zu)",
+            links_->size(), victims.size(), pool_max_, pool_high_, pool_low_);
+}
+
+bool Connector::WasEvicted(const std::string &remote) const {
+  MutexLock l(&evicted_mu_);
+  return evicted_.count(remote) != 0;
+}
 
 Status Connector::Connect(const std::string &remote, int32_t timeout_ms) {
   if (timeout_ms <= 0) {
@@ -39,9 +82,35 @@ Status Connector::Connect(const std::string &remote, int32_t timeout_ms) {
     return PARAM_INVALID;
   }
   const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  bool waiting = false;
   while (true) {
+    if (pool_max_ > 0 && !links_->Find(remote)) EvictAboveHighMark(remote);
     bool mine = false;
-    std::shared_ptr<Link> link = links_->Claim(remote, &mine);
+    std::shared_ptr<Link> link = links_->Claim(remote, &mine, pool_max_);
+    if (!link) {
+      // The pool is full: an idle link makes room, or one becomes idle, or
+      // someone disconnects, before the deadline.
+      std::vector<std::shared_ptr<Link>> victims =
+          links_->TakeEvictable(1, Link::NowNs() - kPoolIdleMs * 1000000);
+      if (!victims.empty()) {
+        Evict(victims, remote, "channel_pool.max_channel reached");
+        continue;
+      }
+      const Clock::time_point now = Clock::now();
+      if (now >= deadline) {
+        ADXL_ERROR("Connect to '%s': the channel pool holds channel_pool.max_channel = %zu links and none was idle "
+                   "(each has a transfer in progress or one in the last %lld ms) within the timeout of %d ms",
+                   remote.c_str(), pool_max_, static_cast<long long>(kPoolIdleMs), timeout_ms);
+        return RESOURCE_EXHAUSTED;
+      }
+      if (!waiting) {
+        ADXL_INFO("Connect to '%s': the channel pool is full (%zu links, none idle); waiting up to %d ms",
+                  remote.c_str(), pool_max_, timeout_ms);
+        waiting = true;
+      }
+      std::this_thread::sleep_for(std::min<Clock::duration>(deadline - now, std::chrono::milliseconds(20)));
+      continue;
+    }
     if (!mine) {
       // Another call is connecting, or a link exists.
       if (!link->WaitSettled(deadline)) {
@@ -74,6 +143,7 @@ Status Connector::Connect(const std::string &remote, int32_t timeout_ms) {
       link->Shutdown();
       return st;
     }
+    link->connected_ns.store(Link::NowNs());
     link->SetConnected();
     return SUCCESS;
   }
@@ -183,16 +253,22 @@ Status Connector::Disconnect(const std::string &remote, int32_t timeout_ms) {
     ADXL_ERROR("Disconnect from '%s': timeout %d ms must be > 0", remote.c_str(), timeout_ms);
     return PARAM_INVALID;
   }
+  bool evicted = false;
+  if (pool_max_ > 0) {
+    MutexLock l(&evicted_mu_);
+    evicted = evicted_.erase(remote) != 0;
+  }
   std::shared_ptr<Link> link = links_->TakeSettled(remote);
   if (!link) {
+    if (evicted) {
+      // The pool closed the link already; now it is not reconnected on demand.
+      ADXL_INFO("Disconnect: the channel pool had evicted the link to '%s'; forgotten", remote.c_str());
+      return SUCCESS;
+    }
     ADXL_ERROR("Disconnect from '%s': not connected", remote.c_str());
     return NOT_CONNECTED;
   }
-  if (link->state() == LinkState::kConnected) {
-    link->conn->Send(wire::Bye{}, 0, Clock::now() + std::chrono::milliseconds(timeout_ms));
-  }
-  link->conn->Close();
-  link->Shutdown();
+  CloseLink(link, Clock::now() + std::chrono::milliseconds(timeout_ms));
   ADXL_INFO("Disconnect: link to '%s' closed", remote.c_str());
   return SUCCESS;
 }
@@ -203,10 +279,13 @@ Status Connector::AcquireLink(const char *api, const std::string &remote, Clock:
   for (int round = 0;; ++round) {
     std::shared_ptr<Link> link = links_->Find(remote);
     if (link && link->state() == LinkState::kConnected) {
+      link->last_used_ns.store(Link::NowNs());
       *out = std::move(link);
       return SUCCESS;
     }
-    if (!auto_connect_) {
+    // A peer whose link the channel pool evicted is reconnected on demand.
+    const bool on_demand = auto_connect_ || (pool_max_ > 0 && !link && WasEvicted(remote));
+    if (!on_demand) {
       if (!link || link->state() == LinkState::kConnecting) {
         ADXL_ERROR("%s to '%s': not connected", api, remote.c_str());
         return NOT_CONNECTED;
@@ -224,8 +303,8 @@ Status Connector::AcquireLink(const char *api, const std::string &remote, Clock:
       ADXL_ERROR("%s to '%s': AutoConnect: the call's deadline passed before a link was made", api, remote.c_str());
       return TIMEOUT;
     }
-    ADXL_INFO("%s to '%s': not connected; AutoConnect connects (%lld ms left)", api, remote.c_str(),
-              static_cast<long long>(left));
+    ADXL_INFO("%s to '%s': not connected; %s connects (%lld ms left)", api, remote.c_str(),
+              auto_connect_ ? "AutoConnect" : "the channel pool (the link was evicted)", static_cast<long long>(left));
     const Status st = Connect(remote, static_cast<int32_t>(std::min<long long>(left, INT32_MAX)));
     if (st != SUCCESS && st != ALREADY_CONNECTED) {
       ADXL_ERROR("%s to '%s': AutoConnect could not connect (status %u)", api, remote.c_str(), st);

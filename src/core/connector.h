@@ -14,16 +14,32 @@
 // it.  Everything runs on the caller's thread and waits at most until its
 // deadline.
 //
-// Thread-safety: any thread; no state of its own beyond what it is given at
-// construction (the LinkTable and the WireupReaper lock themselves).
+// The channel pool (GlobalResourceConfig channel_pool.*, docs/contract.md
+// §5.10): with it on, the links this engine opened (outgoing; inbound peers
+// are capped by adxl.MaxInboundPeers) are at most max_channel.  A Connect
+// that would take their count above high_waterline * max_channel first
+// evicts idle links (LinkTable::TakeEvictable: nothing in progress and
+// nothing for kPoolIdleMs; never-used first, then least recently used)
+// until low_waterline * max_channel remain; at max_channel it evicts one
+// idle link or waits for one (or a Disconnect) until its deadline, then
+// answers RESOURCE_EXHAUSTED.  An evicted link is closed as Disconnect
+// closes it (the peer is told with Bye and drops its end), and a transfer
+// or notify to an evicted peer reconnects by itself (the AutoConnect path,
+// whatever AutoConnect says) until the user Disconnects that peer.
+//
+// Thread-safety: any thread.  Its own state is the set of evicted peers
+// under evicted_mu_, a leaf (never held across a call out of this class);
+// the LinkTable and the WireupReaper lock themselves.
 #ifndef ADXL_SRC_CORE_CONNECTOR_H_
 #define ADXL_SRC_CORE_CONNECTOR_H_
 
 #include <memory>
+#include <set>
 #include <string>
 
 #include "adxl/adxl_types.h"
 #include "common/engine_name.h"
+#include "common/thread_annotations.h"
 #include "config/options.h"
 #include "control/control.h"
 #include "control/handshake.h"
@@ -51,11 +67,23 @@ class Connector {
   // (AutoConnect: the next call reconnects).  Idempotent.
   void DropLink(const std::shared_ptr<Link> &link);
   bool auto_connect() const { return auto_connect_; }
+  // How long a link must have been idle (no transfer or notify, nor its
+  // Connect) before the channel pool may evict it.
+  static constexpr int64_t kPoolIdleMs = 1000;
   // Endpoints of failed Connects whose wire-up had not ended yet.
   WireupReaper &reaper() { return reaper_; }
 
  private:
   Status ConnectOnce(const std::shared_ptr<Link> &link, const EngineName &peer, Clock::time_point deadline);
+  // The channel pool, before a Connect creates a link: evicts down to the
+  // low mark when the new link takes the count above the high mark.
+  void EvictAboveHighMark(const std::string &remote);
+  // Closes evicted links as Disconnect does (Bye, then close), and
+  // remembers their peers for the reconnect on demand.
+  void Evict(const std::vector<std::shared_ptr<Link>> &victims, const std::string &remote, const char *why);
+  // Sends Bye on a connected link, closes it and shuts it down.
+  void CloseLink(const std::shared_ptr<Link> &link, Clock::time_point deadline);
+  bool WasEvicted(const std::string &remote) const ADXL_EXCLUDES(evicted_mu_);
 
   const HandshakeIdentity self_;
   const bool auto_connect_;
@@ -64,6 +92,12 @@ class Connector {
   ControlLoop *const loop_;
   LinkTable *const links_;
   WireupReaper reaper_;
+  // The channel pool (channel_pool.*); pool_max_ 0: off.
+  const size_t pool_max_;
+  const size_t pool_high_;  // links above which a Connect evicts; pool_max_ without waterlines
+  const size_t pool_low_;   // links kept by that eviction
+  mutable Mutex evicted_mu_;
+  std::set<std::string> evicted_ ADXL_GUARDED_BY(evicted_mu_);
 };
 
 }  // namespace adxl

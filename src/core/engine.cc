@@ -344,6 +344,18 @@ void Engine::HandleServer(const std::shared_ptr<ControlConn> &conn, wire::Messag
   if (!conn->hello_done()) {
     HandshakeServer::Admitted admitted;
     if (handshake_->OnMessage(*conn, msg, deadline, &admitted) != HandshakeServer::Step::kAdmitted) return;
+    if (InboundFull(conn.get(), admitted.from)) {
+      // Refused before any transport state exists on either side; the
+      // client maps the status to RESOURCE_EXHAUSTED (handshake.cc).
+      ADXL_WARN("'%s' (%s) refused: this engine accepts at most %u peers (adxl.MaxInboundPeers) and has %zu",
+                admitted.from.c_str(), conn->desc().c_str(), options_.max_inbound_peers, inbound_.size());
+      wire::HelloAck ack;
+      ack.status = RESOURCE_EXHAUSTED;
+      conn->Send(ack, admitted.seq, deadline);
+      conn->Close();
+      return;
+    }
+    inbound_[conn.get()] = admitted.from;
     conn->set_peer_name(admitted.from);
     // Judged by the client's own timeout (heartbeat.h), never less than
     // 2 of its periods.
@@ -398,6 +410,17 @@ void Engine::AdmitClient(const std::shared_ptr<ControlConn> &conn, HandshakeServ
   ADXL_INFO("'%s' connected (%zu regions advertised%s)", admitted.from.c_str(), regions,
             proven ? ", authenticated" : "");
   ForgetEarlierIncarnations(conn, admitted.from);
+}
+
+bool Engine::InboundFull(const ControlConn *conn, const std::string &from) const {
+  EngineName name;
+  std::string why;
+  const bool listens = ParseEngineName(from, &name, &why) && name.listens();
+  size_t others = 0;
+  for (const auto &[c, peer] : inbound_) {
+    if (c != conn && !(listens && peer == from)) ++others;
+  }
+  return others >= options_.max_inbound_peers;
 }
 
 void Engine::ForgetEarlierIncarnations(const std::shared_ptr<ControlConn> &conn, const std::string &from) {
@@ -458,6 +481,7 @@ void Engine::HandleClient(const std::shared_ptr<ControlConn> &conn, wire::Messag
 
 void Engine::OnClosed(const std::shared_ptr<ControlConn> &conn) {
   if (conn->role() == ControlConn::Role::kServer) {
+    inbound_.erase(conn.get());
     admission_->Closed(conn.get());
     registrar_->Unsubscribe(conn);
     return;

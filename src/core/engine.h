@@ -145,6 +145,12 @@ class Engine : public ControlHandler {
   std::unique_ptr<Heartbeat> heartbeat_;
   std::unique_ptr<Admission> admission_;  // control thread only
   std::unique_ptr<StatsLog> stats_log_;  // control thread only (OnTick)
+  // Inbound cap (adxl.MaxInboundPeers): the server ends whose handshake
+  // passed, with the client's name.  Control thread only; no lock.
+  std::map<const ControlConn *, std::string> inbound_;
+  // Whether admitting `from` on `conn` would exceed the inbound cap (its own
+  // earlier connections under a listening name do not count: they go).
+  bool InboundFull(const ControlConn *conn, const std::string &from) const;
 };
 
 }  // namespace adxl

@@ -141,6 +141,13 @@ class Link {
   // Per-direction statistics of transfers and connects (adxl_ext.h
   // LinkStats), lock-free; never null.
   const std::shared_ptr<LinkCounters> stats;
+  // The channel pool (core/link_table.h TakeEvictable): when the link was
+  // connected and last handed to a transfer or notify (steady clock, ns,
+  // fine enough to order uses a microsecond apart; last_used_ns 0: never).
+  std::atomic<int64_t> connected_ns{0}, last_used_ns{0};
+  static int64_t NowNs() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  }
 
  private:
   const std::string remote_;

@@ -30,7 +30,17 @@ class LinkTable {
   std::shared_ptr<Link> FindByConn(const ControlConn *conn) const ADXL_EXCLUDES(mu_);
   // The link to `remote`; a new CONNECTING one when there is none, with
   // *created true: the caller connects it and settles it.
-  std::shared_ptr<Link> Claim(const std::string &remote, bool *created) ADXL_EXCLUDES(mu_);
+  // With `cap` > 0 (the channel pool's max_channel) no link is created
+  // while the table holds `cap` links: null is returned.
+  std::shared_ptr<Link> Claim(const std::string &remote, bool *created, size_t cap = 0) ADXL_EXCLUDES(mu_);
+  size_t size() const ADXL_EXCLUDES(mu_);
+  // The channel pool: removes and returns up to `n` connected links that
+  // nothing but this table holds (no transfer, notify, Connect or request in
+  // progress keeps a reference; checked under mu_, where a new reference
+  // can only be taken) and that were neither connected nor used after
+  // `idle_before_ns` (Link::NowNs); never-used links first (oldest first),
+  // then the least recently used.  The caller closes them.
+  std::vector<std::shared_ptr<Link>> TakeEvictable(size_t n, int64_t idle_before_ns) ADXL_EXCLUDES(mu_);
   // Makes messages on `link->conn` find `link`.
   void Bind(const std::shared_ptr<Link> &link) ADXL_EXCLUDES(mu_);
   // Removes `link` if it is still the one entered for its peer.

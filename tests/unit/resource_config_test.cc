@@ -81,6 +81,43 @@ TEST_F(ResourceConfigTest, DocumentedGlobalResourceConfigKeysOutOfTheVendorsRang
   }
 }
 
+// §5.10: channel_pool.* turn the channel pool on, with the vendor's ranges:
+// max_channel (0, 512] (default 512), waterlines fractions in (0, 1) given
+// together, low below high, plain decimals only.
+TEST_F(ResourceConfigTest, ChannelPoolKeysAreStrictlyValidatedAndTurnThePoolOn) {
+  EngineOptions off = Accept({{"GlobalResourceConfig", R"({"connect_pool.thread_num": 2})"}});
+  EXPECT_FALSE(off.pool_on);
+  EngineOptions o = Accept({{"GlobalResourceConfig", R"({"channel_pool.max_channel": "32",
+      "channel_pool.high_waterline": "0.8", "channel_pool.low_waterline": ".5"})"}});
+  EXPECT_TRUE(o.pool_on);
+  EXPECT_EQ(o.pool_max_channel, 32u);
+  EXPECT_DOUBLE_EQ(o.pool_high_waterline, 0.8);
+  EXPECT_DOUBLE_EQ(o.pool_low_waterline, 0.5);
+  o = Accept({{"GlobalResourceConfig", R"({"channel_pool": {"high_waterline": 0.9, "low_waterline": 0.2}})"}});
+  EXPECT_TRUE(o.pool_on);
+  EXPECT_EQ(o.pool_max_channel, 512u);
+  o = Accept({{"GlobalResourceConfig", R"({"channel_pool.max_channel": 512})"}});
+  EXPECT_TRUE(o.pool_on);
+  EXPECT_EQ(o.pool_high_waterline, 0.0);
+  for (const char *bad : {
+           R"({"channel_pool.max_channel": 0})", R"({"channel_pool.max_channel": -1})",
+           R"({"channel_pool.max_channel": "1.5"})", R"({"channel_pool.max_channel": "x"})",
+           R"({"channel_pool.low_waterline": "0.3"})",
+           R"({"channel_pool.high_waterline": 0.5, "channel_pool.low_waterline": 0.5})",
+           R"({"channel_pool.high_waterline": 0, "channel_pool.low_waterline": 0})",
+           R"({"channel_pool.high_waterline": 0.8, "channel_pool.low_waterline": -0.1})",
+           R"({"channel_pool.high_waterline": "0.8 ", "channel_pool.low_waterline": "0.1"})",
+           R"({"channel_pool.high_waterline": " 0.8", "channel_pool.low_waterline": "0.1"})",
+           R"({"channel_pool.high_waterline": "8e-1", "channel_pool.low_waterline": "0.1"})",
+           R"({"channel_pool.high_waterline": "0x0.8", "channel_pool.low_waterline": "0.1"})",
+           R"({"channel_pool.high_waterline": "nan", "channel_pool.low_waterline": "0.1"})",
+           R"({"channel_pool.high_waterline": "0.8.1", "channel_pool.low_waterline": "0.1"})",
+           R"({"channel_pool.high_waterline": "", "channel_pool.low_waterline": "0.1"})",
+           R"({"channel_pool.high_waterline": true, "channel_pool.low_waterline": "0.1"})"}) {
+    Reject({{"GlobalResourceConfig", bad}});
+  }
+}
+
 TEST_F(ResourceConfigTest, LocalCommResVersionsAndEndpointsAsTheVendorDocumentsThem) {
   Accept({{"LocalCommRes", R"({"version": "1.2"})"}});
   Accept({{"LocalCommRes", R"({"version": "1.0", "server_list": []})"}});
