@@ -191,8 +191,13 @@ bool DecodePayload(uint16_t type, const uint8_t *data, size_t len, Body *out, st
       ok = r.Str(&m.from_engine) && r.Str(&m.to_engine) && r.Str(&m.node_id) && r.U32(&m.flags) &&
            r.Str(&m.nonce, kMaxAuthField);
       // The optional liveness pair (wire.h); anything else after it is
-      // caught by the exact-length check below.
-      if (ok && !r.Done()) ok = r.U32(&m.heartbeat_ms) && r.U32(&m.dead_after_ms);
+      // caught by the exact-length check below.  A pair of zeros is
+      // refused: the encoder leaves a zero pair out, so accepting one would
+      // give two encodings of one message (the fuzzer checks that every
+      // frame re-encodes to itself).
+      if (ok && !r.Done()) {
+        ok = r.U32(&m.heartbeat_ms) && r.U32(&m.dead_after_ms) && (m.heartbeat_ms != 0 || m.dead_after_ms != 0);
+      }
       *out = std::move(m);
       break;
     }

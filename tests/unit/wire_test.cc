@@ -622,6 +622,24 @@ TEST(WireTest, TrailingBytesInsidePayloadAreError) {
   }
 }
 
+TEST(WireTest, HelloLivenessPairOfZerosIsError) {
+  // The encoder leaves a (0, 0) pair out, so a frame carrying one would be a
+  // second encoding of the same Hello: refused (found by the wire fuzzer).
+  const std::string bare = EncodeOrDie(Msg(1, Hello{"a", "b", "n", 0, ""})).substr(kHeaderSize);
+  ExpectError(RawFrame(static_cast<uint16_t>(Type::kHello), bare + std::string(8, '\0')));
+  // One of the two set is a real pair and round-trips.
+  std::string half = bare + std::string(4, '\0');
+  half += std::string("\x10\x27\0\0", 4);  // dead_after_ms = 10000
+  Body out;
+  std::string why;
+  ASSERT_TRUE(DecodePayload(static_cast<uint16_t>(Type::kHello), reinterpret_cast<const uint8_t *>(half.data()),
+                            half.size(), &out, &why))
+      << why;
+  EXPECT_EQ(std::get<Hello>(out).heartbeat_ms, 0u);
+  EXPECT_EQ(std::get<Hello>(out).dead_after_ms, 10000u);
+  EXPECT_EQ(EncodeOrDie(Msg(1, std::get<Hello>(out))).substr(kHeaderSize), half);
+}
+
 TEST(WireTest, ErrorInSecondFrameAfterGoodFirst) {
   std::string stream = EncodeOrDie(Msg(1, Ack{0}));
   stream += RawFrame(static_cast<uint16_t>(Type::kAck), "toolong");
