@@ -31,6 +31,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -216,6 +217,8 @@ int main(int argc, char **argv) {
   const size_t region_len = storm::kReadBytes + static_cast<size_t>(n) * storm::kWriteBytes;
   void *mem = nullptr;
   if (posix_memalign(&mem, 4096, region_len) != 0) return 1;
+  // Declared before the engine, so freed after it (the engine holds it registered).
+  const std::unique_ptr<void, decltype(&free)> owned_region(mem, &free);
   auto *region = static_cast<uint8_t *>(mem);
   adxl_test::FillPattern(region, storm::kReadBytes, storm::kReadSeed);
   memset(region + storm::kReadBytes, 0, region_len - storm::kReadBytes);
