@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <cstring>
+
 #include <atomic>
 #include <set>
 
@@ -50,6 +52,14 @@ class EmulationCalls {
   }
 
  private:
+  // Whether the function at `fn` lives in the library file `file`.
+  template <typename Fn>
+  static bool SameFile(Fn fn, const char *file) {
+    Dl_info info{};
+    return dladdr(reinterpret_cast<void *>(fn), &info) != 0 && info.dli_fname != nullptr &&
+           std::strcmp(info.dli_fname, file) == 0;
+  }
+
   static bool Find(Calls *c, std::string *why) {
     QueryFn q = Query();
     if (q == nullptr) {
@@ -62,18 +72,18 @@ class EmulationCalls {
       *why = "the host ACL emulation is loaded but its library file cannot be found (dladdr)";
       return false;
     }
-    // RTLD_NOLOAD: a handle to the library already loaded, never a new load;
-    // kept open for the life of the process (its memory may be registered).
-    void *h = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
-    if (h == nullptr) {
-      *why = std::string("the host ACL emulation's library ") + info.dli_fname + " cannot be opened: " + dlerror();
-      return false;
-    }
+    // The process's aclrtMalloc / aclrtFree, accepted only when they are the
+    // emulation's own (the same library file as the query), so a real
+    // libascendcl is never called.  No dlopen, not even RTLD_NOLOAD: glibc
+    // allocates for every handle, and a handle kept for the life of the
+    // process is reported by LeakSanitizer.
     Calls found;
-    found.malloc_fn = reinterpret_cast<MallocFn>(dlsym(h, "aclrtMalloc"));
-    found.free_fn = reinterpret_cast<FreeFn>(dlsym(h, "aclrtFree"));
-    if (found.malloc_fn == nullptr || found.free_fn == nullptr) {
-      *why = std::string("the host ACL emulation's library ") + info.dli_fname + " lacks aclrtMalloc / aclrtFree";
+    found.malloc_fn = reinterpret_cast<MallocFn>(dlsym(RTLD_DEFAULT, "aclrtMalloc"));
+    found.free_fn = reinterpret_cast<FreeFn>(dlsym(RTLD_DEFAULT, "aclrtFree"));
+    if (found.malloc_fn == nullptr || found.free_fn == nullptr || !SameFile(found.malloc_fn, info.dli_fname) ||
+        !SameFile(found.free_fn, info.dli_fname)) {
+      *why = std::string("the process's aclrtMalloc / aclrtFree are not those of the host ACL emulation ") +
+             info.dli_fname;
       return false;
     }
     *c = found;
