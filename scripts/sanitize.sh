@@ -40,6 +40,17 @@ ASAN_EXCLUDE='^(install_package|bench_quick|bench_quick_adxl_memory)$'
 ASAN_NO_LEAK_CHECK='^(example_mpi_blocks|NumaTopologyTest\.RealMachine)$'
 # The concurrency tests for TSan.
 TSAN_TESTS='ManyThreads|Concurrent|ThreadSafe|ConnectPool|BufferPoolTest|HostileInput|HandshakeStall|SilentSubscribers|ControlConn|Handshake|AutoConnect|ApiFuzz'
+# Not under TSan: the rdma_rma conformance lane (UCP's emulated put/get over
+# TCP, ADXL_UCX_RDMA_PROTOCOL=rma).  UCP 1.13 copies one-sided data into and
+# out of registered memory on the target's progress thread from functions of
+# its own (ucp_put_handler and an unnamed static get-reply packer), which
+# TSan reports as races with the application's earlier writes; the ordering
+# goes through the other process.  The unnamed frame cannot be suppressed by
+# name, and suppressing every race with a libucp frame would also hide the
+# engine's own active-message handlers, which run under libucp.  The lane runs
+# in the plain and ASan phases; the engine code it shares with the other
+# lanes stays under TSan through them.
+TSAN_EXCLUDE='/rdma_rma'
 
 modes=("$@")
 ((${#modes[@]} == 0)) && modes=(asan tsan)
@@ -81,7 +92,7 @@ for mode in "${modes[@]}"; do
     # cache invalidation, which host memory over cma/tcp does not need; the
     # engine's own code is the same with them off.
     export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_EVENTS=no
-    (cd "$TSAN_BUILD_DIR" && ctest --output-on-failure --no-tests=error -R "$TSAN_TESTS" ${SANITIZE_CTEST_ARGS:-})
+    (cd "$TSAN_BUILD_DIR" && ctest --output-on-failure --no-tests=error -R "$TSAN_TESTS" -E "$TSAN_EXCLUDE" ${SANITIZE_CTEST_ARGS:-})
     # The soak (not a ctest entry), shorter: 4 engine processes, each with its
     # control, plugin and application threads.
     ADXL_SOAK_SECONDS="${TSAN_SOAK_SECONDS:-20}" "$TSAN_BUILD_DIR/bin/adxl_soak"
