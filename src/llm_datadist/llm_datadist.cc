@@ -105,6 +105,12 @@ class LlmDataDist::LlmDataDistImpl {
     ADXL_ERROR("%s: LlmDataDist of cluster %lu is not initialized", what, static_cast<unsigned long>(cluster_id));
     return LLM_FAILED;
   }
+  // Ready(), then the layer ranges of a pull or push.
+  Status ReadyWithLayers(const char *what, const KvCacheExtParam &p, internal::LayerRangeArgs *layers)
+      ADXL_EXCLUDES(mu) {
+    const Status s = Ready(what);
+    return s == LLM_SUCCESS ? ToLayers(what, p, layers) : s;
+  }
   // The registered cache `cache_id`, with one ERROR line when there is none.
   Status Local(const char *what, int64_t cache_id, internal::Cache *c) {
     const Status s = cm.GetCache(cache_id, *c);
@@ -373,9 +379,8 @@ Status LlmDataDist::UnregisterKvCache(int64_t cache_id) {
 Status LlmDataDist::PullKvCache(const CacheIndex &src_cache_index, const Cache &dst_cache, uint32_t batch_index,
                                 int64_t size, const KvCacheExtParam &ext_param) {
   const char *what = "PullKvCache";
-  Status s = impl_->Ready(what);
   internal::LayerRangeArgs layers;
-  if (s == LLM_SUCCESS) s = ToLayers(what, ext_param, &layers);
+  const Status s = impl_->ReadyWithLayers(what, ext_param, &layers);
   if (s != LLM_SUCCESS) return s;
   return impl_->cm.PullCache(ToKey(src_cache_index), ById(dst_cache.cache_id), batch_index, size, layers);
 }
@@ -384,9 +389,8 @@ Status LlmDataDist::PullKvBlocks(const CacheIndex &src_cache_index, const Cache 
                                  const std::vector<uint64_t> &src_blocks, const std::vector<uint64_t> &dst_blocks,
                                  const KvCacheExtParam &ext_param) {
   const char *what = "PullKvBlocks";
-  Status s = impl_->Ready(what);
   internal::LayerRangeArgs layers;
-  if (s == LLM_SUCCESS) s = ToLayers(what, ext_param, &layers);
+  const Status s = impl_->ReadyWithLayers(what, ext_param, &layers);
   if (s != LLM_SUCCESS) return s;
   return impl_->cm.PullBlocksById(ToKey(src_cache_index), ById(dst_cache.cache_id), src_blocks, dst_blocks,
                                   layers);
@@ -395,9 +399,8 @@ Status LlmDataDist::PullKvBlocks(const CacheIndex &src_cache_index, const Cache 
 Status LlmDataDist::PushKvCache(const Cache &src_cache, const CacheIndex &dst_cache_index, uint32_t src_batch_index,
                                 int64_t size, const KvCacheExtParam &ext_param) {
   const char *what = "PushKvCache";
-  Status s = impl_->Ready(what);
   internal::LayerRangeArgs layers;
-  if (s == LLM_SUCCESS) s = ToLayers(what, ext_param, &layers);
+  const Status s = impl_->ReadyWithLayers(what, ext_param, &layers);
   if (s != LLM_SUCCESS) return s;
   return impl_->cm.PushCache(ToKey(dst_cache_index), ById(src_cache.cache_id), src_batch_index, size, layers);
 }
@@ -406,9 +409,8 @@ Status LlmDataDist::PushKvBlocks(const Cache &src_cache, const CacheIndex &dst_c
                                  const std::vector<uint64_t> &src_blocks, const std::vector<uint64_t> &dst_blocks,
                                  const KvCacheExtParam &ext_param) {
   const char *what = "PushKvBlocks";
-  Status s = impl_->Ready(what);
   internal::LayerRangeArgs layers;
-  if (s == LLM_SUCCESS) s = ToLayers(what, ext_param, &layers);
+  const Status s = impl_->ReadyWithLayers(what, ext_param, &layers);
   if (s != LLM_SUCCESS) return s;
   return impl_->cm.PushBlocksById(ToKey(dst_cache_index), ById(src_cache.cache_id), src_blocks, dst_blocks,
                                   layers);
