@@ -6,20 +6,9 @@
 #include <deque>
 
 #include "common/log.h"
+#include "core/batch_wait.h"
 
 namespace adxl {
-
-LocalKind ClassifyLocal(const std::vector<TransferOpDesc> &descs, const Registry &registry) {
-  bool registered = false, unregistered = false;
-  std::vector<Registry::Table::Piece> pieces;
-  for (const TransferOpDesc &d : descs) {
-    if (d.local_addr == 0 || d.remote_addr == 0 || d.len == 0 || d.local_addr + d.len < d.local_addr) continue;
-    pieces.clear();
-    (registry.Resolve(d.local_addr, d.len, &pieces) ? registered : unregistered) = true;
-  }
-  if (registered && unregistered) return LocalKind::kMixed;
-  return unregistered ? LocalKind::kUnregistered : LocalKind::kRegistered;
-}
 
 struct BufferPool::Buffer {
   struct Free {
@@ -166,7 +155,7 @@ Status BufferPool::Run(const std::shared_ptr<Link> &link, TransferOp op, const s
       *why = what;
     }
   };
-  Transport::Waiter idle;  // transport_->WaitStep's state
+  BatchWait wait(*transport_);  // one for the whole call (batch_wait.h)
   while (result == SUCCESS && (next < chunks.size() || !inflight.empty())) {
     // Post what free buffers allow.
     while (result == SUCCESS && next < chunks.size()) {
@@ -185,7 +174,11 @@ Status BufferPool::Run(const std::shared_ptr<Link> &link, TransferOp op, const s
       }
       TransferPlan plan;
       std::string plan_why;
-      Status st = link->Plan(staged, regions_, &plan, &plan_why);
+      Status st;
+      {
+        Link::RegionsView remote(*link);
+        st = BuildTransferPlan(staged, regions_, remote.table(), &plan, &plan_why);
+      }
       if (st != SUCCESS) {  // the peer withdrew a region meanwhile
         fail(st, plan_why);
         break;
@@ -201,16 +194,16 @@ Status BufferPool::Run(const std::shared_ptr<Link> &link, TransferOp op, const s
     }
     if (result != SUCCESS || inflight.empty()) break;
     // Complete the oldest chunk.
+    // One step at a time: a buffer another call gives back meanwhile is
+    // put to work before the oldest chunk completed.
     InFlight &f = inflight.front();
-    int rc = f.batch->Test();
-    if (rc == ADXL_PLUGIN_IN_PROGRESS) {
-      if (Clock::now() >= deadline) {
-        fail(TIMEOUT, "the deadline passed with staged chunks in flight");
-        break;
-      }
-      transport_->WaitStep(&idle);
-      continue;
+    int rc = ADXL_PLUGIN_OK;
+    const BatchWait::Outcome waited = wait.Step(*f.batch, deadline, &rc);
+    if (waited == BatchWait::Outcome::kTimedOut) {
+      fail(TIMEOUT, "the deadline passed with staged chunks in flight");
+      break;
     }
+    if (waited == BatchWait::Outcome::kRunning) continue;
     if (rc != ADXL_PLUGIN_OK) {
       fail(FAILED, "a staged chunk failed in the transport (status " + std::to_string(rc) + ")");
       break;
@@ -231,14 +224,10 @@ Status BufferPool::Run(const std::shared_ptr<Link> &link, TransferOp op, const s
   // Refused mid-way (PARAM_INVALID, RESOURCE_EXHAUSTED): let what is in
   // flight finish before its buffers go back.
   while (!inflight.empty()) {
-    int rc = inflight.front().batch->Test();
-    if (rc == ADXL_PLUGIN_IN_PROGRESS) {
-      if (Clock::now() >= deadline) {
-        abort(TIMEOUT);
-        return TIMEOUT;
-      }
-      transport_->WaitStep(&idle);
-      continue;
+    int rc = ADXL_PLUGIN_OK;
+    if (wait.Until(*inflight.front().batch, deadline, &rc) == BatchWait::Outcome::kTimedOut) {
+      abort(TIMEOUT);
+      return TIMEOUT;
     }
     inflight.pop_front();
   }

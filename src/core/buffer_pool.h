@@ -34,17 +34,11 @@
 #include "adxl/adxl_types.h"
 #include "common/thread_annotations.h"
 #include "core/link.h"
-#include "memory/registry.h"
 #include "core/transfer_plan.h"
+#include "memory/registry.h"
 #include "transport/transport.h"
 
 namespace adxl {
-
-// How the local side of a descriptor list relates to local registrations.
-// Descriptors the ordinary checks reject (zero address or length, overflow)
-// are ignored here, so that those checks report them.
-enum class LocalKind { kRegistered, kUnregistered, kMixed };
-LocalKind ClassifyLocal(const std::vector<TransferOpDesc> &descs, const Registry &registry);
 
 class BufferPool {
  public:
@@ -59,7 +53,6 @@ class BufferPool {
   ~BufferPool();
   BufferPool(const BufferPool &) = delete;
   BufferPool &operator=(const BufferPool &) = delete;
-
 
   // One staged transfer (see the contract above).  *moved: bytes moved and
   // plugin operations posted, for the link's counters.
@@ -79,7 +72,7 @@ class BufferPool {
   size_t bytes_;
   std::vector<std::unique_ptr<Buffer>> buffers_;
   Registry regions_;  // the buffers as local regions, for BuildTransferPlan; fixed after Create
-  Mutex mu_;  // a leaf: held only to take or give back a buffer
+  Mutex mu_;  // a leaf (engine.h): guards free_; held only to take or give back a buffer
   CondVar cv_;
   std::vector<Buffer *> free_ ADXL_GUARDED_BY(mu_);
 };

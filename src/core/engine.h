@@ -21,9 +21,14 @@
 //   life_mu_ (shared by every API call, exclusive in Initialize/Finalize;
 //             never taken by the control thread or the worker, so neither
 //             waits on an API call)
-//   -> Registrar::op_mu_ -> Registrar::mu_ -> Link regions (shared)
-//   LinkTable, AsyncRequests, Notifier, StagedTransfers, BackgroundWorker,
-//   WireupReaper and ControlConn locks are leaves.  UCP's worker lock lives
+//   -> Registrar::op_mu_ -> Registrar::mu_ -> Link::regions_mu_
+//   A transfer's plan holds the last two shared, as read-only views
+//   (Registrar::RegistryView, then Link::RegionsView; transfers.h), for the
+//   plan alone: never across a post, a refresh from the peer or the wait for
+//   a batch (batch_wait.h), which hold no engine lock.
+//   LinkTable, AsyncRequests, Notifier, StagedTransfers::pool_mu_,
+//   BufferPool::mu_, BackgroundWorker, WireupReaper, Link::state_mu_ and
+//   ControlConn locks are leaves.  UCP's worker lock lives
 //   inside the plugin, below all of them: the plugin never calls back into
 //   the engine (WireupReaper tests and closes endpoints outside its own
 //   lock all the same).  Endpoint::mu_ (transport/transport.h) is a leaf

@@ -1,9 +1,9 @@
 #include "core/link.h"
 
+#include <algorithm>
 #include <cinttypes>
 
 #include "common/log.h"
-#include "core/transfer_plan.h"
 
 namespace adxl {
 
@@ -74,6 +74,10 @@ bool Link::RefreshRegions(Clock::time_point deadline) {
   return ok;
 }
 
+bool Link::RefreshOnMiss(const std::vector<TransferOpDesc> &descs, Clock::time_point deadline) {
+  return CoversRemote(descs) || RefreshRegions(std::min(deadline, Clock::now() + kRefreshOnMissWait));
+}
+
 bool Link::CoversRemote(const std::vector<TransferOpDesc> &descs) const {
   std::vector<Table::Piece> p;
   ReaderLock l(&regions_mu_);
@@ -82,12 +86,6 @@ bool Link::CoversRemote(const std::vector<TransferOpDesc> &descs) const {
     if (d.remote_addr + d.len < d.remote_addr || !regions_.Resolve(d.remote_addr, d.len, &p)) return false;
   }
   return true;
-}
-
-Status Link::Plan(const std::vector<TransferOpDesc> &descs, const Registry &local, TransferPlan *plan,
-                  std::string *why) const {
-  ReaderLock l(&regions_mu_);
-  return BuildTransferPlan(descs, local, regions_, plan, why);
 }
 
 size_t Link::region_count() const {

@@ -9,19 +9,22 @@
 //
 // Thread-safety: any thread.  `conn`, `endpoint`, `peer_node_id` and
 // `transports` are written once by Connect before the link is published as
-// connected, and only read after.  Locks: regions_mu_ (the region table and
-// the published metadata;
-// shared by transfers that plan, exclusive for the control thread that
-// applies the peer's changes) and state_mu_ (the wait for the outcome of
-// Connect) are leaves, never held together and never across a call out,
-// except that a plan holds regions_mu_ (shared) inside the registrar's lock
-// (core/registrar.h).  Fail and Shutdown cancel the endpoint, which may wait
-// for copies in progress: callers keep them off the control thread.
+// connected, and only read after.  Locks:
+//  - regions_mu_ guards the peer's region table and its published metadata:
+//    shared for readers (a transfer's plan through RegionsView, the
+//    CoversRemote checks, the extension API), exclusive for the control
+//    thread that applies the peer's changes.  Taken last: a plan takes it
+//    inside Registrar::mu_ (Registrar::RegistryView, then RegionsView); it
+//    is held across no call out of the link, nothing that blocks, and no
+//    transport call (keys are unpacked before it is taken).
+//  - state_mu_ (the wait for the outcome of Connect) is a leaf.
+// The two are never held together.  Fail and Shutdown cancel the endpoint,
+// which may wait for copies in progress: callers keep them off the control
+// thread.
 #ifndef ADXL_SRC_CORE_LINK_H_
 #define ADXL_SRC_CORE_LINK_H_
 
 #include <atomic>
-#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -33,33 +36,16 @@
 #include "control/control.h"
 #include "control/wire.h"
 #include "core/link_stats.h"
-#include "memory/range_table.h"
+#include "core/remote_region.h"
 #include "transport/transport.h"
 
 namespace adxl {
-
-class Registry;
-struct TransferPlan;
-
-// A region the peer advertised, with its key unpacked on our endpoint.  When
-// the peer withdraws it, `on_retired` (set then) runs once the last transfer
-// using it lets go, which acknowledges the withdrawal.
-struct RemoteRegion {
-  uint64_t id = 0;
-  uint32_t mem_type = 0;
-  std::unique_ptr<RemoteKey> key;
-  std::function<void()> on_retired;
-  ~RemoteRegion() {
-    key.reset();
-    if (on_retired) on_retired();
-  }
-};
 
 enum class LinkState { kConnecting, kConnected, kFailed };
 
 class Link {
  public:
-  using Table = RangeTable<std::shared_ptr<RemoteRegion>>;
+  using Table = RemoteRegionTable;
 
   // `stats`: the peer's counters (LinkStatsBook), shared with earlier and
   // later links to the same peer; fresh ones when none are given.
@@ -89,14 +75,43 @@ class Link {
   // TableRequest; the peer sends its regions, then the Ack) and waits until
   // they are applied or `deadline`.  False when no answer came in time.
   bool RefreshRegions(Clock::time_point deadline);
+  // Before a transfer naming remote ranges this link's table lacks is
+  // refused (the peer registered them after our table was made): true when
+  // every remote range of `descs` is in the table now (the peer's push
+  // arrived meanwhile), else whether a refresh (RefreshRegions) answered
+  // before `deadline` or kRefreshOnMissWait, whichever comes first.  True
+  // means: look the ranges up once more.
+  bool RefreshOnMiss(const std::vector<TransferOpDesc> &descs, Clock::time_point deadline)
+      ADXL_EXCLUDES(regions_mu_);
+  // How long RefreshOnMiss waits for the peer's table.  A live peer answers
+  // in well under a millisecond; one that has not answered in 200 ms is
+  // stopped or overloaded, and the transfer is refused (PARAM_INVALID)
+  // rather than spending the rest of its deadline on the question.
+  static constexpr std::chrono::milliseconds kRefreshOnMissWait{200};
   // Whether every remote range of `descs` lies in regions the peer registered.
   bool CoversRemote(const std::vector<TransferOpDesc> &descs) const ADXL_EXCLUDES(regions_mu_);
   // Whether [addr, addr + len) lies in regions the peer registered.
   bool CoversRemote(uint64_t addr, uint64_t len) const ADXL_EXCLUDES(regions_mu_);
-  // BuildTransferPlan (transfer_plan.h) against this link's regions, under
-  // regions_mu_ (shared).  The caller holds the lock of `local`.
-  Status Plan(const std::vector<TransferOpDesc> &descs, const Registry &local, TransferPlan *plan,
-              std::string *why) const ADXL_EXCLUDES(regions_mu_);
+  // A read-only view of the peer's region table for as long as it lives
+  // (regions_mu_ shared; the analysis sees it held): what a transfer plans
+  // against (transfer_plan.h).  Region changes from the peer wait until it
+  // goes, so keep it to the plan; taken after Registrar::RegistryView.
+  class ADXL_SCOPED_CAPABILITY RegionsView {
+   public:
+    explicit RegionsView(const Link &link) ADXL_ACQUIRE_SHARED(link.regions_mu_) : mu_(&link.regions_mu_) {
+      link.regions_mu_.LockShared();
+      table_ = &link.regions_;
+    }
+    ~RegionsView() ADXL_RELEASE_GENERIC() { mu_->UnlockShared(); }
+    RegionsView(const RegionsView &) = delete;
+    RegionsView &operator=(const RegionsView &) = delete;
+    // Valid while the view lives.
+    const Table &table() const { return *table_; }
+
+   private:
+    SharedMutex *mu_;
+    const Table *table_;
+  };
   size_t region_count() const ADXL_EXCLUDES(regions_mu_);
   // The peer's regions in address order, each with the path transfers to it
   // take (adxl_ext.h GetLinkRegions).

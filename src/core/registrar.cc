@@ -348,15 +348,4 @@ std::vector<std::shared_ptr<ControlConn>> Registrar::Subscribers() const {
   return {subscribers_.begin(), subscribers_.end()};
 }
 
-Status Registrar::Plan(const std::vector<TransferOpDesc> &descs, const Link &link, TransferPlan *plan,
-                       std::string *why) const {
-  ReaderLock l(&mu_);
-  return link.Plan(descs, *registry_, plan, why);
-}
-
-LocalKind Registrar::Classify(const std::vector<TransferOpDesc> &descs) const {
-  ReaderLock l(&mu_);
-  return ClassifyLocal(descs, *registry_);
-}
-
 }  // namespace adxl

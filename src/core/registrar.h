@@ -34,10 +34,16 @@
 //    (MetadataUpdate), and in the answer to a TableRequest.
 //
 // Thread-safety: every method may be called from any thread.  Locks, in
-// nesting order: op_mu_ (held across a push and a deregistration's wait for
-// peers, so only by API threads, never by the control thread) -> mu_
-// (registry_, subscribers_; never held across a wait: sends under it only
-// queue) -> a link's region lock (Plan) -> a connection's own locks.
+// nesting order:
+//  - op_mu_ serialises registrations, deregistrations and their pushes; held
+//    across a push and a deregistration's wait for peers, so only by API
+//    threads, never by the control thread.
+//  - mu_ guards registry_, subscribers_, the metadata and version_: shared
+//    for readers (snapshots, and a transfer's plan through RegistryView),
+//    exclusive for changes.  Never held across a wait or a transport call:
+//    sends under it only queue.  Inside it a transfer's plan takes a link's
+//    region lock (Link::RegionsView), and sends take a connection's own
+//    locks; nothing takes mu_ inside either.
 #ifndef ADXL_SRC_CORE_REGISTRAR_H_
 #define ADXL_SRC_CORE_REGISTRAR_H_
 
@@ -52,9 +58,6 @@
 #include "config/options.h"
 #include "control/control.h"
 #include "control/wire.h"
-#include "core/link.h"
-#include "core/transfer_plan.h"
-#include "core/buffer_pool.h"
 #include "memory/registry.h"
 #include "transport/transport.h"
 
@@ -90,11 +93,28 @@ class Registrar {
       ADXL_EXCLUDES(mu_);
   std::vector<std::shared_ptr<ControlConn>> Subscribers() const ADXL_EXCLUDES(mu_);
 
-  // The plan of a transfer over `link` (transfer_plan.h).
-  Status Plan(const std::vector<TransferOpDesc> &descs, const Link &link, TransferPlan *plan,
-              std::string *why) const ADXL_EXCLUDES(mu_);
-  // Whether the local sides of `descs` are registered (buffer_pool.h).
-  LocalKind Classify(const std::vector<TransferOpDesc> &descs) const ADXL_EXCLUDES(mu_);
+  // A read-only view of the registrations for as long as it lives (mu_
+  // shared; the analysis sees it held): what a transfer plans against
+  // (transfer_plan.h) and classifies its local side with (memory/
+  // local_kind.h).  Registrations and deregistrations wait until it goes, so
+  // keep it to the plan: nothing under it blocks or calls the transport.
+  // A link's RegionsView may be taken inside it, never the other way round.
+  class ADXL_SCOPED_CAPABILITY RegistryView {
+   public:
+    explicit RegistryView(const Registrar &r) ADXL_ACQUIRE_SHARED(r.mu_) : mu_(&r.mu_) {
+      r.mu_.LockShared();
+      registry_ = r.registry_.get();
+    }
+    ~RegistryView() ADXL_RELEASE_GENERIC() { mu_->UnlockShared(); }
+    RegistryView(const RegistryView &) = delete;
+    RegistryView &operator=(const RegistryView &) = delete;
+    // Valid while the view lives.
+    const Registry &registry() const { return *registry_; }
+
+   private:
+    SharedMutex *mu_;
+    const Registry *registry_;
+  };
 
  private:
   // Sends a withdrawal to `peers` and waits for their acknowledgements (see

@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "memory/device_memory.h"
+#include "memory/local_kind.h"
 
 namespace adxl {
 
@@ -24,7 +25,11 @@ Status StagedTransfers::Run(const std::string &remote, TransferOp op, const std:
   for (const TransferOpDesc &d : descs) {
     if (d.local_addr == 0 || d.remote_addr == 0 || d.len == 0) return SUCCESS;  // the ordinary checks say why
   }
-  const LocalKind kind = registrar_->Classify(descs);
+  LocalKind kind;
+  {
+    Registrar::RegistryView local(*registrar_);
+    kind = ClassifyLocal(descs, local.registry());
+  }
   if (kind == LocalKind::kRegistered) return SUCCESS;
   *handled = true;
   const char *op_name = op == READ ? "READ" : "WRITE";
@@ -47,10 +52,9 @@ Status StagedTransfers::Run(const std::string &remote, TransferOp op, const std:
   Status st = connector_->AcquireLink("TransferSync", remote, deadline, &link);
   if (st != SUCCESS) return st;
   *link_out = link;
-  if (!link->CoversRemote(descs)) {
-    // Refresh on miss (transfers.cc): the pool checks the ranges again.
-    link->RefreshRegions(std::min(deadline, Clock::now() + std::chrono::milliseconds(200)));
-  }
+  // Ranges the peer registered after our table was made: the pool checks
+  // them (again) before anything moves, whatever the refresh answered.
+  link->RefreshOnMiss(descs, deadline);
   BufferPool *pool = nullptr;
   {
     MutexLock l(&pool_mu_);

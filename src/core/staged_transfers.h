@@ -5,9 +5,10 @@
 // Decides whether a call is staged (every local range unregistered: yes;
 // every one registered: no, the ordinary path; a mix: PARAM_INVALID), makes
 // the pool on first use, and runs the call through it with the link's post
-// and fence.  Thread-safety: any thread; pool_mu_ is a leaf held only to make
-// or read pool_, which lives until the object goes (Finalize, after every
-// call left).
+// and fence.  Thread-safety: any thread.  pool_mu_ is a leaf (engine.h) that
+// guards pool_, held only to make or read it; the pool lives until the
+// object goes (Finalize, after every call left).  The classification reads
+// the registrations through Registrar::RegistryView, outside pool_mu_.
 #ifndef ADXL_SRC_CORE_STAGED_TRANSFERS_H_
 #define ADXL_SRC_CORE_STAGED_TRANSFERS_H_
 

@@ -16,11 +16,11 @@ std::string Describe(size_t i, const TransferOpDesc &d) {
 
 }  // namespace
 
-Status BuildTransferPlan(const std::vector<TransferOpDesc> &descs, const Registry &local, const Link::Table &remote,
-                         TransferPlan *plan, std::string *why) {
+Status BuildTransferPlan(const std::vector<TransferOpDesc> &descs, const Registry &local,
+                         const RemoteRegionTable &remote, TransferPlan *plan, std::string *why) {
   plan->iov.reserve(descs.size());
   std::vector<Registry::Table::Piece> lp;
-  std::vector<Link::Table::Piece> rp;
+  std::vector<RemoteRegionTable::Piece> rp;
   const LocalRegion *last_local = nullptr;
   const RemoteRegion *last_remote = nullptr;
   for (size_t i = 0; i < descs.size(); ++i) {

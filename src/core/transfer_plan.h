@@ -5,6 +5,11 @@
 // into an adjacent one, so that every operation lies inside one local and one
 // remote region.  The plan holds a reference to every region it uses, which
 // keeps their registrations and keys alive until the transfer is done.
+//
+// Planning reads both tables and nothing else: the caller holds them
+// through read-only locked views (Registrar::RegistryView, Link::RegionsView),
+// taken in that order and only for the call, and does nothing under them
+// that blocks or calls into the transport.
 #ifndef ADXL_SRC_CORE_TRANSFER_PLAN_H_
 #define ADXL_SRC_CORE_TRANSFER_PLAN_H_
 
@@ -14,7 +19,7 @@
 
 #include "adxl/adxl_types.h"
 #include "adxl/plugin/adxl_plugin.h"
-#include "core/link.h"
+#include "core/remote_region.h"
 #include "memory/registry.h"
 
 namespace adxl {
@@ -27,9 +32,9 @@ struct TransferPlan {
 };
 
 // Builds *plan; PARAM_INVALID with *why naming the descriptor otherwise.
-// The caller holds the registry lock and the link's regions lock (shared).
-Status BuildTransferPlan(const std::vector<TransferOpDesc> &descs, const Registry &local, const Link::Table &remote,
-                         TransferPlan *plan, std::string *why);
+// `local` and `remote` must not change during the call (see above).
+Status BuildTransferPlan(const std::vector<TransferOpDesc> &descs, const Registry &local,
+                         const RemoteRegionTable &remote, TransferPlan *plan, std::string *why);
 
 }  // namespace adxl
 

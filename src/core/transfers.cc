@@ -5,16 +5,13 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "core/batch_wait.h"
 #include "core/sync_slicer.h"
 
 namespace adxl {
 namespace {
 
 constexpr int32_t kAsyncAutoConnectMs = 3000;  // AutoConnect budget of TransferAsync (docs/contract.md §5.8)
-// How long a transfer naming a remote range we have not seen waits for the
-// peer's current table (refresh on miss) before it is refused.  A live peer
-// answers in well under a millisecond.
-constexpr auto kRefreshWait = std::chrono::milliseconds(200);
 
 const char *OpName(TransferOp op) { return op == READ ? "READ" : "WRITE"; }
 
@@ -59,22 +56,28 @@ Status Transfers::Prepare(const char *api, const std::string &remote, TransferOp
   if (st != SUCCESS) return st;
   *link_out = link;  // also when the plan fails: the error is counted against the link
   std::string why;
-  st = registrar_->Plan(descs, *link, plan, &why);
-  // A range the peer registered after our table was made: its push reached
-  // us since (the control thread applied it meanwhile), or it has not yet
-  // and we ask the peer once; either way, planned once more.
-  if (st == PARAM_INVALID &&
-      (link->CoversRemote(descs) ||
-       link->RefreshRegions(std::min(connect_deadline, Clock::now() + kRefreshWait)))) {
+  st = Plan(descs, *link, plan, &why);
+  // A range the peer registered after our table was made (Link::RefreshOnMiss):
+  // planned once more.
+  if (st == PARAM_INVALID && link->RefreshOnMiss(descs, connect_deadline)) {
     *plan = TransferPlan{};
     why.clear();
-    st = registrar_->Plan(descs, *link, plan, &why);
+    st = Plan(descs, *link, plan, &why);
   }
   if (st != SUCCESS) {
     ADXL_ERROR("%s %s to '%s': %s", api, OpName(op), remote.c_str(), why.c_str());
     return st;
   }
   return SUCCESS;
+}
+
+Status Transfers::Plan(const std::vector<TransferOpDesc> &descs, const Link &link, TransferPlan *plan,
+                       std::string *why) const {
+  // Both tables held still for the plan alone, in the documented order
+  // (engine.h); the plan keeps what it uses alive after.
+  Registrar::RegistryView local(*registrar_);
+  Link::RegionsView remote(link);
+  return BuildTransferPlan(descs, local.registry(), remote.table(), plan, why);
 }
 
 Status Transfers::Sync(const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
@@ -141,12 +144,9 @@ Status Transfers::SyncOn(const std::string &remote, TransferOp op, const std::ve
     if (refused != SUCCESS) break;
     batches.push_back(std::move(batch));
   }
-  Transport::Waiter idle;
+  BatchWait wait(*transport_);
   for (const auto &batch : batches) {
-    while ((rc = batch->Test()) == ADXL_PLUGIN_IN_PROGRESS) {
-      if (Clock::now() >= deadline) return timed_out();
-      transport_->WaitStep(&idle);
-    }
+    if (wait.Until(*batch, deadline, &rc) == BatchWait::Outcome::kTimedOut) return timed_out();
     if (rc != ADXL_PLUGIN_OK) break;
   }
   if (refused != SUCCESS) return refused;

@@ -8,9 +8,11 @@
 // nothing lands in either side's memory after it.  Every transfer is counted
 // once against its link's LinkCounters (link_stats.h) when it ends: sync
 // calls on return, async ones when their final status is reported.
-// Thread-safety: any
-// thread; the class holds no lock of its own (its parts lock themselves),
-// and no lock is held while a call waits.
+// Thread-safety: any thread.  The class owns no lock (its parts lock
+// themselves).  It plans from read-only views of the registrations and the
+// link's regions (Registrar::RegistryView, then Link::RegionsView: the
+// engine.h order), held for the plan alone; no lock is held while a call
+// posts, refreshes or waits (batch_wait.h).
 #ifndef ADXL_SRC_CORE_TRANSFERS_H_
 #define ADXL_SRC_CORE_TRANSFERS_H_
 
@@ -22,8 +24,10 @@
 #include "config/options.h"
 #include "core/async_requests.h"
 #include "core/connector.h"
+#include "core/link.h"
 #include "core/registrar.h"
 #include "core/staged_transfers.h"
+#include "core/transfer_plan.h"
 #include "transport/transport.h"
 
 namespace adxl {
@@ -46,6 +50,10 @@ class Transfers {
   // *link is set once the link is known, also when planning then fails.
   Status Prepare(const char *api, const std::string &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
                  Clock::time_point connect_deadline, std::shared_ptr<Link> *link, TransferPlan *plan);
+  // BuildTransferPlan (transfer_plan.h) against this engine's registrations
+  // and `link`'s regions, under their read-only views.
+  Status Plan(const std::vector<TransferOpDesc> &descs, const Link &link, TransferPlan *plan,
+              std::string *why) const;
   // Sync without counting, its deadline `timeout_ms` after `start`: *link
   // is the link it used (null when it never got one), *bytes what it moved
   // on SUCCESS.

@@ -36,33 +36,9 @@ class Transport {
   const std::string &address() const { return address_; }
   const std::string &name() const { return name_; }
   bool device_memory() const { return (caps_.flags & ADXL_PLUGIN_CAP_MEM_DEVICE) != 0; }
+  // Drives the plugin once; nonzero when it did some work.  Callers waiting
+  // for a batch step it through core/batch_wait.h.
   int Progress() const { return ops().progress(ctx_); }
-
-  // One step of a caller waiting for a batch: drives the transport, and once
-  // it has been idle for kSpinFor sleeps briefly between steps instead.  The
-  // plugin's own progress thread completes the batch anyway; callers that
-  // spin flat out (several TransferSync threads) would take the CPU that
-  // thread and the peer need, which on a small machine turns a millisecond
-  // transfer into a second.  Spinning first keeps small transfers fast.
-  // `w` is the caller's, fresh at the start of its wait.
-  struct Waiter {
-    std::chrono::steady_clock::time_point idle_since{};
-    bool idle = false;
-  };
-  void WaitStep(Waiter *w) const {
-    constexpr auto kSpinFor = std::chrono::microseconds(200);  // as the plugin's progress thread lingers
-    if (Progress() != 0) {
-      w->idle = false;
-      return;
-    }
-    const auto now = std::chrono::steady_clock::now();
-    if (!w->idle) {
-      w->idle = true;
-      w->idle_since = now;
-    } else if (now - w->idle_since > kSpinFor) {
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
-  }
 
  private:
   Transport() = default;

@@ -1,6 +1,6 @@
 // BuildTransferPlan (src/core/transfer_plan.h): descriptors resolved against
 // local registrations (Registry) and a peer's advertised regions
-// (Link::Table) into plugin operations.  No transport: the regions carry no
+// (RemoteRegionTable) into plugin operations.  No transport: the regions carry no
 // TransportMem / RemoteKey, so the operations' handles are null and the
 // tests look at addresses, lengths and the region references instead.
 #include "core/transfer_plan.h"
@@ -49,7 +49,7 @@ class TransferPlanTest : public ::testing::Test {
   }
 
   Registry local_{Registry::Limits{}};
-  Link::Table remote_;
+  RemoteRegionTable remote_;
   TransferPlan plan_;
   std::string why_;
 };
