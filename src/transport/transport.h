@@ -13,7 +13,6 @@
 #include <memory>
 #include <shared_mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "adxl/plugin/adxl_plugin.h"
