@@ -23,7 +23,8 @@
 //             waits on an API call)
 //   -> Registrar::op_mu_ -> Registrar::mu_ -> Link::regions_mu_
 //   A transfer's plan holds the last two shared, as read-only views
-//   (Registrar::RegistryView, then Link::RegionsView; transfers.h), for the
+//   (Registrar::RegistryView, then Link::RegionsView; transfers.h; the order
+//   of these two is declared in link.h, so clang's analysis checks it), for the
 //   plan alone: never across a post, a refresh from the peer or the wait for
 //   a batch (batch_wait.h), which hold no engine lock.
 //   LinkTable, AsyncRequests, Notifier, StagedTransfers::pool_mu_,

@@ -14,7 +14,8 @@
 //    shared for readers (a transfer's plan through RegionsView, the
 //    CoversRemote checks, the extension API), exclusive for the control
 //    thread that applies the peer's changes.  Taken last: a plan takes it
-//    inside Registrar::mu_ (Registrar::RegistryView, then RegionsView); it
+//    inside Registrar::mu_ (Registrar::RegistryView, then RegionsView; the
+//    order is declared with ADXL_ACQUIRED_AFTER, so clang checks it); it
 //    is held across no call out of the link, nothing that blocks, and no
 //    transport call (keys are unpacked before it is taken).
 //  - state_mu_ (the wait for the outcome of Connect) is a leaf.
@@ -36,6 +37,7 @@
 #include "control/control.h"
 #include "control/wire.h"
 #include "core/link_stats.h"
+#include "core/registrar.h"  // the lock order: regions_mu_ after Registrar::mu_
 #include "core/remote_region.h"
 #include "transport/transport.h"
 
@@ -171,7 +173,8 @@ class Link {
   Mutex state_mu_;  // serialises transitions with the wake-up of WaitSettled
   CondVar state_cv_;
 
-  mutable SharedMutex regions_mu_;
+  // After Registrar::mu_ (a plan holds both), checked by the analysis.
+  mutable SharedMutex regions_mu_ ADXL_ACQUIRED_AFTER(Registrar::mu_);
   Table regions_ ADXL_GUARDED_BY(regions_mu_);
   std::map<uint64_t, uintptr_t> region_addr_by_id_ ADXL_GUARDED_BY(regions_mu_);  // withdrawals name ids
   std::map<std::string, wire::Metadata> metadata_ ADXL_GUARDED_BY(regions_mu_);

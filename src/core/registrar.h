@@ -117,6 +117,7 @@ class Registrar {
   };
 
  private:
+  friend class Link;  // names mu_ in its lock order (Link::regions_mu_ is taken after it)
   // Sends a withdrawal to `peers` and waits for their acknowledgements (see
   // the top of this file); a peer that does not confirm in time is closed.
   void PushWithdrawal(uint64_t id, const std::vector<std::shared_ptr<ControlConn>> &peers) ADXL_REQUIRES(op_mu_)
