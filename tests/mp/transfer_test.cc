@@ -49,6 +49,41 @@ TEST_F(TransferTest, ManyThreadsOnOneEngine) {
   EXPECT_EQ(failures.load(), 0);
 }
 
+// A transfer naming a remote range its link's table lacks asks the peer for
+// its table once (refresh on miss) and waits for the answer at most
+// Link::kRefreshOnMissWait (200 ms, src/core/link.h), not the rest of the
+// call's deadline: against a stopped peer, which never answers, a call with
+// a 5 s deadline is refused (PARAM_INVALID) after about 200 ms.  The engine
+// here has a heartbeat far longer than the test, so that only the refresh's
+// own bound can end the wait (a failed link would end it too).
+class RefreshOnMissTest : public PeerTest {
+ protected:
+  void SetUp() override {
+    PeerTest::SetUp();
+    ASSERT_EQ(quiet_.Initialize("127.0.0.1", {{"adxl.HeartbeatMs", "60000"}}), SUCCESS);
+    MemHandle h = nullptr;
+    ASSERT_EQ(quiet_.RegisterMem({local_.addr(), local_.size()}, MEM_HOST, h), SUCCESS);
+    ASSERT_EQ(quiet_.Connect(peer_name_.c_str(), 5000), SUCCESS);
+  }
+  AdxlEngine quiet_;
+};
+
+TEST_F(RefreshOnMissTest, AStoppedPeerDelaysTheRefusalOnlyBriefly) {
+  constexpr double kRefreshOnMissWaitMs = 200;
+  constexpr int32_t kDeadlineMs = 5000;
+  const uintptr_t unknown = remote_ + kRemoteSize + (1u << 20);  // never registered by the peer
+  peer_->Stop();
+  const auto start = std::chrono::steady_clock::now();
+  const Status st = quiet_.TransferSync(peer_name_.c_str(), READ, {{local_.addr(), unknown, 64}}, kDeadlineMs);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  peer_->Signal(SIGCONT);
+  EXPECT_EQ(st, PARAM_INVALID);
+  EXPECT_GE(ms, kRefreshOnMissWaitMs - kEarlySlackMs) << "refused without asking the peer for its table";
+  // Far below the deadline whatever the machine's load: the wait is bounded
+  // by the refresh, not by the call.
+  EXPECT_LT(ms, kRefreshOnMissWaitMs + 10 * kSchedulingSlackMs) << "the refresh waited for the call's deadline";
+}
+
 // The engine holds at most 65536 async requests whose final status was not
 // yet reported (kMaxAsyncRequests, src/core/engine.cc); one more is
 // RESOURCE_EXHAUSTED.  Eight threads submit until each is refused: the limit
