@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "device_copy.h"
+#include "kv_report.h"
 #include "report.h"
 #include "session.h"
 
@@ -48,8 +49,12 @@ bool AllPassed(const std::vector<Row> &rows) {
 
 int Report(const Options &o, const RunInfo &info, const std::vector<Row> &rows, const std::string &counters) {
   PrintPreamble(stdout, info);
-  PrintTable(stdout, rows);
-  PrintRatioSummary(stdout, rows);
+  if (o.workload == Workload::kKv) {
+    PrintKvTable(stdout, rows);
+  } else {
+    PrintTable(stdout, rows);
+    PrintRatioSummary(stdout, rows);
+  }
   // Beside the measurements, what the engine itself counted on the link
   // (every transfer of the run: warm-up, verification and timed steps).
   if (!counters.empty()) printf("\nengine counters (adxl::ext::GetLinkStats):\n%s", counters.c_str());

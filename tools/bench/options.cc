@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "directions.h"
+#include "kv_layout.h"
 
 namespace bench {
 namespace {
@@ -211,6 +212,23 @@ bool Apply(const std::string &name, const std::string &value, Options *o, std::s
     } else {
       return bad("expected event or poll");
     }
+  } else if (name == "--workload") {
+    if (value == "uniform") {
+      o->workload = Workload::kUniform;
+    } else if (value == "kv") {
+      o->workload = Workload::kKv;
+    } else {
+      return bad("expected uniform or kv");
+    }
+  } else if (name == "--model") {
+    o->kv_model = value;
+  } else if (name == "--tokens") {
+    if (!ParseInt(value, 1, 1 << 20, &o->kv_tokens)) return bad("expected tokens per key in [1, 1048576]");
+  } else if (name == "--keys") {
+    if (!ParseInt(value, 1, 4096, &o->kv_keys)) return bad("expected keys per step in [1, 4096]");
+  } else if (name == "--kv-call") {
+    if (value != "key" && value != "layer") return bad("expected key or layer");
+    o->kv_per_layer = value == "layer";
   } else if (name == "--memory") {
     if (!ParseMemory(value, &o->memory)) return bad("expected host or adxl");
   } else {
@@ -225,7 +243,7 @@ const std::set<std::string> kValued = {
     "--role",        "--side-channel", "--local-engine", "--lane",          "--directions",     "--block-sizes",
     "--transfer-size", "--loops",      "--mode",         "--threads",       "--async-batch",    "--baselines",
     "--bench",       "--latency-iters", "--csv",         "--json",          "--timeout-ms",     "--accept-timeout",
-    "--target-progress", "--memory"};
+    "--target-progress", "--memory", "--workload", "--model", "--tokens", "--keys", "--kv-call"};
 
 void ApplyQuickDefaults(const std::set<std::string> &given, Options *o) {
   o->verify = true;
@@ -234,6 +252,37 @@ void ApplyQuickDefaults(const std::set<std::string> &given, Options *o) {
   if (given.count("--latency-iters") == 0) o->latency_iters = kQuickLatencyIters;
   // Both modes, so that the one quick run exercises both engine paths.
   if (given.count("--mode") == 0) o->modes = {Mode::kSync, Mode::kAsync};
+}
+
+// --workload kv: the pool of the model's layout is the buffer of each side
+// (--transfer-size does not apply); the memcpy and cma baselines and the
+// latency rows are uniform-only.
+bool ApplyKv(const std::set<std::string> &given, Options *o, std::string *why) {
+  for (const char *kv_only : {"--model", "--tokens", "--keys", "--kv-call"}) {
+    if (o->workload != Workload::kKv && given.count(kv_only) != 0) {
+      *why = std::string(kv_only) + " needs --workload kv";
+      return false;
+    }
+  }
+  if (o->workload != Workload::kKv) return true;
+  for (const std::string &d : o->directions) {
+    if (UsesDevice(*FindDirection(d.c_str()))) {
+      *why = "--workload kv moves host memory only (directions H2rH, rH2H)";
+      return false;
+    }
+  }
+  KvModel model;
+  uint64_t pool = 0;
+  KvPlanSettings s;
+  s.tokens = o->kv_tokens;
+  s.keys = o->kv_keys;
+  if (!LoadKvModel(o->kv_model, &model, why) || !KvPoolBytes(model, s, &pool, why)) return false;
+  o->transfer_size = static_cast<size_t>(pool);
+  o->memcpy_baseline = false;
+  o->cma_baseline = false;
+  o->run_latency = false;
+  o->run_bandwidth = true;
+  return true;
 }
 
 bool Validate(const Options &o, std::string *why) {
@@ -245,7 +294,8 @@ bool Validate(const Options &o, std::string *why) {
     *why = "--role target needs --local-engine host:port (the name the initiator connects to)";
     return false;
   }
-  if (o.transfer_size < o.block_sizes.back() || o.transfer_size % o.block_sizes.back() != 0) {
+  if (o.workload == Workload::kUniform &&
+      (o.transfer_size < o.block_sizes.back() || o.transfer_size % o.block_sizes.back() != 0)) {
     *why = "--transfer-size " + FormatSize(o.transfer_size) + " must be a multiple of the largest block size " +
            FormatSize(o.block_sizes.back());
     return false;
@@ -362,7 +412,7 @@ bool ParseOptions(int argc, char **argv, Options *out, bool *help, std::string *
   }
   if (o.block_sizes.empty()) ParseLadder("16K:2M", &o.block_sizes, why);
   if (o.quick) ApplyQuickDefaults(given, &o);
-  if (!Validate(o, why)) return false;
+  if (!ApplyKv(given, &o, why) || !Validate(o, why)) return false;
   *out = o;
   return true;
 }
@@ -419,6 +469,16 @@ std::string HelpText(const char *prog) {
     << "                        ucp_worker_arm + event fd) or poll (always)         [event]\n"
     << "  --timeout-ms MS       limit per transfer call and per side-channel answer  [30000]\n"
     << "  --accept-timeout S    how long a target waits for its initiator            [300]\n"
+    << "\n"
+    << "KV-cache workload (--workload kv; H2rH/rH2H, sync/async, ucp and tcp baselines):\n"
+    << "  --workload uniform|kv uniform blocks, or keys of a model's KV cache moved\n"
+    << "                        between two paged block pools: per layer, per block\n"
+    << "                        kind, through block tables with gaps             [uniform]\n"
+    << "  --model M             " << BuiltinKvModels() << ", or a JSON layout file\n"
+    << "                        (format: tools/bench/README.md)               [deepseek-r1]\n"
+    << "  --tokens N            tokens per key                                     [512]\n"
+    << "  --keys K              keys per step                                      [2]\n"
+    << "  --kv-call key|layer   one transfer call per key, or one per layer of a key [key]\n"
     << "\n"
     << "Output: a table on stdout (a progress line too when stdout is a terminal);\n"
     << "  --csv FILE            one row per measurement (scripts/plot_bench.py plots it)\n"

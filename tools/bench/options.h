@@ -18,6 +18,9 @@ enum class TargetProgress { kEvent, kPoll };
 // kAdxl = AdxlEngine::MallocMem(MEM_HOST) with both engines initialized with
 // EnableUseFabricMem=1, so that a same-node peer maps the memory directly.
 enum class Memory { kHost, kAdxl };
+// What a step moves: uniform blocks (block i <-> block i), or keys of a
+// model's KV cache between two block pools (kv_layout.h).
+enum class Workload { kUniform, kKv };
 
 struct Options {
   Role role = Role::kSpawn;
@@ -47,6 +50,11 @@ struct Options {
   int accept_timeout_s = 300;     // how long a target waits for its initiator
   TargetProgress target_progress = TargetProgress::kEvent;
   Memory memory = Memory::kHost;
+  Workload workload = Workload::kUniform;
+  std::string kv_model = "deepseek-r1";  // --model: a built-in layout or a JSON file
+  int kv_tokens = 512;                   // --tokens: tokens per key
+  int kv_keys = 2;                       // --keys: keys per step
+  bool kv_per_layer = false;             // --kv-call layer: one transfer call per layer of a key
   std::vector<std::string> argv;  // as given, for the JSON record
 };
 

@@ -15,9 +15,6 @@ constexpr size_t kLatencyBlock = 4096;
 // The initiator is started after its target (or spawns it): a target that
 // does not answer within this time is not coming.
 constexpr int kSideChannelConnectMs = 10000;
-// Pattern seeds: the WRITE source lives here, the READ source on the target.
-constexpr uint64_t kWriteSeed = 1;
-constexpr uint64_t kReadSeed = 2;
 
 // Engine rows get their ratios to the baselines of the same group (none to
 // a baseline that failed: its row has no bandwidth).
@@ -257,6 +254,7 @@ RunInfo Session::Info() const {
                                 "then ucp_worker_arm + efd)"},
       {"verify", o_.verify ? "on" : "off"},
   };
+  if (o_.workload == Workload::kKv) AppendKvInfo(&info);
   if (o_.run_latency) {
     info.emplace_back("latency", std::to_string(o_.latency_iters) + " x TransferSync of one 4K descriptor");
   }
@@ -506,6 +504,7 @@ void Session::RunLatency(const Direction &d, Progress &progress, std::vector<Row
 }
 
 void Session::RunAll(std::vector<Row> *rows) {
+  if (o_.workload == Workload::kKv) return RunKv(rows);
   int total = 0;
   for (const std::string &name : o_.directions) {
     const bool host_only = !UsesDevice(*FindDirection(name.c_str()));

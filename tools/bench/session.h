@@ -17,6 +17,7 @@
 #include "cma_baseline.h"
 #include "directions.h"
 #include "engine_runner.h"
+#include "kv_layout.h"
 #include "lane.h"
 #include "measurement.h"
 #include "options.h"
@@ -43,6 +44,11 @@ inline std::string Join(const std::vector<std::string> &items, const char *sep) 
   for (const std::string &s : items) out += (out.empty() ? "" : sep) + s;
   return out;
 }
+
+// Pattern seeds of the verify pass: the WRITE source lives here, the READ
+// source on the target.
+constexpr uint64_t kWriteSeed = 1;
+constexpr uint64_t kReadSeed = 2;
 
 // Where a step's bytes land, for the verify pass.
 struct Destination {
@@ -90,6 +96,22 @@ class Session {
   Row MeasureCma(const Direction &d, const BlockBatch &b);
   void RunSteps(const Destination &dest, uint64_t expected, size_t span, size_t bytes, size_t ops,
                 const std::function<StepResult()> &step, RowAccumulator *acc);
+
+  // --workload kv (kv_session.cc): per direction, the engine on the model's
+  // plan and on its uniform reference, then the ucp and tcp baselines on the
+  // plan.
+  void RunKv(std::vector<Row> *rows);
+  void AppendKvInfo(RunInfo *info) const;
+  Row MeasureKvEngine(const Direction &d, const KvPlan &plan, bool uniform, Mode mode, uint64_t expected);
+  Row MeasureKvUcp(const Direction &d, const KvPlan &plan, uint64_t expected);
+  Row MeasureKvTcp(const Direction &d, const KvPlan &plan, uint64_t expected);
+  Row NewKvRow(const std::string &benchmark, const Direction &d, const KvPlan &plan) const;
+  // What the destination pool hashes to after a correct step of `plan`:
+  // poison everywhere but in the plan's destination segments, which hold the
+  // source pattern's bytes from the source segments.
+  uint64_t KvExpectedHash(const Direction &d, const KvPlan &plan);
+  StepResult RunKvEngineStep(adxl::TransferOp op, const std::vector<std::vector<std::vector<adxl::TransferOpDesc>>> &keys,
+                             Mode mode);
 
   // Verification: sources hold known patterns, destinations are poisoned
   // before each step and hashed after it.

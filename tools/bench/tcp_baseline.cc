@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <vector>
 
 #include "options.h"
 
@@ -22,6 +23,12 @@ namespace {
 constexpr uint32_t kMagic = 0x50435441;  // "ATCP" little-endian
 constexpr uint32_t kOpWrite = 1;
 constexpr uint32_t kOpRead = 2;
+// Segment-list steps (--workload kv): `count` (offset, length) pairs follow
+// the header, then the data of each segment in order.
+constexpr uint32_t kOpWriteSegments = 3;
+constexpr uint32_t kOpReadSegments = 4;
+constexpr uint64_t kMaxSegments = 1 << 20;  // per step; bounds what a confused peer makes us allocate
+constexpr size_t kSegmentEntrySize = 16;
 constexpr size_t kHeaderSize = 4 + 4 + 8 + 8 + 8;
 constexpr char kStored = 'K';
 constexpr char kRefused = 'E';
@@ -59,11 +66,14 @@ bool Decode(const uint8_t *in, StepHeader *h) {
   h->offset = GetLe(in + 8, 8);
   h->block = GetLe(in + 16, 8);
   h->count = GetLe(in + 24, 8);
-  return h->op == kOpWrite || h->op == kOpRead;
+  return h->op == kOpWrite || h->op == kOpRead || h->op == kOpWriteSegments || h->op == kOpReadSegments;
 }
+
+bool IsSegmentOp(uint32_t op) { return op == kOpWriteSegments || op == kOpReadSegments; }
 
 // Whether [offset, offset + block * count) lies in a buffer of `len` bytes.
 bool Fits(const StepHeader &h, size_t len) {
+  if (IsSegmentOp(h.op)) return h.count <= kMaxSegments;  // each segment is checked when it arrives
   if (h.count != 0 && h.block > len / h.count) return false;
   const uint64_t span = h.block * h.count;
   return h.offset <= len && span <= len - h.offset;
@@ -268,6 +278,7 @@ bool TcpTarget::ServeStep(int fd) {
     }
     return false;
   }
+  if (IsSegmentOp(h.op)) return ServeSegments(fd, h.op == kOpWriteSegments, h.count);
   uint8_t *base = buf_ + h.offset;
   bool ok = true;
   for (uint64_t i = 0; ok && i < h.count; ++i) {
@@ -275,6 +286,37 @@ bool TcpTarget::ServeStep(int fd) {
                           : SendAll(fd, base + i * h.block, h.block, &why);
   }
   if (ok && h.op == kOpWrite) {
+    const char stored = kStored;
+    ok = SendAll(fd, reinterpret_cast<const uint8_t *>(&stored), 1, &why);
+  }
+  if (!ok) fprintf(stderr, "adxl-bench target: %s\n", why.c_str());
+  return ok;
+}
+
+bool TcpTarget::ServeSegments(int fd, bool write, uint64_t count) {
+  std::string why;
+  std::vector<uint8_t> table(count * kSegmentEntrySize);
+  if (!RecvAll(fd, table.data(), table.size(), &why)) {
+    fprintf(stderr, "adxl-bench target: %s\n", why.c_str());
+    return false;
+  }
+  bool ok = true;
+  for (uint64_t i = 0; ok && i < count; ++i) {
+    const uint64_t offset = GetLe(&table[i * kSegmentEntrySize], 8);
+    const uint64_t len = GetLe(&table[i * kSegmentEntrySize + 8], 8);
+    if (offset > len_ || len > len_ - offset) {
+      fprintf(stderr, "adxl-bench target: tcp baseline: segment %llu (offset %llu, %llu bytes) outside the buffer\n",
+              static_cast<unsigned long long>(i), static_cast<unsigned long long>(offset),
+              static_cast<unsigned long long>(len));
+      if (write) {
+        const char refused = kRefused;
+        SendAll(fd, reinterpret_cast<const uint8_t *>(&refused), 1, &why);
+      }
+      return false;
+    }
+    ok = write ? RecvAll(fd, buf_ + offset, len, &why) : SendAll(fd, buf_ + offset, len, &why);
+  }
+  if (ok && write) {
     const char stored = kStored;
     ok = SendAll(fd, reinterpret_cast<const uint8_t *>(&stored), 1, &why);
   }
@@ -378,6 +420,56 @@ void TcpInitiator::Step(const BlockBatch &b, StepResult *out) {
                              : "tcp baseline: unexpected acknowledgement from the target",
           out);
   }
+}
+
+void TcpInitiator::SegmentStep(adxl::TransferOp op, uintptr_t local_base, const SegmentCall &call,
+                               StepResult *out) {
+  if (broken_) {
+    out->Fail("tcp baseline stream unusable after an earlier failure");
+    return;
+  }
+  StepHeader h;
+  h.op = op == adxl::WRITE ? kOpWriteSegments : kOpReadSegments;
+  h.count = call.size();
+  std::vector<uint8_t> raw(kHeaderSize + call.size() * kSegmentEntrySize);
+  Encode(h, raw.data());
+  for (size_t i = 0; i < call.size(); ++i) {
+    PutLe(&raw[kHeaderSize + i * kSegmentEntrySize], call[i].remote, 8);
+    PutLe(&raw[kHeaderSize + i * kSegmentEntrySize + 8], call[i].len, 8);
+  }
+  const int fd = stream_.get();
+  std::string why;
+  if (!SendAll(fd, raw.data(), raw.size(), &why)) return Break(why, out);
+  uint8_t *local = reinterpret_cast<uint8_t *>(local_base);
+  for (const Segment &seg : call) {
+    const bool ok = op == adxl::WRITE ? SendAll(fd, local + seg.local, seg.len, &why)
+                                      : RecvAll(fd, local + seg.local, seg.len, &why);
+    if (!ok) return Break(why, out);
+  }
+  if (op != adxl::WRITE) return;
+  char answer = 0;
+  if (!RecvAll(fd, reinterpret_cast<uint8_t *>(&answer), 1, &why)) return Break(why, out);
+  if (answer != kStored) {
+    Break(answer == kRefused ? "tcp baseline: the target refused a segment (its stderr says why)"
+                             : "tcp baseline: unexpected acknowledgement from the target",
+          out);
+  }
+}
+
+StepResult TcpInitiator::RunKeys(adxl::TransferOp op, uintptr_t local_base, const KvPlan &plan) {
+  StepResult out;
+  const Clock::time_point t0 = Clock::now();
+  for (const KeyTransfer &key : plan.keys) {
+    const Clock::time_point k0 = Clock::now();
+    for (const SegmentCall &call : key.calls) {
+      SegmentStep(op, local_base, call, &out);
+      if (out.errors > 0) break;
+    }
+    if (out.errors > 0) break;
+    out.call_us.push_back(Micros(Clock::now() - k0));
+  }
+  out.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return out;
 }
 
 StepResult TcpInitiator::RunStep(const BlockBatch &batch) {

@@ -33,6 +33,11 @@
 // answers one byte, 'K' (stored) or 'E' (refused: the header was invalid,
 // the stream is then closed).  A READ that the target refuses is closed
 // without data.
+// Segment-list steps (--workload kv): op 3 (WRITE) or 4 (READ), offset and
+// block 0, count = number of segments; then per segment u64 offset in the
+// target's buffer and u64 length; then the segments' data in that order, one
+// send()/recv() per segment on each side (local offsets are the initiator's
+// own).  A WRITE is acknowledged as above.
 #ifndef ADXL_TOOLS_BENCH_TCP_BASELINE_H_
 #define ADXL_TOOLS_BENCH_TCP_BASELINE_H_
 
@@ -43,6 +48,7 @@
 #include <thread>
 
 #include "engine_runner.h"
+#include "kv_layout.h"
 #include "measurement.h"
 #include "side_channel.h"
 
@@ -66,6 +72,8 @@ class TcpTarget {
   bool WaitReadable(int fd);
   // One step; false when the stream must end.
   bool ServeStep(int fd);
+  // The rest of a segment-list step: its table of `count` segments, then the data.
+  bool ServeSegments(int fd, bool write, uint64_t count);
 
   uint8_t *buf_ = nullptr;
   size_t len_ = 0;
@@ -90,6 +98,9 @@ class TcpInitiator {
   StepResult RunStep(const BlockBatch &batch);
   // `iters` steps of one block each, each timed.
   StepResult RunLatency(const BlockBatch &one, int iters);
+  // Every key of `plan`, one segment-list step per call of the key; one
+  // latency sample per key.
+  StepResult RunKeys(adxl::TransferOp op, uintptr_t local_base, const KvPlan &plan);
 
   // "127.0.0.1:41234 -> 127.0.0.1:39555, TCP_NODELAY, kernel socket buffers
   // (autotuned; at connect SO_SNDBUF 2.5M, SO_RCVBUF 128K)".
@@ -100,6 +111,7 @@ class TcpInitiator {
   // One step without timing; failures go to *out and break the stream.
   void Step(const BlockBatch &b, StepResult *out);
   void Break(const std::string &why, StepResult *out);
+  void SegmentStep(adxl::TransferOp op, uintptr_t local_base, const SegmentCall &call, StepResult *out);
 
   uint64_t peer_base_ = 0;
   Fd stream_;

@@ -315,6 +315,30 @@ StepResult UcpInitiator::RunStep(const BlockBatch &batch, int timeout_ms) {
   return out;
 }
 
+StepResult UcpInitiator::RunKeys(adxl::TransferOp op, uintptr_t local_base, uint64_t remote_base,
+                                 const KvPlan &plan, int timeout_ms) {
+  StepResult out;
+  if (broken_) {
+    out.Fail("ucp baseline endpoint unusable after an earlier failure");
+    return out;
+  }
+  const Clock::time_point t0 = Clock::now();
+  for (const KeyTransfer &key : plan.keys) {
+    const Clock::time_point k0 = Clock::now();
+    for (const SegmentCall &call : key.calls) {
+      for (const Segment &seg : call) {
+        // One descriptor as a one-block batch: Post's put/get, same flags.
+        if (!Post(BlockBatch{op, local_base + seg.local, remote_base + seg.remote, seg.len, 1}, 0, &out)) break;
+      }
+      if (!Flush(timeout_ms, &out) || out.errors > 0) break;
+    }
+    if (out.errors > 0) break;
+    out.call_us.push_back(Micros(Clock::now() - k0));
+  }
+  out.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return out;
+}
+
 StepResult UcpInitiator::RunLatency(const BlockBatch &one, int iters, int timeout_ms) {
   StepResult out;
   out.call_us.reserve(static_cast<size_t>(iters));

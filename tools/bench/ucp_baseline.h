@@ -24,6 +24,7 @@
 #include <ucp/api/ucp.h>
 
 #include "engine_runner.h"
+#include "kv_layout.h"
 #include "measurement.h"
 #include "options.h"
 
@@ -84,6 +85,12 @@ class UcpInitiator {
   StepResult RunStep(const BlockBatch &batch, int timeout_ms);
   // `iters` times: one put/get of one block, then a flush.
   StepResult RunLatency(const BlockBatch &one, int iters, int timeout_ms);
+  // Every key of `plan`: per call of the key, one put/get per segment, then
+  // one flush (the engine's batching freedom: a call's descriptors are in
+  // flight together); one latency sample per key.  local_base / remote_base:
+  // the buffers the segments' offsets count from.
+  StepResult RunKeys(adxl::TransferOp op, uintptr_t local_base, uint64_t remote_base, const KvPlan &plan,
+                     int timeout_ms);
 
   // Transports of the endpoint's lanes, from ucp_ep_print_info (e.g. "posix,cma").
   const std::string &transports() const { return transports_; }
