@@ -14,11 +14,7 @@
 #endif
 
 namespace bench {
-namespace {
 
-// Runs body(i, &result_i) on n threads released together; the step's time
-// runs from the release to the last thread's end, so thread start-up is not
-// measured.  One thread runs inline: no start-up to hide.
 StepResult RunParallel(int n, const std::function<void(int, StepResult *)> &body) {
   std::vector<StepResult> parts(static_cast<size_t>(n));
   std::vector<Clock::time_point> ends(static_cast<size_t>(n));
@@ -54,8 +50,6 @@ StepResult RunParallel(int n, const std::function<void(int, StepResult *)> &body
   }
   return total;
 }
-
-}  // namespace
 
 size_t EngineRunner::CallSize(const BlockBatch &b, const EngineSettings &s) {
   size_t per_thread = (b.count + static_cast<size_t>(s.threads) - 1) / static_cast<size_t>(s.threads);

@@ -3,6 +3,7 @@
 #ifndef ADXL_TOOLS_BENCH_ENGINE_RUNNER_H_
 #define ADXL_TOOLS_BENCH_ENGINE_RUNNER_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,12 @@ struct EngineSettings {
 };
 
 using adxl::StatusName;  // include/adxl/adxl_types.h
+
+// Runs body(i, &result_i) on n threads released together; the step's time
+// runs from the release to the last thread's end, so thread start-up is not
+// measured; latencies and errors of all parts are merged.  One thread runs
+// inline: no start-up to hide.
+StepResult RunParallel(int n, const std::function<void(int, StepResult *)> &body);
 
 class EngineRunner {
  public:

@@ -3,9 +3,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <sstream>
 
 #include "device_copy.h"
 #include "kv_report.h"
+#include "kv_rows.h"
 #include "report.h"
 #include "session.h"
 
@@ -38,6 +41,14 @@ bool DeviceDirectionsPossible(const Options &o, std::string *why) {
          ": no GPU, or libadxl built without the CUDA toolkit; the engine's log line above says which).  "
          "Use H2rH and rH2H";
   return false;
+}
+
+std::vector<std::string> SplitList(const std::string &text) {
+  std::vector<std::string> items;
+  std::string item;
+  std::istringstream in(text);
+  while (std::getline(in, item, ',')) items.push_back(item);
+  return items;
 }
 
 bool AllPassed(const std::vector<Row> &rows) {
@@ -94,7 +105,56 @@ bool Preflight(const Options &o, std::string *why) {
   return DeviceDirectionsPossible(o, why) && OutputsWritable(o, why);
 }
 
+namespace {
+
+// --peers N (kv): a Session per target, the first one's engine shared by all
+// (one engine, N links); rows by RunKvRows over all of them.
+int RunPeers(const Options &o, const std::function<bool()> &keep_trying) {
+  std::vector<Options> per_peer;  // each Session keeps a reference to its own
+  for (const std::string &side_channel : SplitList(o.side_channel)) {
+    per_peer.push_back(o);
+    per_peer.back().side_channel = side_channel;
+  }
+  std::vector<std::unique_ptr<Session>> sessions;
+  std::vector<Row> rows;
+  int rc = 0;
+  try {
+    for (const Options &po : per_peer) {
+      sessions.push_back(std::make_unique<Session>(po, sessions.empty() ? nullptr : sessions[0]->engine()));
+      sessions.back()->SetUp(keep_trying);
+    }
+    std::vector<Session *> peers;
+    for (auto &s : sessions) peers.push_back(s.get());
+    RunKvRows(o, peers, &rows);
+    for (size_t i = sessions.size(); i-- > 0;) sessions[i]->Finish();
+  } catch (const Fatal &e) {
+    fprintf(stderr, "adxl-bench: %s\n", e.what());
+    rc = 2;
+  }
+  if (!sessions.empty() && (rc == 0 || !rows.empty())) {
+    RunInfo info = sessions[0]->Info();
+    std::vector<std::string> links;
+    for (auto &s : sessions) {
+      for (const auto &kv : s->Info()) {
+        if (kv.first == "engines") links.push_back(kv.second);
+      }
+    }
+    info.emplace_back("kv peers", std::to_string(sessions.size()) + " target processes, one engine: " +
+                                      Join(links, "; ") +
+                                      "; the ucp and tcp baselines: an endpoint / a stream and a thread per "
+                                      "target (engine counters: the first link)");
+    const int report_rc = Report(o, info, rows, sessions[0]->EngineCounters());
+    rc = rc != 0 ? rc : report_rc;
+  }
+  // The shared engine is the first Session's: it goes last.
+  while (!sessions.empty()) sessions.pop_back();
+  return rc;
+}
+
+}  // namespace
+
 int RunInitiator(const Options &o, const std::function<bool()> &keep_trying) {
+  if (o.peers > 1) return RunPeers(o, keep_trying);
   Session session(o);
   std::vector<Row> rows;
   try {

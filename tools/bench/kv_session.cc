@@ -1,11 +1,10 @@
-// --workload kv: the Session's rows for KV-cache keys.  Per direction, one
-// group: the engine moving the model's plan (per mode), the engine moving the
-// plan's uniform reference (same keys, calls and descriptors per call, every
-// block the plan's average size, contiguous), and the ucp and tcp baselines
-// moving the very same (offset, length) list as the engine.  Every step of
-// every row is verified against the expected image of the whole destination
-// pool (with --verify / --quick): the destination segments hold the source's
-// bytes and every gap still holds the poison.
+// --workload kv: one target's part of the kv rows (kv_rows.cc drives them).
+// A row is the engine moving the model's plan, the engine moving the plan's
+// uniform reference (same keys, calls and descriptors per call, every block
+// the plan's average size, contiguous), or the ucp or tcp baseline moving the
+// very same (offset, length) list as the engine.  The verify pass checks the
+// whole destination pool against its expected image: the destination
+// segments hold the source's bytes and every gap still holds the poison.
 #include <cstring>
 
 #include "session.h"
@@ -13,13 +12,11 @@
 namespace bench {
 namespace {
 
-using KeyDescs = std::vector<std::vector<adxl::TransferOpDesc>>;  // one key: its calls
-
 // The plan's descriptors with this run's addresses, built before timing.
-std::vector<KeyDescs> EngineDescs(const KvPlan &plan, uintptr_t local_base, uint64_t remote_base) {
-  std::vector<KeyDescs> keys;
+std::vector<KvKeyDescs> EngineDescs(const KvPlan &plan, uintptr_t local_base, uint64_t remote_base) {
+  std::vector<KvKeyDescs> keys;
   for (const KeyTransfer &key : plan.keys) {
-    KeyDescs calls;
+    KvKeyDescs calls;
     for (const SegmentCall &call : key.calls) {
       std::vector<adxl::TransferOpDesc> descs;
       descs.reserve(call.size());
@@ -44,11 +41,11 @@ KvPlanSettings PlanSettings(const Options &o) {
 // Keys one after another; in sync mode a key's calls one after another, in
 // async mode all of a key's calls in flight together.  One sample per key:
 // from its first call to its last completion.
-StepResult Session::RunKvEngineStep(adxl::TransferOp op, const std::vector<KeyDescs> &keys, Mode mode) {
+StepResult Session::RunKvEngineStep(adxl::TransferOp op, const std::vector<KvKeyDescs> &keys, Mode mode) {
   StepResult out;
   const char *remote = target_engine_.c_str();
   const Clock::time_point t0 = Clock::now();
-  for (const KeyDescs &key : keys) {
+  for (const KvKeyDescs &key : keys) {
     const Clock::time_point k0 = Clock::now();
     if (mode == Mode::kSync) {
       for (const auto &call : key) {
@@ -121,71 +118,54 @@ uint64_t Session::KvExpectedHash(const Direction &d, const KvPlan &plan) {
   return HashBytes(expected.data(), pool);
 }
 
-Row Session::NewKvRow(const std::string &benchmark, const Direction &d, const KvPlan &plan) const {
-  Row row = NewRow(benchmark, "kv", d, plan.average_block(), plan.descriptors / std::max<size_t>(1, plan.calls()), 1);
-  return row;
+bool Session::KvHas(KvKind k) const {
+  return k == KvKind::kUcp ? ucp_ != nullptr : k == KvKind::kTcp ? tcp_ != nullptr : true;
 }
 
-Row Session::MeasureKvEngine(const Direction &d, const KvPlan &plan, bool uniform, Mode mode, uint64_t expected) {
-  Row row = NewKvRow(std::string(uniform ? "uniform_" : "engine_") + ModeName(mode), d, plan);
-  const std::vector<KeyDescs> keys = EngineDescs(plan, Local(d).addr(), remote_addr_);
-  RowAccumulator acc;
-  RunSteps(RemoteSideDestination(d), expected, plan.pool_bytes, plan.bytes, plan.keys.size(),
-           [&] { return RunKvEngineStep(d.op, keys, mode); }, &acc);
-  acc.FillRow(&row);
-  return row;
-}
+const KvPlan &Session::KvPlanOf(KvKind k) const { return k == KvKind::kUniform ? kv_->uniform : kv_->plan; }
 
-Row Session::MeasureKvUcp(const Direction &d, const KvPlan &plan, uint64_t expected) {
-  Row row = NewKvRow("ucp", d, plan);
-  RowAccumulator acc;
-  RunSteps(RemoteSideDestination(d), expected, plan.pool_bytes, plan.bytes, plan.keys.size(),
-           [&] { return ucp_->RunKeys(d.op, Local(d).addr(), remote_addr_, plan, o_.timeout_ms); }, &acc);
-  acc.FillRow(&row);
-  return row;
-}
-
-Row Session::MeasureKvTcp(const Direction &d, const KvPlan &plan, uint64_t expected) {
-  Row row = NewKvRow("tcp", d, plan);
-  RowAccumulator acc;
-  RunSteps(RemoteSideDestination(d), expected, plan.pool_bytes, plan.bytes, plan.keys.size(),
-           [&] { return tcp_->RunKeys(d.op, Local(d).addr(), plan); }, &acc);
-  acc.FillRow(&row);
-  return row;
-}
-
-void Session::RunKv(std::vector<Row> *rows) {
-  KvModel model;
-  std::string why;
-  Check(LoadKvModel(o_.kv_model, &model, &why), why);
-  const KvPlan plan = BuildKvPlan(model, PlanSettings(o_));
-  const KvPlan uniform = BuildUniformPlan(plan);
-  Check(plan.pool_bytes <= buffer_.size(), "kv pool larger than the engine buffer");
-  const int per_direction = 2 * static_cast<int>(o_.modes.size()) + (ucp_ ? 1 : 0) + (tcp_ ? 1 : 0);
-  Progress progress(per_direction * static_cast<int>(o_.directions.size()));
-  for (const std::string &name : o_.directions) {
-    const Direction &d = *FindDirection(name.c_str());
-    PrepareSources(d);
-    const uint64_t expected = o_.verify ? KvExpectedHash(d, plan) : 0;
-    const uint64_t expected_uniform = o_.verify ? KvExpectedHash(d, uniform) : 0;
-    const std::string label = std::string(d.name) + " kv ";
-    std::vector<Row> group;
-    for (Mode m : o_.modes) {
-      progress.Row(label + "engine_" + ModeName(m));
-      group.push_back(MeasureKvEngine(d, plan, false, m, expected));
-      progress.Row(label + "uniform_" + ModeName(m));
-      group.push_back(MeasureKvEngine(d, uniform, true, m, expected_uniform));
-    }
-    if (ucp_) {
-      progress.Row(label + "ucp");
-      group.push_back(MeasureKvUcp(d, plan, expected));
-    }
-    if (tcp_) {
-      progress.Row(label + "tcp");
-      group.push_back(MeasureKvTcp(d, plan, expected));
-    }
-    EndGroup(&group, rows);
+void Session::KvPrepare(const Direction &d) {
+  if (!kv_) {
+    KvModel model;
+    std::string why;
+    Check(LoadKvModel(o_.kv_model, &model, &why), why);
+    kv_ = std::make_unique<KvState>();
+    kv_->plan = BuildKvPlan(model, PlanSettings(o_));
+    kv_->uniform = BuildUniformPlan(kv_->plan);
+    Check(kv_->plan.pool_bytes <= buffer_.size(), "kv pool larger than the engine buffer");
   }
+  kv_->descs = EngineDescs(kv_->plan, Local(d).addr(), remote_addr_);
+  kv_->uniform_descs = EngineDescs(kv_->uniform, Local(d).addr(), remote_addr_);
+  PrepareSources(d);
+  if (o_.verify) {
+    kv_->expected = KvExpectedHash(d, kv_->plan);
+    kv_->expected_uniform = KvExpectedHash(d, kv_->uniform);
+  }
+}
+
+void Session::KvPoison(const Direction &d, KvKind k) {
+  if (o_.verify) PoisonDestination(RemoteSideDestination(d), KvPlanOf(k).pool_bytes);
+}
+
+bool Session::KvCheck(const Direction &d, KvKind k) {
+  if (!o_.verify) return true;
+  const uint64_t expected = k == KvKind::kUniform ? kv_->expected_uniform : kv_->expected;
+  return DestinationHash(RemoteSideDestination(d), KvPlanOf(k).pool_bytes) == expected;
+}
+
+StepResult Session::KvStep(const Direction &d, KvKind k, Mode m) {
+  switch (k) {
+    case KvKind::kEngine: return RunKvEngineStep(d.op, kv_->descs, m);
+    case KvKind::kUniform: return RunKvEngineStep(d.op, kv_->uniform_descs, m);
+    case KvKind::kUcp: return ucp_->RunKeys(d.op, Local(d).addr(), remote_addr_, kv_->plan, o_.timeout_ms);
+    case KvKind::kTcp: return tcp_->RunKeys(d.op, Local(d).addr(), kv_->plan);
+  }
+  return StepResult{};
+}
+
+Row Session::KvRow(const std::string &benchmark, const Direction &d, KvKind k) const {
+  const KvPlan &plan = KvPlanOf(k);
+  return NewRow(benchmark, "kv", d, plan.average_block(), plan.descriptors / std::max<size_t>(1, plan.calls()), 1);
 }
 
 void Session::AppendKvInfo(RunInfo *info) const {
@@ -194,6 +174,10 @@ void Session::AppendKvInfo(RunInfo *info) const {
   if (!LoadKvModel(o_.kv_model, &model, &why)) return;
   const KvPlan plan = BuildKvPlan(model, PlanSettings(o_));
   const KvPlan uniform = BuildUniformPlan(plan);
+  for (auto &entry : *info) {  // the uniform workload's sizes do not apply
+    if (entry.first == "transfer size") entry.second = "the kv pool (below) per side";
+    if (entry.first == "block sizes") entry.second = "the kv layout's (below)";
+  }
   info->emplace_back("workload", "kv");
   info->emplace_back("kv model", model.name + ": " + DescribeKvModel(model) + " (" + model.source + ")");
   info->emplace_back("kv keys", std::to_string(plan.keys.size()) + " keys of " + std::to_string(o_.kv_tokens) +

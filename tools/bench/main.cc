@@ -14,7 +14,9 @@
 
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "initiator.h"
 #include "options.h"
@@ -26,29 +28,44 @@ namespace {
 
 constexpr int kTargetExitWaitMs = 5000;
 
-// --spawn: start the target on free loopback ports, run the initiator here.
+// --spawn: start the target (--peers: each target) on free loopback ports,
+// run the initiator here.
 int RunSpawned(Options o) {
   std::string why;
-  uint16_t side_port = 0, engine_port = 0;
-  if (!FreeLoopbackPort(&side_port, &why) || !FreeLoopbackPort(&engine_port, &why)) {
-    fprintf(stderr, "adxl-bench: %s\n", why.c_str());
-    return 2;
+  std::vector<std::unique_ptr<ChildProcess>> targets;
+  std::string side_channels;
+  for (int i = 0; i < o.peers; ++i) {
+    uint16_t side_port = 0, engine_port = 0;
+    if (!FreeLoopbackPort(&side_port, &why) || !FreeLoopbackPort(&engine_port, &why)) {
+      fprintf(stderr, "adxl-bench: %s\n", why.c_str());
+      return 2;
+    }
+    const std::string side_channel = "127.0.0.1:" + std::to_string(side_port);
+    const std::string target_engine = "127.0.0.1:" + std::to_string(engine_port);
+    side_channels += (i == 0 ? "" : ",") + side_channel;
+    targets.push_back(std::make_unique<ChildProcess>());
+    if (!targets.back()->StartSelf({"--role", "target", "--side-channel", side_channel, "--local-engine",
+                                    target_engine, "--timeout-ms", std::to_string(o.timeout_ms),
+                                    "--accept-timeout", "30"},
+                                   &why)) {
+      fprintf(stderr, "adxl-bench: cannot start the target: %s\n", why.c_str());
+      return 2;
+    }
   }
-  o.side_channel = "127.0.0.1:" + std::to_string(side_port);
-  const std::string target_engine = "127.0.0.1:" + std::to_string(engine_port);
-  ChildProcess target;
-  if (!target.StartSelf({"--role", "target", "--side-channel", o.side_channel, "--local-engine", target_engine,
-                         "--timeout-ms", std::to_string(o.timeout_ms), "--accept-timeout", "30"},
-                        &why)) {
-    fprintf(stderr, "adxl-bench: cannot start the target: %s\n", why.c_str());
-    return 2;
-  }
-  int rc = RunInitiator(o, [&target] { return target.Running(); });
-  // After a failure the target may be stuck waiting for us: do not wait long.
-  int target_rc = target.Wait(rc == 0 ? kTargetExitWaitMs : 1000);
-  if (rc == 0 && target_rc != 0) {
-    fprintf(stderr, "adxl-bench: the target process ended with status %d\n", target_rc);
-    rc = 2;
+  o.side_channel = side_channels;
+  int rc = RunInitiator(o, [&targets] {
+    for (auto &t : targets) {
+      if (!t->Running()) return false;
+    }
+    return true;
+  });
+  // After a failure the targets may be stuck waiting for us: do not wait long.
+  for (auto &target : targets) {
+    int target_rc = target->Wait(rc == 0 ? kTargetExitWaitMs : 1000);
+    if (rc == 0 && target_rc != 0) {
+      fprintf(stderr, "adxl-bench: the target process ended with status %d\n", target_rc);
+      rc = 2;
+    }
   }
   return rc;
 }

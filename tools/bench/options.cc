@@ -226,6 +226,8 @@ bool Apply(const std::string &name, const std::string &value, Options *o, std::s
     if (!ParseInt(value, 1, 1 << 20, &o->kv_tokens)) return bad("expected tokens per key in [1, 1048576]");
   } else if (name == "--keys") {
     if (!ParseInt(value, 1, 4096, &o->kv_keys)) return bad("expected keys per step in [1, 4096]");
+  } else if (name == "--peers") {
+    if (!ParseInt(value, 1, 64, &o->peers)) return bad("expected a number of targets in [1, 64]");
   } else if (name == "--kv-call") {
     if (value != "key" && value != "layer") return bad("expected key or layer");
     o->kv_per_layer = value == "layer";
@@ -243,7 +245,7 @@ const std::set<std::string> kValued = {
     "--role",        "--side-channel", "--local-engine", "--lane",          "--directions",     "--block-sizes",
     "--transfer-size", "--loops",      "--mode",         "--threads",       "--async-batch",    "--baselines",
     "--bench",       "--latency-iters", "--csv",         "--json",          "--timeout-ms",     "--accept-timeout",
-    "--target-progress", "--memory", "--workload", "--model", "--tokens", "--keys", "--kv-call"};
+    "--target-progress", "--memory", "--workload", "--model", "--tokens", "--keys", "--kv-call", "--peers"};
 
 void ApplyQuickDefaults(const std::set<std::string> &given, Options *o) {
   o->verify = true;
@@ -258,13 +260,17 @@ void ApplyQuickDefaults(const std::set<std::string> &given, Options *o) {
 // (--transfer-size does not apply); the memcpy and cma baselines and the
 // latency rows are uniform-only.
 bool ApplyKv(const std::set<std::string> &given, Options *o, std::string *why) {
-  for (const char *kv_only : {"--model", "--tokens", "--keys", "--kv-call"}) {
+  for (const char *kv_only : {"--model", "--tokens", "--keys", "--kv-call", "--peers"}) {
     if (o->workload != Workload::kKv && given.count(kv_only) != 0) {
       *why = std::string(kv_only) + " needs --workload kv";
       return false;
     }
   }
   if (o->workload != Workload::kKv) return true;
+  if (o->role == Role::kInitiator && !o->side_channel.empty() && Split(o->side_channel, ',').size() != static_cast<size_t>(o->peers)) {
+    *why = "--peers " + std::to_string(o->peers) + " needs as many --side-channel HOST:PORT entries, comma-separated";
+    return false;
+  }
   for (const std::string &d : o->directions) {
     if (UsesDevice(*FindDirection(d.c_str()))) {
       *why = "--workload kv moves host memory only (directions H2rH, rH2H)";
@@ -479,6 +485,10 @@ std::string HelpText(const char *prog) {
     << "  --tokens N            tokens per key                                     [512]\n"
     << "  --keys K              keys per step                                      [2]\n"
     << "  --kv-call key|layer   one transfer call per key, or one per layer of a key [key]\n"
+    << "  --peers N             N target processes (--spawn starts them; an initiator\n"
+    << "                        takes N comma-separated --side-channel entries), one\n"
+    << "                        engine linked to all, each peer's keys moved at once:\n"
+    << "                        H2rH = one-to-many, rH2H = many-to-one              [1]\n"
     << "\n"
     << "Output: a table on stdout (a progress line too when stdout is a terminal);\n"
     << "  --csv FILE            one row per measurement (scripts/plot_bench.py plots it)\n"

@@ -55,6 +55,7 @@ struct Options {
   int kv_tokens = 512;                   // --tokens: tokens per key
   int kv_keys = 2;                       // --keys: keys per step
   bool kv_per_layer = false;             // --kv-call layer: one transfer call per layer of a key
+  int peers = 1;  // --peers: target processes of this initiator (kv; side_channel lists one per target)
   std::vector<std::string> argv;  // as given, for the JSON record
 };
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "kv_rows.h"
 #include "memcpy_baseline.h"
 
 namespace bench {
@@ -15,6 +16,8 @@ constexpr size_t kLatencyBlock = 4096;
 // The initiator is started after its target (or spawns it): a target that
 // does not answer within this time is not coming.
 constexpr int kSideChannelConnectMs = 10000;
+
+}  // namespace
 
 // Engine rows get their ratios to the baselines of the same group (none to
 // a baseline that failed: its row has no bandwidth).
@@ -35,15 +38,13 @@ void FillRatios(std::vector<Row> *group) {
   }
 }
 
-}  // namespace
-
 Session::~Session() {
   tcp_.reset();
   ucp_.reset();
-  if (engine_) {
+  if (engine_ != nullptr) {
     if (handle_ != nullptr) engine_->DeregisterMem(handle_);
     if (device_handle_ != nullptr) engine_->DeregisterMem(device_handle_);
-    engine_->Finalize();
+    if (own_engine_) engine_->Finalize();  // a shared engine is its owner's to end
   }
 }
 
@@ -146,9 +147,13 @@ void Session::Hello() {
 void Session::StartEngine() {
   // A client-only name (no port) is enough: the initiator only connects.
   local_engine_ = o_.local_engine.empty() ? "127.0.0.1" : o_.local_engine;
-  engine_ = std::make_unique<adxl::AdxlEngine>();
-  adxl::Status st = engine_->Initialize(local_engine_.c_str(), EngineOptions(o_.memory));
-  Check(st == adxl::SUCCESS, "engine Initialize('" + local_engine_ + "') returned " + StatusName(st));
+  adxl::Status st = adxl::SUCCESS;
+  if (engine_ == nullptr) {  // else another Session's engine, started already (--peers)
+    own_engine_ = std::make_unique<adxl::AdxlEngine>();
+    engine_ = own_engine_.get();
+    st = engine_->Initialize(local_engine_.c_str(), EngineOptions(o_.memory));
+    Check(st == adxl::SUCCESS, "engine Initialize('" + local_engine_ + "') returned " + StatusName(st));
+  }
   st = engine_->RegisterMem({buffer_.addr(), buffer_.size()}, adxl::MEM_HOST, handle_);
   Check(st == adxl::SUCCESS, std::string("engine RegisterMem returned ") + StatusName(st));
   if (device_.data() != nullptr) {
@@ -415,8 +420,15 @@ Row Session::MeasureMemcpy(const Direction &d, const BlockBatch &b) {
 void Session::EndGroup(std::vector<Row> *group, std::vector<Row> *rows) {
   FillRatios(group);
   rows->insert(rows->end(), group->begin(), group->end());
+  ResetLinkAfterFailure(*group);
+}
+
+void Session::ResetLinkAfterFailure(const std::vector<Row> &group) {
   bool engine_failed = false;
-  for (const Row &r : *group) engine_failed |= r.benchmark.rfind("engine", 0) == 0 && r.error_count > 0;
+  for (const Row &r : group) {
+    // uniform_*: the engine too (the kv workload's reference rows).
+    engine_failed |= (r.benchmark.rfind("engine", 0) == 0 || r.benchmark.rfind("uniform", 0) == 0) && r.error_count > 0;
+  }
   if (!engine_failed) return;
   std::string why;
   const bool reconnected = runner_->Reconnect(o_.timeout_ms, &why);
@@ -504,7 +516,7 @@ void Session::RunLatency(const Direction &d, Progress &progress, std::vector<Row
 }
 
 void Session::RunAll(std::vector<Row> *rows) {
-  if (o_.workload == Workload::kKv) return RunKv(rows);
+  if (o_.workload == Workload::kKv) return RunKvRows(o_, {this}, rows);
   int total = 0;
   for (const std::string &name : o_.directions) {
     const bool host_only = !UsesDevice(*FindDirection(name.c_str()));

@@ -57,9 +57,21 @@ struct Destination {
   const PageBuffer *local = nullptr;  // else this local buffer
 };
 
+// Engine rows get their ratios to the baselines of the same group (none to
+// a baseline that failed: its row has no bandwidth).
+void FillRatios(std::vector<Row> *group);
+
+// The rows of --workload kv: the engine on the model's plan, the engine on
+// its uniform reference (BuildUniformPlan), the ucp and tcp baselines.
+enum class KvKind { kEngine, kUniform, kUcp, kTcp };
+using KvKeyDescs = std::vector<std::vector<adxl::TransferOpDesc>>;  // one key: its calls
+
 class Session {
  public:
-  explicit Session(const Options &o) : o_(o) {}
+  // shared_engine: an engine started by another Session of this process
+  // (--peers: one engine, a link to each target); nullptr: start one.
+  explicit Session(const Options &o, adxl::AdxlEngine *shared_engine = nullptr)
+      : o_(o), engine_(shared_engine) {}
   ~Session();
   Session(const Session &) = delete;
   Session &operator=(const Session &) = delete;
@@ -77,6 +89,23 @@ class Session {
   // The engine's own counters of the link, read by Finish (EngineRunner::
   // EngineCounters); "" before.
   const std::string &EngineCounters() const { return engine_counters_; }
+  adxl::AdxlEngine *engine() const { return engine_; }
+  // After a group with a failed engine step: a fresh link (ADXL semantics).
+  void ResetLinkAfterFailure(const std::vector<Row> &group);
+
+  // --workload kv, this target's part of each row (kv_session.cc);
+  // kv_rows.cc drives one Session, or several at once (--peers), through
+  // them.  KvPrepare: the direction's sources, descriptors and expected
+  // hashes; KvPoison / KvCheck: the verify pass around a step (no-ops
+  // without --verify; KvCheck true then).
+  bool KvHas(KvKind k) const;
+  void KvPrepare(const Direction &d);
+  void KvPoison(const Direction &d, KvKind k);
+  StepResult KvStep(const Direction &d, KvKind k, Mode m);
+  bool KvCheck(const Direction &d, KvKind k);
+  const KvPlan &KvPlanOf(KvKind k) const;
+  Row KvRow(const std::string &benchmark, const Direction &d, KvKind k) const;
+  void AppendKvInfo(RunInfo *info) const;
 
  private:
   void Hello();
@@ -97,21 +126,11 @@ class Session {
   void RunSteps(const Destination &dest, uint64_t expected, size_t span, size_t bytes, size_t ops,
                 const std::function<StepResult()> &step, RowAccumulator *acc);
 
-  // --workload kv (kv_session.cc): per direction, the engine on the model's
-  // plan and on its uniform reference, then the ucp and tcp baselines on the
-  // plan.
-  void RunKv(std::vector<Row> *rows);
-  void AppendKvInfo(RunInfo *info) const;
-  Row MeasureKvEngine(const Direction &d, const KvPlan &plan, bool uniform, Mode mode, uint64_t expected);
-  Row MeasureKvUcp(const Direction &d, const KvPlan &plan, uint64_t expected);
-  Row MeasureKvTcp(const Direction &d, const KvPlan &plan, uint64_t expected);
-  Row NewKvRow(const std::string &benchmark, const Direction &d, const KvPlan &plan) const;
+  StepResult RunKvEngineStep(adxl::TransferOp op, const std::vector<KvKeyDescs> &keys, Mode mode);
   // What the destination pool hashes to after a correct step of `plan`:
   // poison everywhere but in the plan's destination segments, which hold the
   // source pattern's bytes from the source segments.
   uint64_t KvExpectedHash(const Direction &d, const KvPlan &plan);
-  StepResult RunKvEngineStep(adxl::TransferOp op, const std::vector<std::vector<std::vector<adxl::TransferOpDesc>>> &keys,
-                             Mode mode);
 
   // Verification: sources hold known patterns, destinations are poisoned
   // before each step and hashed after it.
@@ -168,7 +187,17 @@ class Session {
   PageBuffer scratch_;         // the memcpy baseline's other side
   PageBuffer device_;          // device directions: device memory here
   PageBuffer device_scratch_;  // ... and the memcpy baseline's device side
-  std::unique_ptr<adxl::AdxlEngine> engine_;
+  std::unique_ptr<adxl::AdxlEngine> own_engine_;  // unset when the engine is shared
+  adxl::AdxlEngine *engine_ = nullptr;
+  struct KvState {
+    KvPlan plan;
+    KvPlan uniform;
+    std::vector<KvKeyDescs> descs;          // the plan's, with this run's addresses
+    std::vector<KvKeyDescs> uniform_descs;
+    uint64_t expected = 0;                  // KvExpectedHash of the current direction
+    uint64_t expected_uniform = 0;
+  };
+  std::unique_ptr<KvState> kv_;  // KvPrepare'd
   adxl::MemHandle handle_ = nullptr;
   adxl::MemHandle device_handle_ = nullptr;
   bool connected_ = false;
