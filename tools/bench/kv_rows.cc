@@ -6,35 +6,49 @@
 namespace bench {
 namespace {
 
-// One row: a warm-up step and o.loops timed steps, each on every peer at once.
-Row MeasureRow(const Options &o, const std::vector<Session *> &peers, const Direction &d, KvKind kind, Mode mode,
-               const std::string &benchmark) {
-  Row row = peers[0]->KvRow(benchmark, d, kind);
-  row.threads = static_cast<int>(peers.size());  // one per peer
-  size_t bytes = 0, keys = 0;
-  for (Session *p : peers) {
-    bytes += p->KvPlanOf(kind).bytes;
-    keys += p->KvPlanOf(kind).keys.size();
-  }
+// Rows of several kinds measured step by step in turn (kind A, kind B, A,
+// B, ...): a warm-up step and o.loops timed steps each, every step on every
+// peer at once.  Interleaved, the engine and its uniform reference see the
+// same machine load, so their ratio holds on a busy host too.
+std::vector<Row> MeasureRows(const Options &o, const std::vector<Session *> &peers, const Direction &d,
+                             const std::vector<KvKind> &kinds, const std::vector<std::string> &names, Mode mode) {
   const int n = static_cast<int>(peers.size());
-  RowAccumulator acc;
+  std::vector<RowAccumulator> acc(kinds.size());
+  std::vector<bool> failed(kinds.size(), false);
   for (int i = 0; i <= o.loops; ++i) {
-    for (Session *p : peers) p->KvPoison(d, kind);
-    StepResult r = RunParallel(n, [&](int peer, StepResult *out) {
-      *out = peers[static_cast<size_t>(peer)]->KvStep(d, kind, mode);
-    });
-    if (i == 0) {
-      if (r.errors > 0) acc.AddError(r.first_error);
-    } else {
-      acc.AddStep(r, bytes, keys);
+    for (size_t k = 0; k < kinds.size(); ++k) {
+      if (failed[k]) continue;  // its links need resetting (RunKvRows)
+      size_t bytes = 0, keys = 0;
+      for (Session *p : peers) {
+        bytes += p->KvPlanOf(kinds[k]).bytes;
+        keys += p->KvPlanOf(kinds[k]).keys.size();
+        p->KvPoison(d, kinds[k]);
+      }
+      StepResult r = RunParallel(n, [&](int peer, StepResult *out) {
+        *out = peers[static_cast<size_t>(peer)]->KvStep(d, kinds[k], mode);
+      });
+      if (i == 0) {
+        if (r.errors > 0) acc[k].AddError(r.first_error);
+      } else {
+        acc[k].AddStep(r, bytes, keys);
+      }
+      if (r.errors > 0) {
+        failed[k] = true;
+        continue;
+      }
+      bool matched = true;
+      for (Session *p : peers) matched = p->KvCheck(d, kinds[k]) && matched;
+      if (o.verify) acc[k].AddCheck(matched);
     }
-    if (r.errors > 0) break;  // the links need resetting (EndGroup)
-    bool matched = true;
-    for (Session *p : peers) matched = p->KvCheck(d, kind) && matched;
-    if (o.verify) acc.AddCheck(matched);
   }
-  acc.FillRow(&row);
-  return row;
+  std::vector<Row> rows;
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    Row row = peers[0]->KvRow(names[k], d, kinds[k]);
+    row.threads = n;  // one per peer
+    acc[k].FillRow(&row);
+    rows.push_back(row);
+  }
+  return rows;
 }
 
 }  // namespace
@@ -42,27 +56,26 @@ Row MeasureRow(const Options &o, const std::vector<Session *> &peers, const Dire
 void RunKvRows(const Options &o, const std::vector<Session *> &peers, std::vector<Row> *rows) {
   Session &first = *peers[0];
   const bool ucp = first.KvHas(KvKind::kUcp), tcp = first.KvHas(KvKind::kTcp);
-  const int per_direction = 2 * static_cast<int>(o.modes.size()) + (ucp ? 1 : 0) + (tcp ? 1 : 0);
+  const int per_direction = static_cast<int>(o.modes.size()) + (ucp ? 1 : 0) + (tcp ? 1 : 0);
   Progress progress(per_direction * static_cast<int>(o.directions.size()));
   for (const std::string &name : o.directions) {
     const Direction &d = *FindDirection(name.c_str());
     for (Session *p : peers) p->KvPrepare(d);
     const std::string label = std::string(d.name) + " kv ";
     std::vector<Row> group;
+    auto add = [&](const std::vector<Row> &measured) { group.insert(group.end(), measured.begin(), measured.end()); };
     for (Mode m : o.modes) {
       const std::string mode = ModeName(m);
-      progress.Row(label + "engine_" + mode);
-      group.push_back(MeasureRow(o, peers, d, KvKind::kEngine, m, "engine_" + mode));
-      progress.Row(label + "uniform_" + mode);
-      group.push_back(MeasureRow(o, peers, d, KvKind::kUniform, m, "uniform_" + mode));
+      progress.Row(label + "engine_" + mode + " + uniform_" + mode);
+      add(MeasureRows(o, peers, d, {KvKind::kEngine, KvKind::kUniform}, {"engine_" + mode, "uniform_" + mode}, m));
     }
     if (ucp) {
       progress.Row(label + "ucp");
-      group.push_back(MeasureRow(o, peers, d, KvKind::kUcp, Mode::kSync, "ucp"));
+      add(MeasureRows(o, peers, d, {KvKind::kUcp}, {"ucp"}, Mode::kSync));
     }
     if (tcp) {
       progress.Row(label + "tcp");
-      group.push_back(MeasureRow(o, peers, d, KvKind::kTcp, Mode::kSync, "tcp"));
+      add(MeasureRows(o, peers, d, {KvKind::kTcp}, {"tcp"}, Mode::kSync));
     }
     FillRatios(&group);
     rows->insert(rows->end(), group.begin(), group.end());
