@@ -160,7 +160,14 @@ bool LoadKvModel(const std::string &name_or_file, KvModel *out, std::string *why
     std::string cause;
     if (j.is_discarded()) {
       cause = "not valid JSON";
-    } else if (ParseModelJson(j, &m, &cause)) {
+    } else if ([&] {
+                 try {  // value() throws on a field of the wrong type
+                   return ParseModelJson(j, &m, &cause);
+                 } catch (const nlohmann::json::exception &e) {
+                   cause = std::string("a field of the wrong type: ") + e.what();
+                   return false;
+                 }
+               }()) {
       m.source = "model file " + name_or_file;
       *out = m;
       return true;
