@@ -13,7 +13,11 @@
 # which both sides must finalize cleanly (NetworkTimeoutTest, one round per
 # run: ITERATIONS/5 runs per case, so 100 each at the default); the connect
 # storm (tools/storm: 64 peer processes connect at once, every byte
-# verified, half killed) on both lanes, ITERATIONS/100 runs each, at least 2.
+# verified, half killed) on both lanes, ITERATIONS/100 runs each, at least 2;
+# a real partition (NetnsPartitionTest: the only veth path between two
+# network namespaces taken down during verified transfers, every transfer
+# failing in time, then up and a verified reconnect), one down/up cycle per
+# run, ITERATIONS/5 runs (skipped, and so passing, without root).
 # BUILD_DIR (default build/) must hold a build (scripts/test.sh makes one).
 set -uo pipefail
 ADXL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -67,6 +71,7 @@ per_case=$(( ITERATIONS / 5 > 0 ? ITERATIONS / 5 : 1 ))
 for c in StoppedTargetWrite StoppedTargetRead LiveTargetWrite LiveTargetRead; do
   run_case "NetworkTimeout/$c" "Cases/NetworkTimeoutTest.*/$c" "$per_case" ADXL_FAULT_ROUNDS=1
 done
+run_case Partition/LinkDownUp 'NetnsPartitionTest.LinkDown*' "$per_case"
 storm_runs=$(( ITERATIONS / 100 > 2 ? ITERATIONS / 100 : 2 ))
 for lane in hccs rdma; do
   if [[ -x "$BUILD_DIR/bin/adxl-storm" ]]; then
