@@ -9,7 +9,8 @@
 #
 # Cases: the kill -9 of a target during ~1000 transfers, then reconnect, on
 # both lanes (KillTargetTest); TIMEOUT on the network lane against a stopped
-# target and against a live one with a 1 ms deadline, WRITE and READ, after
+# target and against a live one with a 1 ms deadline, WRITE and READ (the
+# stopped-target ones also on three connections per link), after
 # which both sides must finalize cleanly (NetworkTimeoutTest, one round per
 # run: ITERATIONS/5 runs per case, so 100 each at the default); the connect
 # storm (tools/storm: 64 peer processes connect at once, every byte
@@ -68,7 +69,8 @@ echo "stress: $ITERATIONS iterations beside ${#hogs[@]} CPU hog(s); logs of fail
 run_case KillTarget/HccsLane 'Lanes/KillTargetTest.*/HCCS' "$ITERATIONS"
 run_case KillTarget/RdmaLaneOverTcp 'Lanes/KillTargetTest.*/RdmaOverTcp' "$ITERATIONS"
 per_case=$(( ITERATIONS / 5 > 0 ? ITERATIONS / 5 : 1 ))
-for c in StoppedTargetWrite StoppedTargetRead LiveTargetWrite LiveTargetRead; do
+for c in StoppedTargetWrite StoppedTargetRead LiveTargetWrite LiveTargetRead StoppedTargetWrite3Connections \
+  StoppedTargetRead3Connections; do
   run_case "NetworkTimeout/$c" "Cases/NetworkTimeoutTest.*/$c" "$per_case" ADXL_FAULT_ROUNDS=1
 done
 run_case Partition/LinkDownUp 'NetnsPartitionTest.LinkDown*' "$per_case"
