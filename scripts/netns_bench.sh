@@ -6,8 +6,9 @@
 #   scripts/netns_bench.sh [PATHS] [RATE] [-- adxl-bench initiator options]
 #     PATHS  veth pairs (default 2)        RATE  tbf rate (default 2gbit; "none": no limit)
 #   env: NET_DEVICES  UCX_NET_DEVICES for both sides: "all" (default: every
-#        interface, what UCX does unset), "first" (the first pair only), or a
-#        list as UCX takes it; other UCX_* / ADXL_* variables pass through.
+#        interface, what UCX does unset), "first" (the first pair's ends only),
+#        "both" (every pair's ends, named), or a list as UCX takes it; other
+#        UCX_* / ADXL_* variables pass through.
 #
 # Example: UCX_MAX_RNDV_RAILS=2 scripts/netns_bench.sh 2 2gbit -- --block-sizes 1M:1M
 set -euo pipefail
@@ -49,9 +50,9 @@ list() { local IFS=,; echo "$*"; }
 case "${NET_DEVICES:-all}" in
   all) nd_a=all nd_b=all ;;
   first) nd_a="${devs_a[0]}" nd_b="${devs_b[0]}" ;;
+  both) nd_a="$(list "${devs_a[@]}")" nd_b="$(list "${devs_b[@]}")" ;;
   *) nd_a="$NET_DEVICES" nd_b="$NET_DEVICES" ;;
 esac
-[[ "${NET_DEVICES:-}" == both ]] && { nd_a="$(list "${devs_a[@]}")"; nd_b="$(list "${devs_b[@]}")"; }
 echo "netns_bench: $PATHS path(s) at $RATE; UCX_NET_DEVICES A=$nd_a B=$nd_b"
 port=$((27000 + id % 1000))
 UCX_NET_DEVICES="$nd_a" ip netns exec "$ns_a" "$BENCH" --role target --side-channel "$ip_a:$port" \
