@@ -9,11 +9,16 @@
 #
 # Cases: the kill -9 of a target during ~1000 transfers, then reconnect, on
 # both lanes (KillTargetTest); TIMEOUT on the network lane against a stopped
-# target and against a live one with a 1 ms deadline, WRITE and READ, after
+# target and against a live one with a 1 ms deadline, WRITE and READ (the
+# stopped-target ones also on three connections per link), after
 # which both sides must finalize cleanly (NetworkTimeoutTest, one round per
 # run: ITERATIONS/5 runs per case, so 100 each at the default); the connect
 # storm (tools/storm: 64 peer processes connect at once, every byte
-# verified, half killed) on both lanes, ITERATIONS/100 runs each, at least 2.
+# verified, half killed) on both lanes, ITERATIONS/100 runs each, at least 2;
+# a real partition (NetnsPartitionTest: the only veth path between two
+# network namespaces taken down during verified transfers, every transfer
+# failing in time, then up and a verified reconnect), one down/up cycle per
+# run, ITERATIONS/5 runs (skipped, and so passing, without root).
 # BUILD_DIR (default build/) must hold a build (scripts/test.sh makes one).
 set -uo pipefail
 ADXL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -64,9 +69,11 @@ echo "stress: $ITERATIONS iterations beside ${#hogs[@]} CPU hog(s); logs of fail
 run_case KillTarget/HccsLane 'Lanes/KillTargetTest.*/HCCS' "$ITERATIONS"
 run_case KillTarget/RdmaLaneOverTcp 'Lanes/KillTargetTest.*/RdmaOverTcp' "$ITERATIONS"
 per_case=$(( ITERATIONS / 5 > 0 ? ITERATIONS / 5 : 1 ))
-for c in StoppedTargetWrite StoppedTargetRead LiveTargetWrite LiveTargetRead; do
+for c in StoppedTargetWrite StoppedTargetRead LiveTargetWrite LiveTargetRead StoppedTargetWrite3Connections \
+  StoppedTargetRead3Connections; do
   run_case "NetworkTimeout/$c" "Cases/NetworkTimeoutTest.*/$c" "$per_case" ADXL_FAULT_ROUNDS=1
 done
+run_case Partition/LinkDownUp 'NetnsPartitionTest.LinkDown*' "$per_case"
 storm_runs=$(( ITERATIONS / 100 > 2 ? ITERATIONS / 100 : 2 ))
 for lane in hccs rdma; do
   if [[ -x "$BUILD_DIR/bin/adxl-storm" ]]; then

@@ -117,12 +117,12 @@ void AmLane::Pump() {
           continue;
         }
         Batch &b = it->second;
+        ep = b.eps[b.next_send % b.eps.size()];
         m = &b.messages[b.next_send++];
         if (b.next_send == b.messages.size()) unsent_.pop_front();
         ++b.in_window;
         ++in_flight_;
         ++b.sending;  // the batch, and so *m, stays until the send is over
-        ep = b.ep;
         write = b.write;
       }
       if (m == nullptr) return;
@@ -172,7 +172,9 @@ void AmLane::Pump() {
   }
 }
 
-bool AmLane::Post(uint64_t ep_id, ucp_ep_h ep, bool write, const Op *ops, size_t count, DoneFn done, void *arg) {
+bool AmLane::Post(uint64_t ep_id, const ucp_ep_h *eps, size_t n_eps, bool write, const Op *ops, size_t count,
+                  DoneFn done, void *arg) {
+  if (eps == nullptr || n_eps == 0) return false;
   // Cut the batch into messages (outside the lock: only this thread sees them).
   std::vector<Message> messages;
   try {
@@ -213,7 +215,11 @@ bool AmLane::Post(uint64_t ep_id, ucp_ep_h ep, bool write, const Op *ops, size_t
     }
     Batch b;
     b.ep_id = ep_id;
-    b.ep = ep;
+    try {
+      b.eps.assign(eps, eps + n_eps);
+    } catch (...) {
+      return false;
+    }
     b.write = write;
     b.remaining = messages.size();
     b.status = ADXL_PLUGIN_OK;

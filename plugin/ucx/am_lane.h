@@ -9,7 +9,9 @@
 //
 // Protocol (am_protocol.h has the header layouts).  Post() cuts a batch into
 // messages of up to kMaxMessageOps operations and kMaxMessageBytes bytes (an
-// operation larger than that travels alone), all sent at once:
+// operation larger than that travels alone), all sent at once; with several
+// UCP endpoints to the peer (ADXL_UCX_RDMA_CONNECTIONS), message i goes on
+// endpoint i mod n, and the target answers each on the connection it came on:
 //  - WRITE: one AM per message whose header lists the (target address,
 //    length) of each operation and whose data is the operations' bytes, in
 //    order.  Always rendezvous, so data moves only after the target asked for
@@ -140,12 +142,15 @@ class AmLane {
   // it are failed first (ReleaseTargetOps).
   void RemoveRegion(void *addr) ADXL_EXCLUDES(regions_mu_, mu_);
 
-  // Starts a batch on endpoint `ep_id` (the plugin's id of `ep`, never
+  // Starts a batch on endpoint `ep_id` (the plugin's id of `eps`, never
   // reused); done(arg, status) runs when it ends (possibly before Post
-  // returns).  Returns false when nothing was started (done is then not
-  // called).
-  bool Post(uint64_t ep_id, ucp_ep_h ep, bool write, const Op *ops, size_t count, DoneFn done, void *arg)
-      ADXL_EXCLUDES(mu_);
+  // returns).  `eps` (n_eps >= 1) are UCP endpoints to the same peer, each
+  // its own connection: message i of the batch goes on eps[i % n_eps], so
+  // that a large batch keeps several connections busy.  They share one
+  // ep_id: a Fence, Abandon or failure of any ends the batch.  Returns
+  // false when nothing was started (done is then not called).
+  bool Post(uint64_t ep_id, const ucp_ep_h *eps, size_t n_eps, bool write, const Op *ops, size_t count, DoneFn done,
+            void *arg) ADXL_EXCLUDES(mu_);
 
   // Stops every batch on ep_id (status `why`): nothing more of them is sent
   // and no answer of theirs is accepted.  No UCP call: call it before
@@ -203,7 +208,7 @@ class AmLane {
   };
   struct Batch {
     uint64_t ep_id = 0;
-    ucp_ep_h ep = nullptr;  // valid until ended (Fence precedes the close)
+    std::vector<ucp_ep_h> eps;  // valid until ended (Fence precedes the close)
     bool write = false;
     size_t next_send = 0;   // messages[next_send..] are not sent yet
     size_t in_window = 0;   // sent, not answered, not ended (counted in in_flight_)

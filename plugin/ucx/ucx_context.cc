@@ -343,11 +343,13 @@ bool UcxParams::ReadEnvironment(std::string *why) {
   // is a busy loop, not a wait.
   constexpr uint64_t kMaxSplitBytes = uint64_t{1} << 62;
   constexpr uint64_t kMaxSpinUs = 1000 * 1000;
-  uint64_t split = cma_split_bytes, spin = cma_spin_us;
+  uint64_t split = cma_split_bytes, spin = cma_spin_us, conns = rdma_connections;
   if (!EnvUnsigned("ADXL_UCX_CMA_SPLIT_BYTES", 1, kMaxSplitBytes, &split, why) ||
-      !EnvUnsigned("ADXL_UCX_CMA_SPIN_US", 0, kMaxSpinUs, &spin, why)) {
+      !EnvUnsigned("ADXL_UCX_CMA_SPIN_US", 0, kMaxSpinUs, &spin, why) ||
+      !EnvUnsigned("ADXL_UCX_RDMA_CONNECTIONS", 1, kMaxRdmaConnections, &conns, why)) {
     return false;
   }
+  rdma_connections = static_cast<unsigned>(conns);
   cma_split_bytes = static_cast<size_t>(split);
   cma_spin_us = static_cast<unsigned>(spin);
   if (const char *proto = getenv("ADXL_UCX_RDMA_PROTOCOL")) {
@@ -381,6 +383,7 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
     return ADXL_PLUGIN_ERR_INVALID;
   }
   ctx->test_ep_destroy_delay_us = params.test_ep_destroy_delay_us;
+  ctx->rdma_connections = params.rdma_connections;
   ucp_config_t *config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) {

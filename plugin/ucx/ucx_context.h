@@ -53,6 +53,10 @@ struct UcxParams {
   unsigned cma_spin_us = CmaLane::kSpinUs;           // ADXL_UCX_CMA_SPIN_US
   enum class RdmaProtocol { kAuto, kAm, kRma };
   RdmaProtocol rdma_protocol = RdmaProtocol::kAuto;  // ADXL_UCX_RDMA_PROTOCOL
+  // ADXL_UCX_RDMA_CONNECTIONS: UCP endpoints (each its own TCP connection)
+  // per link on the RDMA lane over active messages, in [1, kMaxRdmaConnections].
+  static constexpr unsigned kMaxRdmaConnections = 16;
+  unsigned rdma_connections = 1;
   // "test_ep_destroy_delay_us": ep_destroy sleeps this long first, so that a
   // test sees an endpoint teardown in progress (tests/unit/transport_test.cc).
   unsigned test_ep_destroy_delay_us = 0;
@@ -83,6 +87,7 @@ struct adxl_plugin_context {
   // is up, "am" or "rma" on the RDMA lane, UCP's transport list, device memory.
   std::string transports;
   unsigned test_ep_destroy_delay_us = 0;  // UcxParams::test_ep_destroy_delay_us
+  unsigned rdma_connections = 1;          // UcxParams::rdma_connections
 
   // open() and close() of the ABI.  Open returns an ADXL_PLUGIN_* status.
   static int Open(const adxl_plugin_config_t *cfg, adxl_plugin_context **out);

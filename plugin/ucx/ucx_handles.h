@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <ucp/api/ucp.h>
 #include <uct/api/uct.h>
@@ -37,6 +38,10 @@ struct adxl_plugin_ep {
   uint32_t lane = ADXL_PLUGIN_LANE_RDMA;
   ucp_ep_h ep = nullptr;            // RDMA lane; HCCS lane: device memory only
   bool am = false;                  // RDMA lane moves data with am_lane.h
+  // RDMA lane over active messages: `ep` and these further connections to
+  // the same peer (ADXL_UCX_RDMA_CONNECTIONS - 1 of them), all under `id`;
+  // a batch's messages take them in turn (AmLane::Post).
+  std::vector<ucp_ep_h> more_eps;
   CmaLane::Peer *cma_ep = nullptr;  // HCCS lane
   std::atomic<int> mapped_regions{0};  // HCCS lane: peer regions reached by direct mapping
   // ... by what they are (MappedLane::Region::kind): memfd, shm, hugetlbfs, file

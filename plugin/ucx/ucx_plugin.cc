@@ -263,6 +263,17 @@ int EpCreate(adxl_plugin_context_t *ctx, const void *address, size_t len, uint32
   ep->am = ctx->rdma_over_am;  // before the endpoint exists: EpError reads it
   ep->ep = CreateUcpEp(ctx, a.ucp, EpError, ep.get(), &st);
   if (ep->ep == nullptr) return FromUcs(st);
+  // Further connections of the AM lane; a failure to make one fails the
+  // whole endpoint (nothing has been posted on any yet).
+  for (unsigned i = 1; ep->am && i < ctx->rdma_connections; ++i) {
+    ucp_ep_h more = CreateUcpEp(ctx, a.ucp, EpError, ep.get(), &st);
+    if (more == nullptr) {
+      for (ucp_ep_h e : ep->more_eps) CloseUcpEp(ctx, e, true);
+      CloseUcpEp(ctx, ep->ep, true);
+      return FromUcs(st);
+    }
+    ep->more_eps.push_back(more);
+  }
   *out = ep.release();
   return ADXL_PLUGIN_OK;
 }
@@ -277,6 +288,7 @@ void EpDestroy(adxl_plugin_ep_t *ep, int force) {
   if (ep->ep != nullptr) {
     // Nothing more is sent on it from a callback while it closes.
     if (ep->am) ctx->am.Fence(ep->id, ADXL_PLUGIN_ERR_CANCELED);
+    for (ucp_ep_h e : ep->more_eps) CloseUcpEp(ctx, e, force != 0);
     CloseUcpEp(ctx, ep->ep, force != 0);
     // Batches still waiting for answers over this endpoint end now, and no
     // late READ data of theirs is written.
@@ -401,7 +413,9 @@ void PostAm(adxl_plugin_ep_t *ep, bool put, const adxl_plugin_iov_t *iov, size_t
     b->status.store(status, std::memory_order_release);
     b->Unref();
   };
-  if (!ep->ctx->am.Post(ep->id, ep->ep, put, ops.data(), ops.size(), done, batch)) {
+  std::vector<ucp_ep_h> eps(1, ep->ep);
+  eps.insert(eps.end(), ep->more_eps.begin(), ep->more_eps.end());
+  if (!ep->ctx->am.Post(ep->id, eps.data(), eps.size(), put, ops.data(), ops.size(), done, batch)) {
     batch->refs.fetch_sub(1);
     batch->status.store(ADXL_PLUGIN_ERR_NO_RESOURCE);
   }

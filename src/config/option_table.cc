@@ -266,6 +266,10 @@ std::vector<OptionSpec> BuildTable() {
                       "RDMA lane protocol: `am` (active messages into validated addresses) or `rma` (UCP put/get; "
                       "over TCP for measurement and tests only: a `TIMEOUT` does not fence it, docs/contract.md); "
                       "default `rma` where an InfiniBand device exists, else `am`"));
+  t.push_back(EnvOnly("ADXL_UCX_RDMA_CONNECTIONS", "an integer in [1, 16]",
+                      "RDMA lane over active messages: UCP endpoints (each its own connection) per link; the "
+                      "messages of a batch take them in turn, so that one large batch keeps several connections "
+                      "busy (default 1)"));
   return t;
 }
 

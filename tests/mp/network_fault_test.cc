@@ -12,6 +12,8 @@
 //  - both engines finalize cleanly: the target's Finalize returns and its
 //    process exits with status 0 (no UCX assertion about receives left
 //    behind by the fenced endpoint), and so does the initiator's.
+// The stopped-target cases run again with the initiator on three connections
+// per link (ADXL_UCX_RDMA_CONNECTIONS=3): the fence must stop all of them.
 // ADXL_FAULT_ROUNDS (default 2) repeats each case inside one test; the stress
 // script runs the test itself hundreds of times beside a CPU hog.
 #include <sys/wait.h>
@@ -38,6 +40,9 @@ struct Case {
   const char *name;
   bool stopped_target;  // else: a live target and a 1 ms deadline
   TransferOp op;
+  // ADXL_UCX_RDMA_CONNECTIONS of the initiator: the batch's messages take
+  // that many connections in turn, and the fence must close them all.
+  const char *connections = "1";
 };
 
 void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
@@ -103,16 +108,21 @@ class NetworkTimeoutTest : public PeerTest, public ::testing::WithParamInterface
 };
 
 TEST_P(NetworkTimeoutTest, BothSidesUsableAndFinalizeCleanly) {
+  // Read when the initiator's plugin opens (the first StartPeer).
+  setenv("ADXL_UCX_RDMA_CONNECTIONS", GetParam().connections, 1);
   for (int r = 0; r < Rounds() && !HasFatalFailure(); ++r) Round(r);
   // And the initiator finalizes cleanly too (a crash here fails the binary).
   const auto t0 = std::chrono::steady_clock::now();
   engine_.Finalize();
   EXPECT_LT(MsSince(t0), 3000);
+  unsetenv("ADXL_UCX_RDMA_CONNECTIONS");
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, NetworkTimeoutTest,
                          ::testing::Values(Case{"StoppedTargetWrite", true, WRITE}, Case{"StoppedTargetRead", true, READ},
-                                           Case{"LiveTargetWrite", false, WRITE}, Case{"LiveTargetRead", false, READ}),
+                                           Case{"LiveTargetWrite", false, WRITE}, Case{"LiveTargetRead", false, READ},
+                                           Case{"StoppedTargetWrite3Connections", true, WRITE, "3"},
+                                           Case{"StoppedTargetRead3Connections", true, READ, "3"}),
                          [](const ::testing::TestParamInfo<Case> &i) { return std::string(i.param.name); });
 
 }  // namespace

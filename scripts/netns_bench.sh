@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# adxl-bench between two network namespaces joined by PATHS veth pairs (each
+# its own /24, each rate-limited with tc tbf at RATE on both ends): what one
+# link delivers over one path or several.  Needs root, iproute2 and tc.
+#
+#   scripts/netns_bench.sh [PATHS] [RATE] [-- adxl-bench initiator options]
+#     PATHS  veth pairs (default 2)        RATE  tbf rate (default 2gbit; "none": no limit)
+#   env: NET_DEVICES  UCX_NET_DEVICES for both sides: "all" (default: every
+#        interface, what UCX does unset), "first" (the first pair's ends only),
+#        "both" (every pair's ends, named), or a list as UCX takes it; other
+#        UCX_* / ADXL_* variables pass through.
+#
+# Example: UCX_MAX_RNDV_RAILS=2 scripts/netns_bench.sh 2 2gbit -- --block-sizes 1M:1M
+set -euo pipefail
+ADXL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BENCH="${BUILD_DIR:-$ADXL_ROOT/build}/bin/adxl-bench"
+PATHS="${1:-2}"
+RATE="${2:-2gbit}"
+shift $(($# >= 2 ? 2 : $#))
+[[ "${1:-}" == "--" ]] && shift
+[[ -x "$BENCH" ]] || { echo "netns_bench: $BENCH missing; build adxl-bench first" >&2; exit 2; }
+
+id=$$
+ns_a="adxl-bench-a-$id"
+ns_b="adxl-bench-b-$id"
+cleanup() { ip netns del "$ns_a" 2>/dev/null || true; ip netns del "$ns_b" 2>/dev/null || true; }
+trap cleanup EXIT
+ip netns add "$ns_a"
+ip netns add "$ns_b"
+ip -n "$ns_a" link set lo up
+ip -n "$ns_b" link set lo up
+devs_a=() devs_b=()
+for ((i = 0; i < PATHS; ++i)); do
+  va="bna$i$((id % 10000))" vb="bnb$i$((id % 10000))"
+  ip link add "$va" type veth peer name "$vb"
+  ip link set "$va" netns "$ns_a"
+  ip link set "$vb" netns "$ns_b"
+  ip -n "$ns_a" addr add "10.$((223 + i)).$((id % 250 + 1)).1/24" dev "$va"
+  ip -n "$ns_b" addr add "10.$((223 + i)).$((id % 250 + 1)).2/24" dev "$vb"
+  ip -n "$ns_a" link set "$va" up
+  ip -n "$ns_b" link set "$vb" up
+  if [[ "$RATE" != none ]]; then
+    ip netns exec "$ns_a" tc qdisc add dev "$va" root tbf rate "$RATE" burst 256kb latency 20ms
+    ip netns exec "$ns_b" tc qdisc add dev "$vb" root tbf rate "$RATE" burst 256kb latency 20ms
+  fi
+  devs_a+=("$va") devs_b+=("$vb")
+done
+ip_a="10.223.$((id % 250 + 1)).1"
+list() { local IFS=,; echo "$*"; }
+case "${NET_DEVICES:-all}" in
+  all) nd_a=all nd_b=all ;;
+  first) nd_a="${devs_a[0]}" nd_b="${devs_b[0]}" ;;
+  both) nd_a="$(list "${devs_a[@]}")" nd_b="$(list "${devs_b[@]}")" ;;
+  *) nd_a="$NET_DEVICES" nd_b="$NET_DEVICES" ;;
+esac
+echo "netns_bench: $PATHS path(s) at $RATE; UCX_NET_DEVICES A=$nd_a B=$nd_b"
+port=$((27000 + id % 1000))
+UCX_NET_DEVICES="$nd_a" ip netns exec "$ns_a" "$BENCH" --role target --side-channel "$ip_a:$port" \
+  --local-engine "$ip_a:$((port + 1))" >"/tmp/netns_bench_target.$id.log" 2>&1 &
+target=$!
+sleep 1
+UCX_NET_DEVICES="$nd_b" ip netns exec "$ns_b" "$BENCH" --role initiator --side-channel "$ip_a:$port" "$@"
+rc=$?
+wait "$target" || true
+exit $rc

@@ -1,0 +1,113 @@
+// NetnsFixture: two "hosts" on one machine — network namespaces A and B
+// joined by one or more veth pairs, each pair its own /24 subnet (a path),
+// each optionally rate-limited with a tc tbf qdisc on both ends, so that a
+// path behaves like a NIC of a fixed bandwidth.  Tests take a path down and
+// up (`ip link set ... down`: a real partition, the sockets stay open and
+// nothing answers) and run engines in either namespace (PeerIn).
+//
+// A subclass chooses the network by overriding Paths() and RateLimit().
+// Where the network cannot be built (not root, no iproute2/tc, no namespace
+// support) SetUp skips the test and says why.
+#ifndef ADXL_TESTS_SUPPORT_NETNS_FIXTURE_H_
+#define ADXL_TESTS_SUPPORT_NETNS_FIXTURE_H_
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "peer_process.h"
+
+namespace adxl_test {
+
+class NetnsFixture : public ::testing::Test {
+ public:
+  // Runs `cmd` through the shell, output discarded; its exit status.
+  static int Shell(const std::string &cmd) { return system((cmd + " >/dev/null 2>&1").c_str()); }
+
+ protected:
+  // One veth pair between the namespaces.
+  struct Path {
+    std::string veth_a, veth_b;  // the ends in namespace A and B
+    std::string ip_a, ip_b;      // their addresses (x.y.z.1 in A, x.y.z.2 in B)
+  };
+
+  // How many veth pairs join A and B (each its own subnet).
+  virtual int Paths() const { return 1; }
+  // A tbf rate for every path ("2gbit", "400mbit"); empty: no limit.
+  virtual std::string RateLimit() const { return ""; }
+
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+    const std::string id = std::to_string(getpid() % 100000);
+    ns_a_ = "adxl-a-" + id;
+    ns_b_ = "adxl-b-" + id;
+    // /24s of the private range picked from the pid, so that parallel runs
+    // differ; path i uses 10.(213+i).x.0/24.
+    const std::string host = std::to_string(getpid() % 250 + 1);
+    std::vector<std::string> steps = {"ip netns add " + ns_a_, "ip netns add " + ns_b_,
+                                      "ip -n " + ns_a_ + " link set lo up", "ip -n " + ns_b_ + " link set lo up"};
+    for (int i = 0; i < Paths(); ++i) {
+      Path p;
+      p.veth_a = "adxa" + std::to_string(i) + id;
+      p.veth_b = "adxb" + std::to_string(i) + id;
+      const std::string subnet = "10." + std::to_string(213 + i) + "." + host;
+      p.ip_a = subnet + ".1";
+      p.ip_b = subnet + ".2";
+      const std::string more[] = {
+          "ip link add " + p.veth_a + " type veth peer name " + p.veth_b,
+          "ip link set " + p.veth_a + " netns " + ns_a_,
+          "ip link set " + p.veth_b + " netns " + ns_b_,
+          "ip -n " + ns_a_ + " addr add " + p.ip_a + "/24 dev " + p.veth_a,
+          "ip -n " + ns_b_ + " addr add " + p.ip_b + "/24 dev " + p.veth_b,
+          "ip -n " + ns_a_ + " link set " + p.veth_a + " up",
+          "ip -n " + ns_b_ + " link set " + p.veth_b + " up",
+      };
+      steps.insert(steps.end(), std::begin(more), std::end(more));
+      if (!RateLimit().empty()) {
+        // burst: one GSO super-packet (64 KiB) and then some, or tbf drops
+        // it; latency bounds the queue, as a NIC's ring does.
+        const std::string tbf = " root tbf rate " + RateLimit() + " burst 256kb latency 20ms";
+        steps.push_back("ip netns exec " + ns_a_ + " tc qdisc add dev " + p.veth_a + tbf);
+        steps.push_back("ip netns exec " + ns_b_ + " tc qdisc add dev " + p.veth_b + tbf);
+      }
+      paths_.push_back(p);
+    }
+    for (const std::string &s : steps) {
+      if (Shell(s) != 0) {
+        TearDown();
+        GTEST_SKIP() << "cannot build the test network ('" << s << "' failed): no namespace or tc support here";
+      }
+    }
+    made_ = true;
+  }
+
+  void TearDown() override {
+    // Deleting a namespace removes its ends of the veth pairs, and with them the pairs.
+    if (!ns_a_.empty()) Shell("ip netns del " + ns_a_);
+    if (!ns_b_.empty()) Shell("ip netns del " + ns_b_);
+  }
+
+  // Takes path i down (or up) at both ends: no packet passes, no socket is told.
+  bool SetPath(size_t i, bool up) {
+    const std::string state = up ? " up" : " down";
+    return Shell("ip -n " + ns_a_ + " link set " + paths_.at(i).veth_a + state) == 0 &&
+           Shell("ip -n " + ns_b_ + " link set " + paths_.at(i).veth_b + state) == 0;
+  }
+
+  // An engine process (adxl_test_peer) in namespace `ns`.
+  std::unique_ptr<PeerProcess> PeerIn(const std::string &ns, const std::vector<std::string> &env = {}) {
+    return std::make_unique<PeerProcess>(env, std::vector<std::string>{"ip", "netns", "exec", ns});
+  }
+
+  std::string ns_a_, ns_b_;
+  std::vector<Path> paths_;
+  bool made_ = false;
+};
+
+}  // namespace adxl_test
+
+#endif  // ADXL_TESTS_SUPPORT_NETNS_FIXTURE_H_
