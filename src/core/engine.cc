@@ -126,7 +126,13 @@ Status Engine::Initialize(const AscendString &local_engine, const std::map<Ascen
 }
 
 void Engine::Finalize() {
+  // Calls that start from now on fail, and those in flight end now: a link
+  // shut down (as Disconnect does, without a log line per link) cancels its
+  // transport endpoint, which ends every request on it (see finalizing_).
+  finalizing_.store(true);
+  for (const auto &link : links_.Connected()) link->Shutdown();
   WriterLock life(&life_mu_);
+  finalizing_.store(false);
   if (!initialized_.exchange(false)) return;
   std::vector<std::shared_ptr<Link>> links = links_.TakeAll();
   const Clock::time_point bye_deadline = Clock::now() + kByeDeadline;
@@ -166,8 +172,8 @@ void Engine::Finalize() {
 }
 
 bool Engine::Ready(const char *api) const {
-  if (initialized_.load()) return true;
-  ADXL_ERROR("%s: engine is not initialized", api);
+  if (initialized_.load() && !finalizing_.load()) return true;
+  ADXL_ERROR("%s: engine is not initialized%s", api, initialized_.load() ? " (Finalize is running)" : "");
   return false;
 }
 

@@ -128,13 +128,23 @@ class Engine : public ControlHandler {
   // Closes older server ends of the client named `from` (a restarted peer).
   void ForgetEarlierIncarnations(const std::shared_ptr<ControlConn> &conn, const std::string &from);
   void HandleClient(const std::shared_ptr<ControlConn> &conn, wire::Message &msg);
-  // The lifecycle check of API calls; logs when not initialized.
+  // The lifecycle check of API calls; logs when not initialized (or being
+  // finalized).
   bool Ready(const char *api) const;
   // Every peer's counters and which have a link now (no lock held after).
   StatsView ReadStats();
 
   SharedMutex life_mu_;
   std::atomic<bool> initialized_{false};
+  // Set by Finalize while it waits for life_mu_.  API calls hold life_mu_
+  // shared for their whole length, and the lock (std::shared_mutex: glibc's
+  // rwlock prefers readers) lets new readers in while a writer waits, so
+  // calls from other threads, one after another, would keep Finalize out
+  // for as long as they come; and a TransferSync against a stopped peer
+  // would hold it until its deadline.  While set, calls that start fail
+  // (Ready), and Finalize has shut down every link (its endpoint
+  // cancelled), which ends the calls in flight.
+  std::atomic<bool> finalizing_{false};
   // Set by Initialize before initialized_ and constant until Finalize.
   EngineName name_;
   std::string node_id_;
