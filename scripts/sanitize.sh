@@ -12,7 +12,10 @@
 # other finding fails the run (halt_on_error / exitcode).
 # Usage: scripts/sanitize.sh [asan|tsan]...   (default: both)
 # Environment: ASAN_BUILD_DIR, TSAN_BUILD_DIR; extra ctest arguments in
-# SANITIZE_CTEST_ARGS.
+# SANITIZE_CTEST_ARGS; ASAN_TIME_SCALE (default 3) and TSAN_TIME_SCALE
+# (default 5): the ADXL_TEST_TIME_SCALE each phase runs with, the factor by
+# which the tests widen their timing bounds (tests/support/time_scale.h;
+# instrumented code runs several times slower).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 ASAN_BUILD_DIR="${ASAN_BUILD_DIR:-$ADXL_ROOT/build-asan}"
@@ -71,11 +74,12 @@ for mode in "${modes[@]}"; do
     # reports (memory referenced from TLS alone), never hide one.
     export LSAN_OPTIONS="use_tls=0:suppressions=$SUPP/lsan.supp:print_suppressions=0"
     export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$SUPP/ubsan.supp"
+    export ADXL_TEST_TIME_SCALE="${ASAN_TIME_SCALE:-3}"
     (cd "$ASAN_BUILD_DIR" && ctest --output-on-failure --no-tests=error -E "$ASAN_EXCLUDE|$ASAN_NO_LEAK_CHECK" ${SANITIZE_CTEST_ARGS:-})
     # Still under ASan+UBSan, without leak detection: see ASAN_NO_LEAK_CHECK.
     (cd "$ASAN_BUILD_DIR" && ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" \
       ctest --output-on-failure --no-tests=error -R "$ASAN_NO_LEAK_CHECK" ${SANITIZE_CTEST_ARGS:-})
-    unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS
+    unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS ADXL_TEST_TIME_SCALE
     ;;
   tsan)
     cmake -S "$ADXL_ROOT" -B "$TSAN_BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -92,11 +96,12 @@ for mode in "${modes[@]}"; do
     # cache invalidation, which host memory over cma/tcp does not need; the
     # engine's own code is the same with them off.
     export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_EVENTS=no
+    export ADXL_TEST_TIME_SCALE="${TSAN_TIME_SCALE:-5}"
     (cd "$TSAN_BUILD_DIR" && ctest --output-on-failure --no-tests=error -R "$TSAN_TESTS" -E "$TSAN_EXCLUDE" ${SANITIZE_CTEST_ARGS:-})
     # The soak (not a ctest entry), shorter: 4 engine processes, each with its
     # control, plugin and application threads.
     ADXL_SOAK_SECONDS="${TSAN_SOAK_SECONDS:-20}" "$TSAN_BUILD_DIR/bin/adxl_soak"
-    unset TSAN_OPTIONS
+    unset TSAN_OPTIONS ADXL_TEST_TIME_SCALE
     ;;
   *) echo "sanitize.sh: unknown mode $mode (asan|tsan)" >&2; exit 2 ;;
   esac

@@ -16,6 +16,7 @@
 #include "adxl/adxl_engine.h"
 #include "pattern.h"
 #include "peer_process.h"
+#include "time_scale.h"
 #include "timeout_checks.h"
 
 namespace adxl_test {
