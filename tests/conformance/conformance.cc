@@ -33,6 +33,7 @@ const std::vector<Lane> &AllLanes() {
        false,
        false,
        false,
+       false,
        false},
   };
   return lanes;
@@ -109,7 +110,7 @@ adxl::TransferStatus Conformance::WaitFor(adxl::TransferReq req, adxl::Status *r
   adxl::TransferStatus st = adxl::TransferStatus::WAITING;
   adxl::Status last = adxl::SUCCESS;
   const auto t0 = std::chrono::steady_clock::now();
-  while (MsSince(t0) < 10000) {
+  while (MsSince(t0) < ScaledMs(10000)) {
     last = engine_.GetTransferStatus(req, st);
     if (last != adxl::SUCCESS || st != adxl::TransferStatus::WAITING) break;
   }

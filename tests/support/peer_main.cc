@@ -21,6 +21,9 @@
 //   lane <remote>                    "ok <lane> <transports>" of the link (adxl_ext.h)
 //   regions <remote>                 "ok <count> <addr>:<len>:<path> ..." (adxl_ext.h GetLinkRegions)
 //   finalize                         Finalize
+//   holdfds <ms>                     forks a child that keeps this process's sockets open for <ms> ms
+//                                    (stdio closed): once this process is killed, its peers see no
+//                                    closed connection and learn of the death only from the transport
 //   exit                             exit(0) without Finalize (like a crash, but clean stdout)
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -28,6 +31,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -237,6 +241,21 @@ int main() {
       } else {
         ReplyStatus(st);
       }
+    } else if (cmd == "holdfds") {
+      int ms = 0;
+      in >> ms;
+      const pid_t child = ms > 0 ? fork() : -1;
+      if (child == 0) {
+        // Only async-signal-safe calls in the child of a threaded process.
+        close(0);
+        close(1);
+        close(2);
+        close(g_reply_fd);
+        timespec ts{ms / 1000, (ms % 1000) * 1000000L};
+        nanosleep(&ts, nullptr);
+        _exit(0);
+      }
+      Reply(child > 0 ? "ok" : "err holdfds needs a time > 0 and a fork that works");
     } else if (cmd == "finalize") {
       engine.Finalize();
       Reply("ok");

@@ -53,10 +53,15 @@ class PeerProcess {
   // Starts the peer with extra environment entries ("K=V"), run through
   // `prefix` when given (e.g. {"ip", "netns", "exec", "ns1"}).
   explicit PeerProcess(const std::vector<std::string> &env = {}, const std::vector<std::string> &prefix = {}) {
+    // A command written to a peer that died must fail that test (Command
+    // returns ""), not end the whole test program with SIGPIPE.
+    static const bool sigpipe_ignored = signal(SIGPIPE, SIG_IGN) != SIG_ERR;
+    (void)sigpipe_ignored;
     int in[2], out[2];
     if (pipe(in) != 0 || pipe(out) != 0) return;
     pid_ = fork();
     if (pid_ == 0) {
+      signal(SIGPIPE, SIG_DFL);  // the peer itself keeps the default
       dup2(in[0], 0);
       dup2(out[1], 1);
       close(in[1]);
