@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds in build/, runs the whole test suite with
-# ctest, the fuzzers, clang's thread-safety analysis, the fault tests
-# repeated under load (stress.sh), the soak, then the sanitizer runs.  Exits
-# non-zero on any failure, and when no test ran.
+# ctest, the pip install of the Python packages, the fuzzers, clang's
+# thread-safety analysis, the fault tests repeated under load (stress.sh),
+# the soak, then the sanitizer runs.  Exits non-zero on any failure, and
+# when no test ran.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 adxl_build
@@ -10,6 +11,11 @@ cd "$BUILD_DIR"
 # Serial: several tests time heartbeats and deadlines, which parallel runs
 # on a small machine (CI has 2 cores) would upset.
 ctest --output-on-failure --no-tests=error "$@"
+# The README's pip line: the wheel built from ./python into a venv on
+# Debian's python3, the packages checked from there (the ctest
+# install_package checks the `cmake --install` route and fails when the
+# Python packages were not built).
+"$ADXL_ROOT/tests/install/check_pip.sh" "$BUILD_DIR" "$ADXL_ROOT"
 "$ADXL_ROOT/scripts/fuzz.sh"
 # Clang's thread-safety analysis over the annotated sources (clang comes
 # with fuzz.sh).
