@@ -9,8 +9,13 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 adxl_build
 cd "$BUILD_DIR"
 # Serial: several tests time heartbeats and deadlines, which parallel runs
-# on a small machine (CI has 2 cores) would upset.
-ctest --output-on-failure --no-tests=error "$@"
+# on a small machine (CI has 2 cores) would upset.  Left to stress.sh below,
+# which runs the very same commands on this build many times, beside a CPU
+# hog: the kill-during-traffic test on both lanes (STRESS_ITERATIONS runs
+# each) and the 64-peer connect storm on both lanes (twice each).
+STRESS_ITERATIONS="${ADXL_STRESS_ITERATIONS:-50}"
+((STRESS_ITERATIONS >= 1)) || { echo "test.sh: ADXL_STRESS_ITERATIONS must be >= 1" >&2; exit 2; }
+ctest --output-on-failure --no-tests=error -E '^(Lanes/KillTargetTest\..*|storm_64_(hccs|rdma))$' "$@"
 # The README's pip line: the wheel built from ./python into a venv on
 # Debian's python3, the packages checked from there (the ctest
 # install_package checks the `cmake --install` route and fails when the
@@ -23,7 +28,7 @@ ctest --output-on-failure --no-tests=error "$@"
 # Fault tests repeated beside a CPU hog: kill -9 during traffic on both
 # lanes, TIMEOUT against stopped and live targets (50 iterations here;
 # scripts/stress.sh 500 for the full run).
-"$ADXL_ROOT/scripts/stress.sh" "${ADXL_STRESS_ITERATIONS:-50}"
+"$ADXL_ROOT/scripts/stress.sh" "$STRESS_ITERATIONS"
 # Soak: 4 engines in full mesh, random sizes, every byte checked, flat RSS
 # (ADXL_SOAK_SECONDS, default 60).
 "$BUILD_DIR/bin/adxl_soak"
