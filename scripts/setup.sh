@@ -10,6 +10,7 @@ BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}"
 
 ADXL_PACKAGES=(build-essential cmake pkg-config libucx-dev ucx-utils libhwloc-dev libgtest-dev
                nlohmann-json3-dev python3 iproute2 pybind11-dev python3-dev python3-pytest
+               python3-venv python3-setuptools python3-wheel
                libopenmpi-dev openmpi-bin libssl-dev)
 
 adxl_install_packages() {

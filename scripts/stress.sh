@@ -24,9 +24,41 @@ set -uo pipefail
 ADXL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ADXL_ROOT/build}"
 ITERATIONS="${1:-500}"
+[[ "$ITERATIONS" =~ ^[1-9][0-9]*$ ]] || { echo "stress: ITERATIONS must be a positive integer, not '$ITERATIONS'" >&2; exit 2; }
 LIMIT_S=120
 TESTS="$BUILD_DIR/bin/adxl_mp_tests"
+STORM="$BUILD_DIR/bin/adxl-storm"
 [[ -x "$TESTS" ]] || { echo "stress: $TESTS missing; build first (scripts/test.sh)" >&2; exit 2; }
+[[ -x "$STORM" ]] || { echo "stress: $STORM missing; build first (scripts/test.sh)" >&2; exit 2; }
+
+# The gtest cases, "name|filter" each.  A filter that matches no test makes
+# gtest run nothing and exit 0, so a renamed test would silently leave the
+# stress run green: every filter is checked to select at least one test
+# before anything runs.
+KILL_CASES=(
+  'KillTarget/HccsLane|Lanes/KillTargetTest.*/HCCS'
+  'KillTarget/RdmaLaneOverTcp|Lanes/KillTargetTest.*/RdmaOverTcp'
+)
+PER_CASE_CASES=()  # ITERATIONS/5 runs each
+for c in StoppedTargetWrite StoppedTargetRead LiveTargetWrite LiveTargetRead StoppedTargetWrite3Connections \
+  StoppedTargetRead3Connections; do
+  PER_CASE_CASES+=("NetworkTimeout/$c|Cases/NetworkTimeoutTest.*/$c")
+done
+PARTITION_CASE='Partition/LinkDownUp|NetnsPartitionTest.LinkDown*'
+unmatched=0
+for c in "${KILL_CASES[@]}" "${PER_CASE_CASES[@]}" "$PARTITION_CASE"; do
+  filter="${c#*|}"
+  # --gtest_list_tests prints "Suite." lines and an indented line per test.
+  if ! listing="$("$TESTS" --gtest_list_tests --gtest_filter="$filter" 2>&1)"; then
+    echo "stress: listing the tests of filter '$filter' failed: $listing" >&2
+    exit 2
+  fi
+  if ! grep -q '^  ' <<<"$listing"; then
+    echo "stress: case ${c%%|*}: filter '$filter' matches no test in $TESTS" >&2
+    unmatched=$((unmatched + 1))
+  fi
+done
+((unmatched == 0)) || { echo "stress: $unmatched filter(s) match no test; nothing was run" >&2; exit 2; }
 
 hogs=()
 for ((i = 1; i < $(nproc); ++i)); do
@@ -66,19 +98,19 @@ run_command() {  # name runs command...
 }
 
 echo "stress: $ITERATIONS iterations beside ${#hogs[@]} CPU hog(s); logs of failed runs in $logdir"
-run_case KillTarget/HccsLane 'Lanes/KillTargetTest.*/HCCS' "$ITERATIONS"
-run_case KillTarget/RdmaLaneOverTcp 'Lanes/KillTargetTest.*/RdmaOverTcp' "$ITERATIONS"
-per_case=$(( ITERATIONS / 5 > 0 ? ITERATIONS / 5 : 1 ))
-for c in StoppedTargetWrite StoppedTargetRead LiveTargetWrite LiveTargetRead StoppedTargetWrite3Connections \
-  StoppedTargetRead3Connections; do
-  run_case "NetworkTimeout/$c" "Cases/NetworkTimeoutTest.*/$c" "$per_case" ADXL_FAULT_ROUNDS=1
+for c in "${KILL_CASES[@]}"; do
+  run_case "${c%%|*}" "${c#*|}" "$ITERATIONS"
 done
-run_case Partition/LinkDownUp 'NetnsPartitionTest.LinkDown*' "$per_case"
+per_case=$(( ITERATIONS / 5 > 0 ? ITERATIONS / 5 : 1 ))
+for c in "${PER_CASE_CASES[@]}"; do
+  run_case "${c%%|*}" "${c#*|}" "$per_case" ADXL_FAULT_ROUNDS=1
+done
+run_case "${PARTITION_CASE%%|*}" "${PARTITION_CASE#*|}" "$per_case"
 storm_runs=$(( ITERATIONS / 100 > 2 ? ITERATIONS / 100 : 2 ))
 for lane in hccs rdma; do
-  if [[ -x "$BUILD_DIR/bin/adxl-storm" ]]; then
-    run_command "ConnectStorm64/$lane" "$storm_runs" "$BUILD_DIR/bin/adxl-storm" --peers 64 --lane "$lane" --idle-ms 200
-  fi
+  # The arguments of the ctest entries storm_64_* (tools/storm/CMakeLists.txt),
+  # which scripts/test.sh leaves to this script.
+  run_command "ConnectStorm64/$lane" "$storm_runs" "$STORM" --peers 64 --lane "$lane" --idle-ms 500
 done
 if ((total_fail > 0)); then
   echo "stress: $total_fail run(s) failed or hung" >&2

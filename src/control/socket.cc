@@ -49,11 +49,6 @@ NetResult WaitFor(int fd, short events, Clock::time_point deadline) {
 
 }  // namespace
 
-void Fd::Reset() {
-  if (fd_ >= 0) close(fd_);
-  fd_ = -1;
-}
-
 Fd ListenTcp(const std::string &host, bool ipv6, uint16_t port, std::string *why) {
   sockaddr_storage ss;
   socklen_t len = MakeAddr(host, ipv6, port, &ss);

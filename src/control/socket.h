@@ -1,4 +1,4 @@
-// TCP helpers for the control channel: an owning fd, listen, connect and
+// TCP helpers for the control channel: listen, connect and
 // whole-buffer send/receive with deadlines.  Sockets are non-blocking;
 // the helpers poll, so no call here waits past its deadline.
 #ifndef ADXL_SRC_CONTROL_SOCKET_H_
@@ -9,37 +9,11 @@
 #include <cstdint>
 #include <string>
 
+#include "common/fd.h"
+
 namespace adxl {
 
 using Clock = std::chrono::steady_clock;
-
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { Reset(); }
-  Fd(Fd &&o) noexcept : fd_(o.Release()) {}
-  Fd &operator=(Fd &&o) noexcept {
-    if (this != &o) {
-      Reset();
-      fd_ = o.Release();
-    }
-    return *this;
-  }
-  Fd(const Fd &) = delete;
-  Fd &operator=(const Fd &) = delete;
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int Release() {
-    int f = fd_;
-    fd_ = -1;
-    return f;
-  }
-  void Reset();
-
- private:
-  int fd_ = -1;
-};
 
 enum class NetResult { kOk, kRefused, kTimeout, kError };
 

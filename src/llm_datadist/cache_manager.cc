@@ -42,13 +42,22 @@ bool SameKey(const CacheKey &a, const CacheKey &b) {
   return a.req_id == b.req_id && a.model_id == b.model_id && a.prefix_id == b.prefix_id;
 }
 
-Status CacheManager::Impl::BeginLocked(OpContext *ctx) {
-  if (!live || stopping) return LLM_FAILED;
+Status CacheManager::Impl::BeginLocked(const char *what, OpContext *ctx, OpGuard *guard) {
+  if (!live || stopping) {
+    ADXL_ERROR("%s: the cache layer is not initialized, or is finalizing", what);
+    return LLM_FAILED;
+  }
   ++busy;
+  guard->Activate();
   ctx->engine = engine;
   ctx->timeout_ms = timeout_ms;
   ctx->cluster_id = cluster_id;
   return LLM_SUCCESS;
+}
+
+Status CacheManager::Impl::Begin(const char *what, OpContext *ctx, OpGuard *guard) {
+  adxl::MutexLock lock(&mu);
+  return BeginLocked(what, ctx, guard);
 }
 
 void CacheManager::Impl::EndOp() {
@@ -393,9 +402,8 @@ Status CacheManager::UnregisterCache(int64_t cache_id) {
   std::vector<adxl::MemHandle> handles;
   {
     adxl::MutexLock lock(&impl_->mu);
-    Status s = impl_->BeginLocked(&ctx);
+    Status s = impl_->BeginLocked("UnregisterCache", &ctx, &guard);
     if (s != LLM_SUCCESS) return s;
-    guard.Activate();
     auto it = impl_->caches.find(cache_id);
     if (it == impl_->caches.end()) {
       ADXL_ERROR("UnregisterCache: cache %ld is not registered", static_cast<long>(cache_id));
@@ -422,7 +430,7 @@ Status CacheManager::GetNotifies(std::vector<adxl::NotifyDesc> &notifies) {
   return LLM_SUCCESS;
 }
 
-// ---- Python-surface additions (issue 14, items 1 and 3): RemoveCacheKey (CheckLinkStatus: links.cc) ----
+// ---- Python-surface additions: RemoveCacheKey (CheckLinkStatus: links.cc) ----
 // No network I/O: RemoveCacheKey rewrites the local cache table.
 
 Status CacheManager::RemoveCacheKey(const CacheKey &key) {

@@ -133,7 +133,7 @@ class CacheManager {
   Status TransferCacheAsync(const Cache &src, std::shared_ptr<LayerSynchronizer> synchronizer,
                             const std::vector<TransferTarget> &targets, const std::vector<uint64_t> &src_blocks,
                             const std::vector<uint64_t> &dst_blocks, uint64_t dst_block_bytes, CacheTask &task);
-  // ---- Python-surface additions (issue 14, items 1 and 3) ----
+  // ---- Python-surface additions ----
   // Withdraws `key` (registered by this cluster with RegisterCache): peers can
   // no longer pull its batch entry by key (the entry stays addressable by
   // CacheKeyByIdAndIndex).  LLM_KV_CACHE_NOT_EXIST when no cache holds it.

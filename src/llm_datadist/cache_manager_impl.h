@@ -92,6 +92,8 @@ struct TaskWorker {
 };
 
 // What an operation doing I/O outside Impl::mu takes with it.
+class OpGuard;
+
 struct OpContext {
   adxl::AdxlEngine *engine = nullptr;
   int32_t timeout_ms = 1000;
@@ -120,9 +122,14 @@ class CacheManager::Impl {
   std::vector<adxl::NotifyDesc> kept ADXL_GUARDED_BY(mu);
   std::vector<TaskWorker> workers ADXL_GUARDED_BY(mu);
 
-  // Starts an operation that will do I/O outside mu: LLM_FAILED when not
-  // live (or finalizing); else counts it in busy and fills *ctx.
-  Status BeginLocked(OpContext *ctx) ADXL_REQUIRES(mu);
+  // The start of every entry point that does I/O outside mu: LLM_FAILED,
+  // with a log line naming the call (`what`), when not live (or
+  // finalizing); else counts the call in busy (Finalize waits for it), fills
+  // *ctx and arms *guard, which ends the count when it goes.  Begin takes
+  // mu for the start alone; BeginLocked is for a call that goes on reading
+  // the manager's state under the same hold.
+  Status BeginLocked(const char *what, OpContext *ctx, OpGuard *guard) ADXL_REQUIRES(mu);
+  Status Begin(const char *what, OpContext *ctx, OpGuard *guard) ADXL_EXCLUDES(mu);
   void EndOp() ADXL_EXCLUDES(mu);
 
   Status Start(const char *what) ADXL_REQUIRES(mu);
@@ -147,7 +154,7 @@ class CacheManager::Impl {
 Status RefreshLink(const OpContext &ctx, RemoteLink &link, bool refresh,
                    std::shared_ptr<const std::vector<CacheRecord>> *records) ADXL_EXCLUDES(link.mu);
 
-// Scoped operation: EndOp at destruction when Begin succeeded.
+// Scoped operation: EndOp at destruction when Begin / BeginLocked armed it.
 class OpGuard {
  public:
   explicit OpGuard(CacheManager::Impl *impl) : impl_(impl) {}

@@ -373,9 +373,8 @@ Status CacheManager::TransferCacheAsync(const Cache &src, std::shared_ptr<LayerS
   OpGuard guard(impl_.get());
   {
     adxl::MutexLock lock(&impl_->mu);
-    Status s = impl_->BeginLocked(&job->ctx);
+    Status s = impl_->BeginLocked(what, &job->ctx, &guard);
     if (s != LLM_SUCCESS) return s;
-    guard.Activate();
     auto it = impl_->caches.find(src.cache_id);
     if (it == impl_->caches.end()) {
       ADXL_ERROR("%s: local cache %ld is not registered", what, static_cast<long>(src.cache_id));

@@ -88,100 +88,95 @@ Status LinkOne(const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms, s
   return s;
 }
 
+// Links (or unlinks) one cluster; the manager's lock is not held.
+using ClusterStep = Status (*)(CacheManager::Impl *impl, const OpContext &ctx, const ClusterInfo &c,
+                               int32_t timeout_ms);
+
+// What LinkClusters and UnlinkClusters share: the start of the call, the
+// timeout check, one `step` per cluster with its status in rets, and the
+// first failure as the result.
+Status ForEachCluster(CacheManager::Impl *impl, const char *what, const std::vector<ClusterInfo> &clusters,
+                      std::vector<Status> &rets, int32_t timeout_ms, ClusterStep step) ADXL_EXCLUDES(impl->mu) {
+  rets.assign(clusters.size(), LLM_FAILED);
+  OpContext ctx;
+  OpGuard guard(impl);
+  Status s = impl->Begin(what, &ctx, &guard);
+  if (s != LLM_SUCCESS) return s;
+  if (timeout_ms <= 0) {
+    ADXL_ERROR("%s: timeout %d ms must be > 0", what, timeout_ms);
+    rets.assign(clusters.size(), LLM_PARAM_INVALID);
+    return LLM_PARAM_INVALID;
+  }
+  Status first = LLM_SUCCESS;
+  for (size_t i = 0; i < clusters.size(); ++i) {
+    rets[i] = step(impl, ctx, clusters[i], timeout_ms);
+    if (first == LLM_SUCCESS) first = rets[i];
+  }
+  return first;
+}
+
+// Reserves the cluster id (so that a concurrent call sees it as linked),
+// connects and reads the peer's table without the lock, then records the
+// link or drops the reservation.
+Status LinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms)
+    ADXL_EXCLUDES(impl->mu) {
+  {
+    adxl::MutexLock lock(&impl->mu);
+    if (c.remote_cluster_id == impl->cluster_id) {
+      ADXL_ERROR("LinkClusters: cluster %lu is this process's own cluster",
+                 static_cast<unsigned long>(c.remote_cluster_id));
+      return LLM_PARAM_INVALID;
+    }
+    if (impl->links.count(c.remote_cluster_id) != 0 || impl->linking.count(c.remote_cluster_id) != 0) {
+      ADXL_ERROR("LinkClusters: cluster %lu is already linked", static_cast<unsigned long>(c.remote_cluster_id));
+      return LLM_ALREADY_LINK;
+    }
+    impl->linking.insert(c.remote_cluster_id);  // reserved while we connect without the lock
+  }
+  std::shared_ptr<RemoteLink> rc;
+  Status s = LinkOne(ctx, c, timeout_ms, &rc);
+  adxl::MutexLock lock(&impl->mu);
+  impl->linking.erase(c.remote_cluster_id);
+  if (s == LLM_SUCCESS) impl->links.emplace(c.remote_cluster_id, std::move(rc));
+  return s;
+}
+
+// Takes the link out of the table (new transfers see LLM_NOT_YET_LINK from
+// then on), tells the peer and disconnects without the lock.
+Status UnlinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms)
+    ADXL_EXCLUDES(impl->mu) {
+  std::shared_ptr<RemoteLink> link;
+  {
+    adxl::MutexLock lock(&impl->mu);
+    auto it = impl->links.find(c.remote_cluster_id);
+    if (it != impl->links.end()) {
+      link = std::move(it->second);
+      impl->links.erase(it);
+    }
+  }
+  if (!link) {
+    ADXL_ERROR("UnlinkClusters: cluster %lu is not linked", static_cast<unsigned long>(c.remote_cluster_id));
+    return LLM_NOT_YET_LINK;
+  }
+  ctx.engine->SendNotify(link->engine.c_str(), {kUnlinkNotify, std::to_string(ctx.cluster_id).c_str()}, timeout_ms);
+  const Status d = ctx.engine->Disconnect(link->engine.c_str(), timeout_ms);
+  adxl::MutexLock lock(&link->mu);  // a metadata refresh in flight on this link ends first
+  return d != adxl::SUCCESS && d != adxl::NOT_CONNECTED ? FromEngine(d) : LLM_SUCCESS;
+}
+
 }  // namespace
 
 Status CacheManager::LinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
                                   int32_t timeout_ms) {
-  rets.assign(clusters.size(), LLM_FAILED);
-  OpContext ctx;
-  OpGuard guard(impl_.get());
-  {
-    adxl::MutexLock lock(&impl_->mu);
-    Status s = impl_->BeginLocked(&ctx);
-    if (s != LLM_SUCCESS) return s;
-    guard.Activate();
-  }
-  if (timeout_ms <= 0) {
-    ADXL_ERROR("LinkClusters: timeout %d ms must be > 0", timeout_ms);
-    rets.assign(clusters.size(), LLM_PARAM_INVALID);
-    return LLM_PARAM_INVALID;
-  }
-  Status first = LLM_SUCCESS;
-  for (size_t i = 0; i < clusters.size(); ++i) {
-    const ClusterInfo &c = clusters[i];
-    Status s = LLM_SUCCESS;
-    {
-      adxl::MutexLock lock(&impl_->mu);
-      if (c.remote_cluster_id == impl_->cluster_id) {
-        ADXL_ERROR("LinkClusters: cluster %lu is this process's own cluster",
-                 static_cast<unsigned long>(c.remote_cluster_id));
-        s = LLM_PARAM_INVALID;
-      } else if (impl_->links.count(c.remote_cluster_id) != 0 || impl_->linking.count(c.remote_cluster_id) != 0) {
-        ADXL_ERROR("LinkClusters: cluster %lu is already linked", static_cast<unsigned long>(c.remote_cluster_id));
-        s = LLM_ALREADY_LINK;
-      } else {
-        impl_->linking.insert(c.remote_cluster_id);  // reserved while we connect without the lock
-      }
-    }
-    if (s == LLM_SUCCESS) {
-      std::shared_ptr<RemoteLink> rc;
-      s = LinkOne(ctx, c, timeout_ms, &rc);
-      adxl::MutexLock lock(&impl_->mu);
-      impl_->linking.erase(c.remote_cluster_id);
-      if (s == LLM_SUCCESS) impl_->links.emplace(c.remote_cluster_id, std::move(rc));
-    }
-    rets[i] = s;
-    if (first == LLM_SUCCESS) first = s;
-  }
-  return first;
+  return ForEachCluster(impl_.get(), "LinkClusters", clusters, rets, timeout_ms, LinkStep);
 }
 
 Status CacheManager::UnlinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
                                     int32_t timeout_ms) {
-  rets.assign(clusters.size(), LLM_FAILED);
-  OpContext ctx;
-  OpGuard guard(impl_.get());
-  {
-    adxl::MutexLock lock(&impl_->mu);
-    Status s = impl_->BeginLocked(&ctx);
-    if (s != LLM_SUCCESS) return s;
-    guard.Activate();
-  }
-  if (timeout_ms <= 0) {
-    ADXL_ERROR("UnlinkClusters: timeout %d ms must be > 0", timeout_ms);
-    rets.assign(clusters.size(), LLM_PARAM_INVALID);
-    return LLM_PARAM_INVALID;
-  }
-  Status first = LLM_SUCCESS;
-  for (size_t i = 0; i < clusters.size(); ++i) {
-    std::shared_ptr<RemoteLink> link;
-    {
-      adxl::MutexLock lock(&impl_->mu);
-      auto it = impl_->links.find(clusters[i].remote_cluster_id);
-      if (it != impl_->links.end()) {
-        link = std::move(it->second);
-        impl_->links.erase(it);  // new transfers see LLM_NOT_YET_LINK from here on
-      }
-    }
-    Status s = LLM_SUCCESS;
-    if (!link) {
-      ADXL_ERROR("UnlinkClusters: cluster %lu is not linked",
-               static_cast<unsigned long>(clusters[i].remote_cluster_id));
-      s = LLM_NOT_YET_LINK;
-    } else {
-      ctx.engine->SendNotify(link->engine.c_str(), {kUnlinkNotify, std::to_string(ctx.cluster_id).c_str()},
-                             timeout_ms);
-      Status d = ctx.engine->Disconnect(link->engine.c_str(), timeout_ms);
-      if (d != adxl::SUCCESS && d != adxl::NOT_CONNECTED) s = FromEngine(d);
-      adxl::MutexLock lock(&link->mu);  // a metadata refresh in flight on this link ends first
-    }
-    rets[i] = s;
-    if (first == LLM_SUCCESS) first = s;
-  }
-  return first;
+  return ForEachCluster(impl_.get(), "UnlinkClusters", clusters, rets, timeout_ms, UnlinkStep);
 }
 
-// Python-surface addition (issue 14): is the link healthy?
+// Is the link healthy?  (check_link_status in Python)
 Status CacheManager::CheckLinkStatus(uint64_t remote_cluster_id) {
   // GetLinkInfo only reads the engine's link table (no network I/O); it
   // runs outside mu all the same, as every call into the engine does.
@@ -195,8 +190,7 @@ Status CacheManager::CheckLinkStatus(uint64_t remote_cluster_id) {
       ADXL_ERROR("CheckLinkStatus: cluster %lu is not linked", static_cast<unsigned long>(remote_cluster_id));
       return LLM_NOT_YET_LINK;
     }
-    if (impl_->BeginLocked(&ctx) != LLM_SUCCESS) return LLM_FAILED;
-    guard.Activate();
+    if (impl_->BeginLocked("CheckLinkStatus", &ctx, &guard) != LLM_SUCCESS) return LLM_FAILED;
     name = it->second->engine;
   }
   adxl::ext::LinkInfo info;

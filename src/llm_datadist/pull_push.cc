@@ -75,9 +75,8 @@ Status PlanAndRun(
   OpGuard guard(impl);
   {
     adxl::MutexLock lock(&impl->mu);
-    Status s = impl->BeginLocked(&ctx);
+    Status s = impl->BeginLocked(what, &ctx, &guard);
     if (s != LLM_SUCCESS) return s;
-    guard.Activate();
     s = impl->LocalAndLink(what, local_in, remote_cluster, &local, &link);
     if (s != LLM_SUCCESS) return s;
   }

@@ -3,7 +3,7 @@
 // malformed frames.  The files are checked in; this program is how they were
 // made, and how to remake them after a change of the wire format:
 //
-//   g++ -std=c++17 -I src tests/fuzz/make_corpus.cc src/control/wire.cc -o /tmp/make_corpus
+//   g++ -std=c++17 -I src -I tests/support tests/fuzz/make_corpus.cc src/control/wire.cc -o /tmp/make_corpus
 //   /tmp/make_corpus tests/fuzz/corpus
 //
 // (from the repository root; not part of the CMake build).
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "control/wire.h"
+#include "wire_frames.h"
 
 using namespace adxl::wire;
 
@@ -27,21 +28,9 @@ std::string Enc(uint64_t seq, Body body) {
   return out;
 }
 
-void PutLe(std::string *s, uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) s->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-std::string Header(uint16_t type, uint32_t len, uint32_t magic = kMagic, uint16_t version = kVersion,
-                   uint64_t seq = 1) {
-  std::string s;
-  PutLe(&s, magic, 4);
-  PutLe(&s, version, 2);
-  PutLe(&s, type, 2);
-  PutLe(&s, len, 4);
-  PutLe(&s, 0, 4);
-  PutLe(&s, seq, 8);
-  return s;
-}
+// Malformed frames byte by byte (tests/support/wire_frames.h).
+using adxl_test::wire_frames::Header;
+using adxl_test::wire_frames::PutLe;
 
 Region MakeRegion(uint64_t id, uint64_t addr, uint64_t len, uint32_t type, std::string rkey) {
   Region r;
@@ -128,12 +117,12 @@ int main(int argc, char **argv) {
   Write(dir, "trunc_second_frame", Enc(0, Ping{}) + hello_ack.substr(0, 40));
 
   // Malformed frames.
-  Write(dir, "bad_magic", Header(7, 0, 0x50545448 /* "HTTP" */));
-  Write(dir, "bad_version", Header(7, 0, kMagic, kVersion + 1));
-  Write(dir, "bad_version_1", Header(7, 0, kMagic, 1));  // a peer of wire version 1 (no access control)
+  Write(dir, "bad_magic", Header(7, 0, 1, kVersion, 0x50545448 /* "HTTP" */));
+  Write(dir, "bad_version", Header(7, 0, 1, kVersion + 1));
+  Write(dir, "bad_version_1", Header(7, 0, 1, 1));  // a peer of wire version 1 (no access control)
   Write(dir, "bad_type_0", Header(0, 0));
   Write(dir, "bad_type_14", Header(14, 4) + std::string(4, '\0'));
-  Write(dir, "bad_version_2", Header(7, 0, kMagic, 2));  // a peer of wire version 2 (no TableRequest)
+  Write(dir, "bad_version_2", Header(7, 0, 1, 2));  // a peer of wire version 2 (no TableRequest)
   Write(dir, "bad_table_request_payload", Header(13, 1) + "x");
   Write(dir, "bad_huge_length", Header(1, 0xfffffff0u));
   Write(dir, "bad_length_over_limit", Header(1, static_cast<uint32_t>(kMaxPayload + 1)));
@@ -195,7 +184,7 @@ int main(int argc, char **argv) {
     PutLe(&p, 0, 4);
     Write(dir, "bad_hello_ack_regions_short", Header(2, static_cast<uint32_t>(p.size())) + p);
   }
-  Write(dir, "bad_after_valid", Enc(0, Ping{}) + Header(7, 0, kMagic, 0));
+  Write(dir, "bad_after_valid", Enc(0, Ping{}) + Header(7, 0, 1, 0));
   Write(dir, "garbage_text", "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
   {
     std::string g;  // deterministic binary noise

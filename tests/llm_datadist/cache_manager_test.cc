@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -130,6 +131,35 @@ TEST(CacheManagerRules, LifecycleAndRegistration) {
   m.Finalize();
   m.Finalize();
   EXPECT_EQ(m.UnregisterCache(c.cache_id), LLM_FAILED);
+}
+
+// The shared start of the calls that do I/O outside the manager's lock:
+// after Finalize each fails with LLM_FAILED and one log line naming it.
+TEST(CacheManagerRules, CallsAfterFinalizeFailWithOneLineNamingThem) {
+  CacheManager m;
+  ASSERT_EQ(m.Initialize(1, "127.0.0.1:" + std::to_string(FreePort())), LLM_SUCCESS);
+  m.Finalize();
+  std::vector<Status> rets;
+  CacheTask task;
+  const std::vector<std::pair<const char *, std::function<Status()>>> calls = {
+      {"LinkClusters", [&] { return m.LinkClusters({{2, "127.0.0.1:1"}}, rets); }},
+      {"UnlinkClusters", [&] { return m.UnlinkClusters({{2, "127.0.0.1:1"}}, rets); }},
+      {"UnregisterCache", [&] { return m.UnregisterCache(1); }},
+      {"PullCache", [&] { return m.PullCache(CacheKey{2, 5}, Cache{}); }},
+      {"TransferCacheAsync", [&] { return m.TransferCacheAsync(Cache{}, nullptr, {}, {}, {}, 0, task); }},
+      {"CheckLinkStatus", [&] { return m.CheckLinkStatus(2); }},
+  };
+  for (const auto &call : calls) {
+    testing::internal::CaptureStderr();
+    const Status s = call.second();
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(s, LLM_FAILED) << call.first;
+    size_t lines = 0;
+    for (size_t p = err.find(" ERROR "); p != std::string::npos; p = err.find(" ERROR ", p + 1)) ++lines;
+    EXPECT_EQ(lines, 1u) << call.first << ": " << err;
+    EXPECT_NE(err.find(call.first), std::string::npos) << call.first << ": " << err;
+  }
+  EXPECT_EQ(rets, std::vector<Status>(1, LLM_FAILED));  // UnlinkClusters' per-cluster result
 }
 
 TEST(CacheManagerRules, AtMost240Addresses) {

@@ -26,6 +26,7 @@
 
 #include "adxl/adxl_ext.h"
 #include "mp_fixture.h"
+#include "wire_frames.h"
 
 using namespace adxl;
 using namespace adxl_test;
@@ -391,29 +392,13 @@ TEST_F(AuthTest, TokenNeverCrossesTheWire) {
 
 // ----------------------------------------------------- raw, by hand on the wire
 
-void PutLe(std::string *s, uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) s->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-uint64_t GetLe(const std::string &s, size_t off, int n) {
-  uint64_t v = 0;
-  for (int i = 0; i < n && off + i < s.size(); ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(s[off + i])) << (8 * i);
-  return v;
-}
-std::string Str(const std::string &v) {
-  std::string s;
-  PutLe(&s, v.size(), 4);
-  return s + v;
-}
-std::string Frame(uint16_t type, const std::string &payload, uint64_t seq) {
-  std::string s;
-  PutLe(&s, 0x4c584441, 4);
-  PutLe(&s, 3, 2);  // wire version 3
-  PutLe(&s, type, 2);
-  PutLe(&s, payload.size(), 4);
-  PutLe(&s, 0, 4);
-  PutLe(&s, seq, 8);
-  return s + payload;
-}
+// Valid frames from the engine's encoder, headers read byte by byte
+// (tests/support/wire_frames.h).
+using adxl_test::wire_frames::Code;
+using adxl_test::wire_frames::Encoded;
+using adxl_test::wire_frames::GetLe;
+using adxl_test::wire_frames::HeaderFields;
+using adxl_test::wire_frames::ParseHeader;
 
 // Reads one frame (header + payload) within 3 s; false on EOF or timeout.
 bool ReadFrame(int fd, uint16_t *type, std::string *payload) {
@@ -430,9 +415,10 @@ bool ReadFrame(int fd, uint16_t *type, std::string *payload) {
     return true;
   };
   std::string h;
-  if (!read_exact(24, &h)) return false;
-  *type = static_cast<uint16_t>(GetLe(h, 6, 2));
-  return read_exact(GetLe(h, 8, 4), payload);
+  if (!read_exact(wire::kHeaderSize, &h)) return false;
+  const HeaderFields f = ParseHeader(h);
+  *type = f.type;
+  return read_exact(f.length, payload);
 }
 
 bool ClosedByServer(int fd) {
@@ -471,20 +457,19 @@ void ExpectBareRefusal(const std::string &p) {
 
 TEST_F(AuthTest, UnauthenticatedRawClientsGetNoRegionTable) {
   StartPeer(RandomToken());
-  const std::string hello_head = Str("127.0.0.1:1") + Str(peer_name_) + Str("raw-node");
+  // A Hello without a token, and one that claims a token (kHelloAuth) with a nonce.
+  const wire::Hello no_token{"127.0.0.1:1", peer_name_, "raw-node", 0, ""};
+  const wire::Hello with_token{"127.0.0.1:1", peer_name_, "raw-node", wire::kHelloAuth, std::string(32, 'n')};
   {
     // No token: refused at once, nothing about the engine in the answer.
     int fd = Dial(port_);
     ASSERT_GE(fd, 0);
-    std::string hello = hello_head;
-    PutLe(&hello, 0, 4);
-    hello += Str("");
-    std::string f = Frame(1, hello, 1);
+    std::string f = Encoded(1, no_token);
     ASSERT_EQ(send(fd, f.data(), f.size(), MSG_NOSIGNAL), static_cast<ssize_t>(f.size()));
     uint16_t type = 0;
     std::string p;
     ASSERT_TRUE(ReadFrame(fd, &type, &p));
-    EXPECT_EQ(type, 2);  // HelloAck
+    EXPECT_EQ(type, Code(wire::Type::kHelloAck));
     ExpectBareRefusal(p);
     EXPECT_TRUE(ClosedByServer(fd));
     close(fd);
@@ -493,20 +478,17 @@ TEST_F(AuthTest, UnauthenticatedRawClientsGetNoRegionTable) {
     // Claims a token, answers the challenge with a guessed proof: refused.
     int fd = Dial(port_);
     ASSERT_GE(fd, 0);
-    std::string hello = hello_head;
-    PutLe(&hello, 1, 4);
-    hello += Str(std::string(32, 'n'));
-    std::string f = Frame(1, hello, 1);
+    std::string f = Encoded(1, with_token);
     ASSERT_EQ(send(fd, f.data(), f.size(), MSG_NOSIGNAL), static_cast<ssize_t>(f.size()));
     uint16_t type = 0;
     std::string p;
     ASSERT_TRUE(ReadFrame(fd, &type, &p));
-    ASSERT_EQ(type, 11);  // AuthChallenge
+    ASSERT_EQ(type, Code(wire::Type::kAuthChallenge));
     EXPECT_EQ(GetLe(p, 0, 4), 32u);
-    f = Frame(12, Str(std::string(32, '\0')), 2);
+    f = Encoded(2, wire::AuthResponse{std::string(32, '\0')});
     ASSERT_EQ(send(fd, f.data(), f.size(), MSG_NOSIGNAL), static_cast<ssize_t>(f.size()));
     ASSERT_TRUE(ReadFrame(fd, &type, &p));
-    EXPECT_EQ(type, 2);
+    EXPECT_EQ(type, Code(wire::Type::kHelloAck));
     ExpectBareRefusal(p);
     EXPECT_TRUE(ClosedByServer(fd));
     close(fd);
@@ -515,15 +497,12 @@ TEST_F(AuthTest, UnauthenticatedRawClientsGetNoRegionTable) {
     // Claims a token, then skips the proof: closed without an answer.
     int fd = Dial(port_);
     ASSERT_GE(fd, 0);
-    std::string hello = hello_head;
-    PutLe(&hello, 1, 4);
-    hello += Str(std::string(32, 'n'));
-    std::string f = Frame(1, hello, 1) + Frame(7, "", 0);  // Hello, then a Ping
+    std::string f = Encoded(1, with_token) + Encoded(0, wire::Ping{});  // Hello, then a Ping
     ASSERT_EQ(send(fd, f.data(), f.size(), MSG_NOSIGNAL), static_cast<ssize_t>(f.size()));
     uint16_t type = 0;
     std::string p;
     ASSERT_TRUE(ReadFrame(fd, &type, &p));
-    ASSERT_EQ(type, 11);
+    ASSERT_EQ(type, Code(wire::Type::kAuthChallenge));
     EXPECT_FALSE(ReadFrame(fd, &type, &p)) << "answered with type " << type;
     close(fd);
   }

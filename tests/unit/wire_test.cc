@@ -11,11 +11,21 @@
 #include <variant>
 #include <vector>
 
+#include "wire_frames.h"
+
 namespace adxl {
 namespace wire {
 namespace {
 
 using Result = FrameReader::Result;
+// The byte-by-byte builders (tests/support/wire_frames.h): independent of
+// Encode, so comparing the two checks the encoder against the documented layout.
+using adxl_test::wire_frames::Code;
+using adxl_test::wire_frames::Frame;
+using adxl_test::wire_frames::GetLe;
+using adxl_test::wire_frames::Header;
+using adxl_test::wire_frames::PutLe;
+using adxl_test::wire_frames::Str;
 
 // ------------------------------------------------------------------ helpers
 
@@ -30,35 +40,6 @@ Message Msg(uint64_t seq, Body body) {
   m.seq = seq;
   m.body = std::move(body);
   return m;
-}
-
-void PutLe(std::string *s, uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) s->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-uint64_t GetLe(const std::string &s, size_t off, int n) {
-  uint64_t v = 0;
-  for (int i = 0; i < n; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(s[off + i])) << (8 * i);
-  return v;
-}
-
-// A raw frame with every header field chosen by the test.
-std::string RawFrame(uint16_t type, const std::string &payload, uint32_t magic = kMagic,
-                     uint16_t version = kVersion, uint64_t seq = 1) {
-  std::string s;
-  PutLe(&s, magic, 4);
-  PutLe(&s, version, 2);
-  PutLe(&s, type, 2);
-  PutLe(&s, payload.size(), 4);
-  PutLe(&s, 0, 4);
-  PutLe(&s, seq, 8);
-  return s + payload;
-}
-
-std::string Str(const std::string &v) {
-  std::string s;
-  PutLe(&s, v.size(), 4);
-  return s + v;
 }
 
 void ExpectSameRegion(const Region &a, const Region &b) {
@@ -190,7 +171,7 @@ TEST(WireTest, HeaderLayoutIsLittleEndianAsDocumented) {
   EXPECT_EQ(f.substr(0, 4), "ADXL");
   EXPECT_EQ(GetLe(f, 0, 4), kMagic);
   EXPECT_EQ(GetLe(f, 4, 2), kVersion);
-  EXPECT_EQ(GetLe(f, 6, 2), static_cast<uint16_t>(Type::kAck));
+  EXPECT_EQ(GetLe(f, 6, 2), Code(Type::kAck));
   EXPECT_EQ(GetLe(f, 8, 4), 4u);  // payload length
   EXPECT_EQ(GetLe(f, 12, 4), 0u);  // reserved
   EXPECT_EQ(GetLe(f, 16, 8), 0x0102030405060708ull);
@@ -220,12 +201,12 @@ TEST(WireTest, TypeCodesAreStable) {
   EXPECT_EQ(TypeOf(AuthResponse{}), Type::kAuthResponse);
   EXPECT_EQ(TypeOf(TableRequest{}), Type::kTableRequest);
   EXPECT_EQ(TypeOf(MetadataUpdate{}), Type::kMetadataUpdate);
-  EXPECT_EQ(static_cast<uint16_t>(Type::kMetadataUpdate), 14);
-  EXPECT_EQ(static_cast<uint16_t>(Type::kTableRequest), 13);
-  EXPECT_EQ(static_cast<uint16_t>(Type::kHello), 1);
-  EXPECT_EQ(static_cast<uint16_t>(Type::kBye), 10);
-  EXPECT_EQ(static_cast<uint16_t>(Type::kAuthChallenge), 11);
-  EXPECT_EQ(static_cast<uint16_t>(Type::kAuthResponse), 12);
+  EXPECT_EQ(Code(Type::kMetadataUpdate), 14);
+  EXPECT_EQ(Code(Type::kTableRequest), 13);
+  EXPECT_EQ(Code(Type::kHello), 1);
+  EXPECT_EQ(Code(Type::kBye), 10);
+  EXPECT_EQ(Code(Type::kAuthChallenge), 11);
+  EXPECT_EQ(Code(Type::kAuthResponse), 12);
   EXPECT_STREQ(TypeName(Type::kAuthChallenge), "AuthChallenge");
   EXPECT_STREQ(TypeName(Type::kAuthResponse), "AuthResponse");
   EXPECT_STREQ(TypeName(Type::kHelloAck), "HelloAck");
@@ -276,7 +257,7 @@ TEST(WireTest, DecodePayloadDecodesWhatEncodeWrote) {
     std::string f = EncodeOrDie(m);
     Body got;
     std::string why;
-    ASSERT_TRUE(DecodePayload(static_cast<uint16_t>(TypeOf(m.body)),
+    ASSERT_TRUE(DecodePayload(Code(TypeOf(m.body)),
                               reinterpret_cast<const uint8_t *>(f.data()) + kHeaderSize, f.size() - kHeaderSize,
                               &got, &why))
         << why;
@@ -488,17 +469,26 @@ void ExpectError(const std::string &bytes) {
 }
 
 TEST(WireTest, RawFrameHelperMatchesEncode) {
-  // Guards the helpers the malformed-frame tests use.
+  // Guards the builders the malformed-frame tests use, here and in the
+  // multi-process tests (tests/support/wire_frames.h).
   std::string payload;
   PutLe(&payload, 7, 4);
-  EXPECT_EQ(RawFrame(static_cast<uint16_t>(Type::kAck), payload, kMagic, kVersion, 3), EncodeOrDie(Msg(3, Ack{7})));
-  EXPECT_EQ(RawFrame(static_cast<uint16_t>(Type::kNotify), Str("a") + Str("bc")),
+  EXPECT_EQ(Frame(Code(Type::kAck), payload, 3), EncodeOrDie(Msg(3, Ack{7})));
+  EXPECT_EQ(Frame(Code(Type::kNotify), Str("a") + Str("bc")),
             EncodeOrDie(Msg(1, Notify{"a", "bc"})));
+  EXPECT_EQ(adxl_test::wire_frames::Encoded(3, Ack{7}), EncodeOrDie(Msg(3, Ack{7})));
+  EXPECT_EQ(adxl_test::wire_frames::Encoded(1, Notify{std::string(kMaxString + 1, 'n'), ""}), "");
+  const auto h = adxl_test::wire_frames::ParseHeader(EncodeOrDie(Msg(0x0102030405060708ull, Notify{"a", "bc"})));
+  EXPECT_EQ(h.magic, kMagic);
+  EXPECT_EQ(h.version, kVersion);
+  EXPECT_EQ(h.type, Code(Type::kNotify));
+  EXPECT_EQ(h.length, Str("a").size() + Str("bc").size());
+  EXPECT_EQ(h.seq, 0x0102030405060708ull);
 }
 
 TEST(WireTest, BadMagicIsError) {
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kPing), "", 0x4c584442));
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kPing), "", 0));
+  ExpectError(Frame(Code(Type::kPing), "", 1, kVersion, 0x4c584442));
+  ExpectError(Frame(Code(Type::kPing), "", 1, kVersion, 0));
   std::string f = EncodeOrDie(Msg(1, Ping{}));
   f[0] = 'a';
   ExpectError(f);
@@ -510,28 +500,22 @@ TEST(WireTest, BadMagicIsErrorAsSoonAsHeaderArrives) {
 }
 
 TEST(WireTest, BadVersionIsError) {
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kPing), "", kMagic, 0));
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kPing), "", kMagic, kVersion + 1));
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kPing), "", kMagic, 0xffff));
+  ExpectError(Frame(Code(Type::kPing), "", 1, 0));
+  ExpectError(Frame(Code(Type::kPing), "", 1, kVersion + 1));
+  ExpectError(Frame(Code(Type::kPing), "", 1, 0xffff));
 }
 
 TEST(WireTest, UnknownTypeIsError) {
-  ExpectError(RawFrame(0, ""));
-  ExpectError(RawFrame(11, ""));
-  ExpectError(RawFrame(15, ""));
-  ExpectError(RawFrame(15, std::string(4, '\0')));
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kTableRequest), std::string(4, '\0')));  // has no payload
-  ExpectError(RawFrame(0xffff, "abcd"));
+  ExpectError(Frame(0, ""));
+  ExpectError(Frame(11, ""));
+  ExpectError(Frame(15, ""));
+  ExpectError(Frame(15, std::string(4, '\0')));
+  ExpectError(Frame(Code(Type::kTableRequest), std::string(4, '\0')));  // has no payload
+  ExpectError(Frame(0xffff, "abcd"));
 }
 
 TEST(WireTest, PayloadLengthOverLimitIsErrorBeforePayloadArrives) {
-  std::string h;
-  PutLe(&h, kMagic, 4);
-  PutLe(&h, kVersion, 2);
-  PutLe(&h, static_cast<uint16_t>(Type::kNotify), 2);
-  PutLe(&h, kMaxPayload + 1, 4);
-  PutLe(&h, 0, 4);
-  PutLe(&h, 1, 8);
+  std::string h = Header(Code(Type::kNotify), kMaxPayload + 1);
   ExpectError(h);  // header only: must not wait for 4 MiB
   std::string h2 = h;
   h2[8] = h2[9] = h2[10] = h2[11] = '\xff';  // length 0xffffffff
@@ -539,13 +523,7 @@ TEST(WireTest, PayloadLengthOverLimitIsErrorBeforePayloadArrives) {
 }
 
 TEST(WireTest, PayloadLengthAtLimitWaitsForMore) {
-  std::string h;
-  PutLe(&h, kMagic, 4);
-  PutLe(&h, kVersion, 2);
-  PutLe(&h, static_cast<uint16_t>(Type::kNotify), 2);
-  PutLe(&h, kMaxPayload, 4);
-  PutLe(&h, 0, 4);
-  PutLe(&h, 1, 8);
+  std::string h = Header(Code(Type::kNotify), kMaxPayload);
   FrameReader r;
   r.Feed(h.data(), h.size());
   Message got;
@@ -555,25 +533,25 @@ TEST(WireTest, PayloadLengthAtLimitWaitsForMore) {
 
 TEST(WireTest, StringLengthPrefixLargerThanRestIsError) {
   // Notify whose first string claims 100 bytes, but only 10 follow.
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kNotify), [] {
+  ExpectError(Frame(Code(Type::kNotify), [] {
     std::string p;
     PutLe(&p, 100, 4);
     return p + std::string(10, 'x');
   }()));
   // Second string of a Hello claims more than is left.
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kHello), [] {
+  ExpectError(Frame(Code(Type::kHello), [] {
     std::string p = Str("a");
     PutLe(&p, 5, 4);
     return p + "abc";
   }()));
   // A string length over kMaxString.
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kNotify), [] {
+  ExpectError(Frame(Code(Type::kNotify), [] {
     std::string p;
     PutLe(&p, kMaxString + 1, 4);
     return p + std::string(kMaxString + 1, 'x') + Str("");
   }()));
   // A string length of 0xffffffff.
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kNotify), [] {
+  ExpectError(Frame(Code(Type::kNotify), [] {
     std::string p;
     PutLe(&p, 0xffffffffu, 4);
     return p;
@@ -581,14 +559,14 @@ TEST(WireTest, StringLengthPrefixLargerThanRestIsError) {
 }
 
 TEST(WireTest, TruncatedFixedFieldsAreError) {
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kAck), "abc"));       // u32 needs 4
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kRegionDel), "abcdefg"));  // u64 needs 8
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kAck), ""));
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kHello), ""));
+  ExpectError(Frame(Code(Type::kAck), "abc"));       // u32 needs 4
+  ExpectError(Frame(Code(Type::kRegionDel), "abcdefg"));  // u64 needs 8
+  ExpectError(Frame(Code(Type::kAck), ""));
+  ExpectError(Frame(Code(Type::kHello), ""));
   // RegionAdd cut inside the region.
   std::string f = EncodeOrDie(Msg(1, RegionAdd{MakeRegion(1, 2, 3, 0, "key")}));
   std::string payload = f.substr(kHeaderSize, 20);
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kRegionAdd), payload));
+  ExpectError(Frame(Code(Type::kRegionAdd), payload));
 }
 
 TEST(WireTest, HelloAckRegionCountLargerThanRegionsIsError) {
@@ -597,7 +575,7 @@ TEST(WireTest, HelloAckRegionCountLargerThanRegionsIsError) {
   p += Str("node") + Str("addr");
   PutLe(&p, 2, 4);  // claims two regions
   std::string one = EncodeOrDie(Msg(1, RegionAdd{MakeRegion(1, 2, 3, 0, "k")})).substr(kHeaderSize);
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kHelloAck), p + one));
+  ExpectError(Frame(Code(Type::kHelloAck), p + one));
 }
 
 TEST(WireTest, HelloAckRegionCountOverLimitIsError) {
@@ -609,7 +587,7 @@ TEST(WireTest, HelloAckRegionCountOverLimitIsError) {
   const std::string one = EncodeOrDie(Msg(1, RegionAdd{MakeRegion(1, 2, 3, 0, "k")})).substr(kHeaderSize);
   for (size_t i = 0; i < kMaxRegions + 1; ++i) p += one;
   ASSERT_LE(p.size(), kMaxPayload);
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kHelloAck), p));
+  ExpectError(Frame(Code(Type::kHelloAck), p));
 }
 
 TEST(WireTest, TrailingBytesInsidePayloadAreError) {
@@ -617,8 +595,8 @@ TEST(WireTest, TrailingBytesInsidePayloadAreError) {
   for (const Message &m : AllSamples()) {
     SCOPED_TRACE(TypeName(TypeOf(m.body)));
     std::string payload = EncodeOrDie(m).substr(kHeaderSize);
-    ExpectError(RawFrame(static_cast<uint16_t>(TypeOf(m.body)), payload + std::string(1, '\0')));
-    ExpectError(RawFrame(static_cast<uint16_t>(TypeOf(m.body)), payload + "garbage"));
+    ExpectError(Frame(Code(TypeOf(m.body)), payload + std::string(1, '\0')));
+    ExpectError(Frame(Code(TypeOf(m.body)), payload + "garbage"));
   }
 }
 
@@ -626,13 +604,13 @@ TEST(WireTest, HelloLivenessPairOfZerosIsError) {
   // The encoder leaves a (0, 0) pair out, so a frame carrying one would be a
   // second encoding of the same Hello: refused (found by the wire fuzzer).
   const std::string bare = EncodeOrDie(Msg(1, Hello{"a", "b", "n", 0, ""})).substr(kHeaderSize);
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kHello), bare + std::string(8, '\0')));
+  ExpectError(Frame(Code(Type::kHello), bare + std::string(8, '\0')));
   // One of the two set is a real pair and round-trips.
   std::string half = bare + std::string(4, '\0');
   half += std::string("\x10\x27\0\0", 4);  // dead_after_ms = 10000
   Body out;
   std::string why;
-  ASSERT_TRUE(DecodePayload(static_cast<uint16_t>(Type::kHello), reinterpret_cast<const uint8_t *>(half.data()),
+  ASSERT_TRUE(DecodePayload(Code(Type::kHello), reinterpret_cast<const uint8_t *>(half.data()),
                             half.size(), &out, &why))
       << why;
   EXPECT_EQ(std::get<Hello>(out).heartbeat_ms, 0u);
@@ -642,7 +620,7 @@ TEST(WireTest, HelloLivenessPairOfZerosIsError) {
 
 TEST(WireTest, ErrorInSecondFrameAfterGoodFirst) {
   std::string stream = EncodeOrDie(Msg(1, Ack{0}));
-  stream += RawFrame(static_cast<uint16_t>(Type::kAck), "toolong");
+  stream += Frame(Code(Type::kAck), "toolong");
   FrameReader r;
   r.Feed(stream.data(), stream.size());
   Message got;
@@ -659,10 +637,10 @@ TEST(WireTest, DecodePayloadRejectsUnknownTypeAndTrailingBytes) {
   EXPECT_FALSE(DecodePayload(42, bytes, 0, &out, &why));
   EXPECT_FALSE(why.empty());
   why.clear();
-  EXPECT_FALSE(DecodePayload(static_cast<uint16_t>(Type::kPing), bytes, 1, &out, &why));
+  EXPECT_FALSE(DecodePayload(Code(Type::kPing), bytes, 1, &out, &why));
   EXPECT_FALSE(why.empty());
   why.clear();
-  EXPECT_TRUE(DecodePayload(static_cast<uint16_t>(Type::kRegionDel), bytes, 8, &out, &why)) << why;
+  EXPECT_TRUE(DecodePayload(Code(Type::kRegionDel), bytes, 8, &out, &why)) << why;
   EXPECT_EQ(std::get<RegionDel>(out).id, 0u);
 }
 
@@ -679,37 +657,37 @@ TEST(WireTest, AuthFieldsOverLimitAreRefusedBothWays) {
   EXPECT_FALSE(Encode(Msg(1, ack), &out));
   EXPECT_TRUE(out.empty());
   // The decoder refuses the same fields by hand.
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kAuthChallenge), Str(too_long)));
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kAuthResponse), Str(too_long)));
+  ExpectError(Frame(Code(Type::kAuthChallenge), Str(too_long)));
+  ExpectError(Frame(Code(Type::kAuthResponse), Str(too_long)));
   std::string hello = Str("a") + Str("b") + Str("n");
   PutLe(&hello, kHelloAuth, 4);
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kHello), hello + Str(too_long)));
+  ExpectError(Frame(Code(Type::kHello), hello + Str(too_long)));
   std::string ack_p;
   PutLe(&ack_p, 0, 4);
   ack_p += Str("") + Str("");
   PutLe(&ack_p, 0, 4);
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kHelloAck), ack_p + Str(too_long)));
+  ExpectError(Frame(Code(Type::kHelloAck), ack_p + Str(too_long)));
   // At the limit: accepted.
   EXPECT_TRUE(Encode(Msg(1, AuthResponse{std::string(kMaxAuthField, 'x')}), &out));
 }
 
 TEST(WireTest, Version1LayoutsOfHelloAndHelloAckAreErrors) {
   // Hello without flags and nonce, HelloAck without the proof.
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kHello), Str("a") + Str("b") + Str("n")));
+  ExpectError(Frame(Code(Type::kHello), Str("a") + Str("b") + Str("n")));
   std::string ack_p;
   PutLe(&ack_p, 0, 4);
   ack_p += Str("") + Str("");
   PutLe(&ack_p, 0, 4);
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kHelloAck), ack_p));
+  ExpectError(Frame(Code(Type::kHelloAck), ack_p));
   // A version-2 HelloAck (the proof, then no metadata count) is an error too.
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kHelloAck), ack_p + Str("")));
+  ExpectError(Frame(Code(Type::kHelloAck), ack_p + Str("")));
   // And a frame of wire version 1 is refused by its header.
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kPing), "", kMagic, 1));
+  ExpectError(Frame(Code(Type::kPing), "", 1, 1));
 }
 
 TEST(WireTest, AuthMessagesHaveTheDocumentedLayout) {
   std::string f = EncodeOrDie(Msg(2, AuthResponse{"pq"}));
-  EXPECT_EQ(GetLe(f, 6, 2), static_cast<uint16_t>(Type::kAuthResponse));
+  EXPECT_EQ(GetLe(f, 6, 2), Code(Type::kAuthResponse));
   EXPECT_EQ(f.substr(kHeaderSize), Str("pq"));
   f = EncodeOrDie(Msg(1, Hello{"f", "t", "n", kHelloAuth, "nonce"}));
   std::string want = Str("f") + Str("t") + Str("n");
@@ -735,17 +713,17 @@ TEST(WireTest, MetadataOverItsLimitsIsRefusedBothWays) {
   EXPECT_TRUE(out.empty());
   std::string p = Str("n");
   PutLe(&p, 1, 8);
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kMetadataUpdate), p));  // blob missing
+  ExpectError(Frame(Code(Type::kMetadataUpdate), p));  // blob missing
   std::string big = Str(std::string(kMaxMetadataName + 1, 'n'));
   PutLe(&big, 1, 8);
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kMetadataUpdate), big + Str("")));
+  ExpectError(Frame(Code(Type::kMetadataUpdate), big + Str("")));
   std::string ack_p;
   PutLe(&ack_p, 0, 4);
   ack_p += Str("") + Str("");
   PutLe(&ack_p, 0, 4);
   ack_p += Str("");
   PutLe(&ack_p, kMaxMetadataEntries + 1, 4);
-  ExpectError(RawFrame(static_cast<uint16_t>(Type::kHelloAck), ack_p));
+  ExpectError(Frame(Code(Type::kHelloAck), ack_p));
 }
 
 }  // namespace

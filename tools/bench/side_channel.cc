@@ -53,11 +53,6 @@ void NoDelay(int fd) {
 
 }  // namespace
 
-void Fd::Reset() {
-  if (fd_ >= 0) close(fd_);
-  fd_ = -1;
-}
-
 std::string Message::Get(const std::string &key) const {
   auto it = fields.find(key);
   return it == fields.end() ? std::string() : it->second;

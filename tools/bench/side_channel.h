@@ -14,39 +14,15 @@
 #include <map>
 #include <string>
 
+#include "common/fd.h"
+
 namespace bench {
 
 // 2: device directions (device=, daddr=, mem=); 3: tcp baseline (tcp=, tcp_port=)
 constexpr int kSideChannelVersion = 3;
 
-// Owns a file descriptor.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { Reset(); }
-  Fd(Fd &&o) noexcept : fd_(o.Release()) {}
-  Fd &operator=(Fd &&o) noexcept {
-    if (this != &o) {
-      Reset();
-      fd_ = o.Release();
-    }
-    return *this;
-  }
-  Fd(const Fd &) = delete;
-  Fd &operator=(const Fd &) = delete;
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int Release() {
-    int f = fd_;
-    fd_ = -1;
-    return f;
-  }
-  void Reset();
-
- private:
-  int fd_ = -1;
-};
+// The engine's owning file descriptor (src/common/fd.h, header-only).
+using adxl::Fd;
 
 struct Message {
   std::string verb;

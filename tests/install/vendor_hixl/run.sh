@@ -82,6 +82,10 @@ g++ "${flags[@]}" -o "$work/via-lld-pc" "$here/adxl_via_llm_datadist.cpp" \
     $(pkg-config --cflags --libs llm_datadist adxl-acl-host)
 "$work/via-lld-pc" "$(free_ports)" >/dev/null
 # One engine per process: the vendor names lead to libadxl itself.
-if ldd "$work/via-lld-pc" | grep -q "cann_hixl"; then echo "FAILED: a second engine library"; exit 1; fi
-ldd "$work/quickstart-pc" | grep -q "libadxl.so" || { echo "FAILED: -lcann_hixl does not lead to libadxl"; exit 1; }
+# (ldd's output read whole first: `ldd | grep -q` under pipefail fails when
+# grep stops reading early and ldd gets SIGPIPE.)
+libs="$(ldd "$work/via-lld-pc")"
+if grep -q "cann_hixl" <<<"$libs"; then echo "FAILED: a second engine library"; exit 1; fi
+libs="$(ldd "$work/quickstart-pc")"
+grep -q "libadxl.so" <<<"$libs" || { echo "FAILED: -lcann_hixl does not lead to libadxl"; exit 1; }
 echo "ok: pkg-config cann_hixl / llm_datadist / adxl-acl-host"

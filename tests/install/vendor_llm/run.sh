@@ -45,6 +45,9 @@ pair pull "$b/prompt_pull $port" "$b/decoder_pull $port"
 pair push "$b/decoder_push $port" "$b/prompt_push $port $((port + 1))"
 pair switch_role "$b/switch_role_a $port $((port + 1))" "$b/switch_role_b $port $((port + 1))"
 # The programs link only the vendor's names: libllm_datadist leads to libadxl, acl_rt to the emulation.
-ldd "$b/prompt_pull" | grep -q "libllm_datadist.so" || { echo "FAILED: prompt_pull does not link libllm_datadist"; exit 1; }
-ldd "$b/prompt_pull" | grep -q "adxl-acl-host/lib/libascendcl.so" ||
+# (ldd's output read whole first: `ldd | grep -q` under pipefail fails when
+# grep stops reading early and ldd gets SIGPIPE.)
+libs="$(ldd "$b/prompt_pull")"
+grep -q "libllm_datadist.so" <<<"$libs" || { echo "FAILED: prompt_pull does not link libllm_datadist"; exit 1; }
+grep -q "adxl-acl-host/lib/libascendcl.so" <<<"$libs" ||
   { echo "FAILED: prompt_pull does not link the host ACL emulation"; exit 1; }
