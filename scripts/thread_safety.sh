@@ -13,8 +13,15 @@ FLAGS=(-std=c++17 -fsyntax-only -Wthread-safety -Wthread-safety-beta -Werror=thr
        -Iinclude -Isrc -Isrc/llm_datadist -Iplugin/ucx -Iemulation/acl/include -Iemulation/acl/src
        $(pkg-config --cflags ucx))
 for bad in tests/thread_safety/must_not_compile*.cc; do
-  if "$CLANG" "${FLAGS[@]}" "$bad" 2>/dev/null; then
+  if diagnostics="$("$CLANG" "${FLAGS[@]}" "$bad" 2>&1)"; then
     echo "thread_safety: clang accepted $bad: the analysis is not running or does not check that rule" >&2
+    exit 1
+  fi
+  # Rejected, but for the right reason: a thread-safety diagnostic, not a
+  # typo or a missing header.
+  if ! grep -q -- '-Werror,-Wthread-safety' <<<"$diagnostics"; then
+    echo "thread_safety: clang rejected $bad for another reason than the analysis:" >&2
+    echo "$diagnostics" >&2
     exit 1
   fi
 done

@@ -32,6 +32,17 @@ void Connector::CloseLink(const std::shared_ptr<Link> &link, Clock::time_point d
   link->Shutdown();
 }
 
+void Connector::Stop(Clock::time_point deadline) {
+  stopping_.store(true);
+  for (const auto &link : links_->Connected()) CloseLink(link, deadline);
+}
+
+bool Connector::Stopping(const char *api, const std::string &remote) const {
+  if (!stopping_.load()) return false;
+  ADXL_ERROR("%s to '%s': refused, Finalize is running", api, remote.c_str());
+  return true;
+}
+
 void Connector::Evict(const std::vector<std::shared_ptr<Link>> &victims, const std::string &remote,
                       const char *why) {
   for (const auto &link : victims) {
@@ -84,6 +95,7 @@ Status Connector::Connect(const std::string &remote, int32_t timeout_ms) {
   const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   bool waiting = false;
   while (true) {
+    if (Stopping("Connect", remote)) return FAILED;
     if (pool_max_ > 0 && !links_->Find(remote)) EvictAboveHighMark(remote);
     bool mine = false;
     std::shared_ptr<Link> link = links_->Claim(remote, &mine, pool_max_);
@@ -293,6 +305,7 @@ Status Connector::AcquireLink(const char *api, const std::string &remote, Clock:
       ADXL_ERROR("%s to '%s': the link failed earlier; Disconnect and Connect again", api, remote.c_str());
       return FAILED;
     }
+    if (Stopping(api, remote)) return FAILED;
     if (round == 2) {
       ADXL_ERROR("%s to '%s': AutoConnect made a link that failed at once; giving up", api, remote.c_str());
       return FAILED;

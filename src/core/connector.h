@@ -33,6 +33,7 @@
 #ifndef ADXL_SRC_CORE_CONNECTOR_H_
 #define ADXL_SRC_CORE_CONNECTOR_H_
 
+#include <atomic>
 #include <memory>
 #include <set>
 #include <string>
@@ -56,6 +57,14 @@ class Connector {
             ControlLoop *loop, LinkTable *links);
 
   Status Connect(const std::string &remote, int32_t timeout_ms);
+  // From Finalize, before it waits for the calls in flight: Connect and
+  // AutoConnect's reconnects refuse (FAILED) from now on, and every
+  // connected link is closed as Disconnect closes it (Bye within
+  // `deadline`, the control connection closed, so that a SendNotify or a
+  // metadata refresh waiting for the peer's answer wakes; the endpoint
+  // cancelled, which ends every transfer on it).  A Connect still in its
+  // handshake ends at its own deadline.
+  void Stop(Clock::time_point deadline);
   Status Disconnect(const std::string &remote, int32_t timeout_ms);
   // The link a transfer or notify uses.  Without AutoConnect: NOT_CONNECTED
   // when there is none, FAILED when it failed.  With AutoConnect: a missing
@@ -84,6 +93,11 @@ class Connector {
   // Sends Bye on a connected link, closes it and shuts it down.
   void CloseLink(const std::shared_ptr<Link> &link, Clock::time_point deadline);
   bool WasEvicted(const std::string &remote) const ADXL_EXCLUDES(evicted_mu_);
+
+  // Set by Stop; never cleared (a new Initialize makes a new Connector).
+  std::atomic<bool> stopping_{false};
+  // Whether Stop ran; logs `api`'s refusal when it did.
+  bool Stopping(const char *api, const std::string &remote) const;
 
   const HandshakeIdentity self_;
   const bool auto_connect_;

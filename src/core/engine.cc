@@ -126,11 +126,17 @@ Status Engine::Initialize(const AscendString &local_engine, const std::map<Ascen
 }
 
 void Engine::Finalize() {
-  // Calls that start from now on fail, and those in flight end now: a link
-  // shut down (as Disconnect does, without a log line per link) cancels its
-  // transport endpoint, which ends every request on it (see finalizing_).
+  // Calls that start from now on fail, and those in flight end now: every
+  // link is closed as Disconnect closes it (its endpoint cancelled, which
+  // ends every request on it; its control connection closed, which wakes a
+  // call waiting for the peer's answer), and no Connect or AutoConnect makes
+  // a new one (Connector::Stop; see finalizing_).  connector_ is read under
+  // life_mu_ (shared): a concurrent Finalize may be destroying it.
   finalizing_.store(true);
-  for (const auto &link : links_.Connected()) link->Shutdown();
+  {
+    ReaderLock life(&life_mu_);
+    if (connector_) connector_->Stop(Clock::now() + kByeDeadline);
+  }
   WriterLock life(&life_mu_);
   finalizing_.store(false);
   if (!initialized_.exchange(false)) return;

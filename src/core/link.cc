@@ -137,9 +137,11 @@ void Link::Fail(const std::string &why) {
     MutexLock l(&state_mu_);
     LinkState prev = state_.exchange(LinkState::kFailed);
     state_cv_.NotifyAll();
-    if (prev == LinkState::kFailed) return;
     if (prev == LinkState::kConnected) ADXL_WARN("link to %s failed: %s", remote_.c_str(), why.c_str());
   }
+  // Also when the link had failed already: whoever failed it may still be
+  // inside Cancel, and a caller fencing a TIMEOUT must not return before
+  // the endpoint is closed (Cancel waits for a teardown in progress).
   if (endpoint) endpoint->Cancel();
 }
 

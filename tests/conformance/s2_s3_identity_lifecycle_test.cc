@@ -217,6 +217,36 @@ TEST_P(Conformance, S3_3_FinalizeEndsOutstandingRequestsAgainstAStoppedTarget) {
   EXPECT_EQ(peer_->Command("hash 0 0 16").substr(0, 2), "ok") << "the resumed target died";
 }
 
+// §3.3, the same for a call that waits on the peer's control connection:
+// a SendNotify to a stopped target waits for its acknowledgement, which
+// only closing the connection ends (cancelling the transport endpoint does
+// not); Finalize must not wait for the notify's deadline.
+TEST_P(Conformance, S3_3_FinalizeEndsANotifyWaitingForAStoppedTarget) {
+  constexpr double kFinalizeBoundMs = 2000;
+  InitLocal({{"adxl.HeartbeatMs", "5000"}});
+  ASSERT_EQ(Connect(), SUCCESS);
+  peer_->Stop();
+  std::atomic<bool> started{false};
+  Status notify = SUCCESS;
+  std::chrono::steady_clock::time_point ended;
+  std::thread t([&] {
+    started = true;
+    notify = engine_.SendNotify(peer_name_.c_str(), {"n", "m"}, 20000);
+    ended = std::chrono::steady_clock::now();
+  });
+  ASSERT_TRUE(WaitUntil([&] { return started.load(); }, ScaledMs(5000)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the notify waits for its answer
+  const auto t0 = std::chrono::steady_clock::now();
+  engine_.Finalize();
+  const double finalize_ms = MsSince(t0);
+  t.join();
+  EXPECT_LT(finalize_ms, ScaledMs(kFinalizeBoundMs)) << "Finalize waited for a notify to a stopped target";
+  EXPECT_NE(notify, SUCCESS);
+  const double notify_end_ms = std::chrono::duration<double, std::milli>(ended - t0).count();
+  EXPECT_LT(notify_end_ms, ScaledMs(kFinalizeBoundMs)) << "the notify outlived Finalize";
+  peer_->KillAndWait();
+}
+
 // §3.4 "All methods are thread-safe and may be called from any thread."
 TEST_P(Conformance, S3_4_MethodsAreThreadSafeFromAnyThread) {
   std::thread([&] { InitLocal(); }).join();
