@@ -108,6 +108,7 @@ void AmLane::Pump() {
     Message *m = nullptr;
     ucp_ep_h ep = nullptr;
     bool write = false;
+    uint64_t deadline_ns = 0;
     {
       adxl::MutexLock l(&mu_);
       while (m == nullptr && !unsent_.empty() && in_flight_ < kWindowMessages) {
@@ -124,6 +125,7 @@ void AmLane::Pump() {
         ++in_flight_;
         ++b.sending;  // the batch, and so *m, stays until the send is over
         write = b.write;
+        deadline_ns = b.deadline_ns;
       }
       if (m == nullptr) return;
     }
@@ -149,6 +151,7 @@ void AmLane::Pump() {
     if (write) {
       // Always rendezvous: data then moves only while this request lives.
       p.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_RNDV;
+      m->header[2] = BudgetUs(deadline_ns);  // UCP reads the header from here on
       void *buffer = m->staging.data();
       size_t n = m->bytes;
       if (buffer == nullptr) {
@@ -173,7 +176,7 @@ void AmLane::Pump() {
 }
 
 bool AmLane::Post(uint64_t ep_id, const ucp_ep_h *eps, size_t n_eps, bool write, const Op *ops, size_t count,
-                  DoneFn done, void *arg) {
+                  uint64_t deadline_ns, DoneFn done, void *arg) {
   if (eps == nullptr || n_eps == 0) return false;
   // Cut the batch into messages (outside the lock: only this thread sees them).
   std::vector<Message> messages;
@@ -221,6 +224,7 @@ bool AmLane::Post(uint64_t ep_id, const ucp_ep_h *eps, size_t n_eps, bool write,
       return false;
     }
     b.write = write;
+    b.deadline_ns = deadline_ns;
     b.remaining = messages.size();
     b.status = ADXL_PLUGIN_OK;
     b.done = done;

@@ -42,6 +42,20 @@
 // freed while Post() or UCP still reads from it, and no READ data of an
 // ended batch is written here afterwards.
 //
+// Deadlines.  A force-closed endpoint sends nothing more, but bytes its
+// socket had already queued in the kernel still reach the target when a
+// lost path returns, and the target's pending receive would write them,
+// seconds after the initiator reported TIMEOUT.  UCP gives no hold on its
+// sockets, so the target enforces the deadline: a WRITE posted with one
+// carries in its header the time left until it, measured when the message
+// is sent; the target, when the header arrives (before any of the
+// message's data moves), sets its own deadline = now + that budget, on its
+// clock.  Such a write is always received into staging and placed only if
+// that deadline has not passed when its data is complete (eager data: on
+// arrival); otherwise it is dropped and answered with ERR_IO.  The target's
+// deadline is later than the initiator's by at most the header's one-way
+// delay.  Writes without a deadline move as before (no extra copy).
+//
 // Target side.  WRITE data is received by ucp_am_recv_data_nbx, and a READ
 // answered by a send, on the reply endpoint UCP made for the initiator.  When
 // the initiator force-closes its endpoint (a TIMEOUT fence) such a request
@@ -147,10 +161,13 @@ class AmLane {
   // returns).  `eps` (n_eps >= 1) are UCP endpoints to the same peer, each
   // its own connection: message i of the batch goes on eps[i % n_eps], so
   // that a large batch keeps several connections busy.  They share one
-  // ep_id: a Fence, Abandon or failure of any ends the batch.  Returns
-  // false when nothing was started (done is then not called).
-  bool Post(uint64_t ep_id, const ucp_ep_h *eps, size_t n_eps, bool write, const Op *ops, size_t count, DoneFn done,
-            void *arg) ADXL_EXCLUDES(mu_);
+  // ep_id: a Fence, Abandon or failure of any ends the batch.
+  // deadline_ns: CLOCK_MONOTONIC nanoseconds (0: none); each WRITE message
+  // tells the target the time left until it, and the target places nothing
+  // after that ("Deadlines" above).  Returns false when nothing was started
+  // (done is then not called).
+  bool Post(uint64_t ep_id, const ucp_ep_h *eps, size_t n_eps, bool write, const Op *ops, size_t count,
+            uint64_t deadline_ns, DoneFn done, void *arg) ADXL_EXCLUDES(mu_);
 
   // Stops every batch on ep_id (status `why`): nothing more of them is sent
   // and no answer of theirs is accepted.  No UCP call: call it before
@@ -210,6 +227,7 @@ class AmLane {
     uint64_t ep_id = 0;
     std::vector<ucp_ep_h> eps;  // valid until ended (Fence precedes the close)
     bool write = false;
+    uint64_t deadline_ns = 0;  // CLOCK_MONOTONIC; 0: none
     size_t next_send = 0;   // messages[next_send..] are not sent yet
     size_t in_window = 0;   // sent, not answered, not ended (counted in in_flight_)
     size_t remaining = 0;  // messages not yet answered
@@ -259,12 +277,16 @@ class AmLane {
     std::vector<ucp_dt_iov_t> iov;
     ucp_mem_h memh = nullptr;  // single-operation requests
     size_t total = 0;
+    uint64_t budget_us = 0;  // WRITE: time left until the initiator's deadline (0: none)
   };
   // Parses and validates a request header; false (logged) when it is
   // malformed and must be dropped unanswered.  `what` names it in the log.
   bool ReadTargetRequest(const void *header, size_t header_len, const ucp_am_recv_param_t *param, const char *what,
                          TargetRequest *req) ADXL_EXCLUDES(regions_mu_);
   void SendAck(ucp_ep_h reply_ep, uint64_t token, uint32_t msg, int status) ADXL_EXCLUDES(mu_);
+  // Whether WRITE data of `len` bytes complete now is past this side's
+  // deadline until_ns (0: none): then it must not be placed (logged).
+  bool Late(uint64_t until_ns, size_t len);
 
   // A batch's DoneFn call, taken out of the table under mu_ and made after
   // releasing it (the DoneFn may call into the lane).  Empty: nothing to call.

@@ -1,5 +1,7 @@
 #include "am_protocol.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -63,7 +65,19 @@ void WaitAndFree(ucp_worker_h worker, ucs_status_ptr_t req) {
   ucp_request_free(req);
 }
 
-bool ParseRequest(const void *header, size_t header_len, size_t max_ops, uint64_t words[2],
+uint64_t MonotonicNs() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000u + static_cast<uint64_t>(t.tv_nsec);
+}
+
+uint64_t BudgetUs(uint64_t deadline_ns) {
+  if (deadline_ns == 0) return 0;
+  const uint64_t now = MonotonicNs();
+  return deadline_ns > now ? std::max<uint64_t>(1, (deadline_ns - now + 999) / 1000) : 1;
+}
+
+bool ParseRequest(const void *header, size_t header_len, size_t max_ops, uint64_t words[kRequestFixedWords],
                   std::vector<uint64_t> *pairs) {
   if (header_len < kRequestFixedWords * sizeof(uint64_t) || header_len % sizeof(uint64_t) != 0) return false;
   memcpy(words, header, kRequestFixedWords * sizeof(uint64_t));

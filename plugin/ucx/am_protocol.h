@@ -4,12 +4,14 @@
 // Messages are arrays of little-endian u64 words (both ends run this code
 // on the same architecture; UCP's worker address already ties them to it):
 //
-//   kWrite        [token][msg | nops << 32][remote, len] x nops   data: the bytes, in order
-//   kReadRequest  [token][msg | nops << 32][remote, len] x nops   no data
-//   kAck          [token][msg | status << 32]                      no data
-//   kReadData     [token][msg | status << 32][total]               data: the bytes, in order
+//   kWrite        [token][msg | nops << 32][budget][remote, len] x nops   data: the bytes, in order
+//   kReadRequest  [token][msg | nops << 32][0][remote, len] x nops        no data
+//   kAck          [token][msg | status << 32]                              no data
+//   kReadData     [token][msg | status << 32][total]                       data: the bytes, in order
 //
 // `token` names the initiator's batch, `msg` the message within it.
+// `budget`: microseconds left until the WRITE's deadline when the message
+// was sent, 0 for none (am_lane.h, "Deadlines"); READ requests carry 0.
 //
 // Thread-safety: free functions over their arguments; no state, no locks.
 #ifndef ADXL_PLUGIN_UCX_AM_PROTOCOL_H_
@@ -29,7 +31,7 @@ namespace am_protocol {
 enum AmId : unsigned { kWrite = 0x41, kAck = 0x42, kReadRequest = 0x43, kReadData = 0x44 };
 
 // Header sizes in words (see the layouts above).
-constexpr size_t kRequestFixedWords = 2;
+constexpr size_t kRequestFixedWords = 3;
 constexpr size_t kAckWords = 2;
 constexpr size_t kReadDataWords = 3;
 
@@ -44,12 +46,19 @@ int StatusOf(ucs_status_t st);
 // The second header word: a 32-bit message index and a 32-bit count/status.
 uint64_t Pack32(uint32_t lo, int32_t hi);
 
-// Parses a WRITE / READ request header: token and message word into
-// words[0..1], and the (address, length) pairs that follow into *pairs
+// Parses a WRITE / READ request header: token, message word and budget
+// into words[0..2], and the (address, length) pairs that follow into *pairs
 // (copied: UCP does not promise the header any alignment).  False when
 // malformed, or when it lists no operation or more than `max_ops`.
-bool ParseRequest(const void *header, size_t header_len, size_t max_ops, uint64_t words[2],
+bool ParseRequest(const void *header, size_t header_len, size_t max_ops, uint64_t words[kRequestFixedWords],
                   std::vector<uint64_t> *pairs);
+
+// CLOCK_MONOTONIC now, in nanoseconds (the plugin ABI's deadline clock).
+uint64_t MonotonicNs();
+
+// A WRITE header's budget for deadline_ns (0: none): the microseconds left,
+// rounded up, at least 1 (a deadline already passed still has one).
+uint64_t BudgetUs(uint64_t deadline_ns);
 
 // Points a request's buffer at an iov list: contiguous for one entry (so
 // that its memh applies), UCP's iov datatype for several, nothing for none.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -149,7 +150,7 @@ void AmLane::ReleaseTargetOps(uintptr_t addr, size_t len) {
 
 bool AmLane::ReadTargetRequest(const void *header, size_t header_len, const ucp_am_recv_param_t *param,
                                const char *what, TargetRequest *req) {
-  uint64_t words[2];
+  uint64_t words[kRequestFixedWords];
   std::vector<uint64_t> pairs;
   bool parsed = false;
   try {
@@ -157,6 +158,7 @@ bool AmLane::ReadTargetRequest(const void *header, size_t header_len, const ucp_
     if (parsed) {
       req->token = words[0];
       req->msg = static_cast<uint32_t>(words[1]);
+      req->budget_us = words[2];
       req->ops = pairs.size() / 2;
       req->valid = ResolveTargetOps(pairs.data(), req->ops, &req->iov, &req->memh, &req->total);
     }
@@ -167,14 +169,28 @@ bool AmLane::ReadTargetRequest(const void *header, size_t header_len, const ucp_
   return parsed;
 }
 
+bool AmLane::Late(uint64_t until_ns, size_t len) {
+  if (until_ns == 0) return false;
+  const uint64_t now = MonotonicNs();
+  if (now <= until_ns) return false;
+  log_(ADXL_PLUGIN_LOG_WARN, "AM write of %zu bytes dropped: its data was complete %.1f ms after its deadline", len,
+       static_cast<double>(now - until_ns) / 1e6);
+  return true;
+}
+
 ucs_status_t AmLane::OnWrite(void *arg, const void *header, size_t header_len, void *data, size_t len,
                              const ucp_am_recv_param_t *param) {
   auto *self = static_cast<AmLane *>(arg);
+  const uint64_t arrived_ns = MonotonicNs();
   const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
   TargetRequest req;
   // A malformed request is dropped: a rendezvous descriptor not received is
   // dropped by UCP.
   if (!self->ReadTargetRequest(header, header_len, param, "write", &req)) return UCS_OK;
+  // This side's deadline for placing the data (am_lane.h, "Deadlines"); 0:
+  // none.  A budget too large to add is no deadline in practice.
+  const uint64_t until_ns =
+      req.budget_us == 0 ? 0 : arrived_ns + std::min<uint64_t>(req.budget_us, UINT64_MAX / 2000) * 1000;
   const uint64_t token = req.token;
   const uint32_t msg = req.msg;
   std::vector<ucp_dt_iov_t> iov = std::move(req.iov);
@@ -186,8 +202,13 @@ ucs_status_t AmLane::OnWrite(void *arg, const void *header, size_t header_len, v
     return UCS_OK;
   }
   if (!rndv) {
-    Scatter(data, len, iov);
-    self->SendAck(param->reply_ep, token, msg, ADXL_PLUGIN_OK);
+    int status = ADXL_PLUGIN_OK;
+    if (self->Late(until_ns, len)) {
+      status = ADXL_PLUGIN_ERR_IO;
+    } else {
+      Scatter(data, len, iov);
+    }
+    self->SendAck(param->reply_ep, token, msg, status);
     return UCS_OK;
   }
   // Rendezvous: pull the data into place, acknowledge when it is there.
@@ -198,22 +219,32 @@ ucs_status_t AmLane::OnWrite(void *arg, const void *header, size_t header_len, v
     uint32_t msg;
     uint64_t op;
     std::vector<ucp_dt_iov_t> iov;
-    Staging staging;  // several operations: received here, then scattered
+    // Several operations, or a deadline: received here, then scattered.
+    Staging staging;
     size_t len;
+    uint64_t until_ns;  // this side's deadline (0: none)
     // Places staged data (unless the request was released: its memory may be
-    // going away), ends the request, and acknowledges it.
+    // going away, or its deadline passed), ends the request, and
+    // acknowledges it.
     void Finish(ucs_status_t st) {
-      if (staging.data() != nullptr && st == UCS_OK && self->TargetOpLive(op)) Scatter(staging.data(), len, iov);
-      if (self->TargetOpDone(op)) self->SendAck(reply_ep, token, msg, StatusOf(st));
+      int status = StatusOf(st);
+      if (status == ADXL_PLUGIN_OK && self->Late(until_ns, len)) status = ADXL_PLUGIN_ERR_IO;
+      if (staging.data() != nullptr && status == ADXL_PLUGIN_OK && self->TargetOpLive(op)) {
+        Scatter(staging.data(), len, iov);
+      }
+      if (self->TargetOpDone(op)) self->SendAck(reply_ep, token, msg, status);
     }
   };
-  std::unique_ptr<Pending> pending(new (std::nothrow) Pending{self, param->reply_ep, token, msg, 0, {}, {}, len});
+  std::unique_ptr<Pending> pending(
+      new (std::nothrow) Pending{self, param->reply_ep, token, msg, 0, {}, {}, len, until_ns});
   if (pending == nullptr) {
     self->SendAck(param->reply_ep, token, msg, ADXL_PLUGIN_ERR_NO_RESOURCE);
     return UCS_OK;
   }
   pending->iov.swap(iov);
-  if (pending->iov.size() > 1) {
+  // With a deadline the data never goes straight into place: bytes that
+  // arrive after it must not land.
+  if (pending->iov.size() > 1 || until_ns != 0) {
     pending->staging = self->NewStaging(len);
     if (pending->staging.data() == nullptr) {
       self->SendAck(param->reply_ep, token, msg, ADXL_PLUGIN_ERR_NO_RESOURCE);

@@ -399,7 +399,8 @@ int RkeyDescribe(adxl_plugin_rkey_t *rkey, char *buf, size_t len) {
 
 // RDMA lane over active messages: the batch completes when the peer has
 // answered every operation (am_lane.h).
-void PostAm(adxl_plugin_ep_t *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, adxl_plugin_batch_t *batch) {
+void PostAm(adxl_plugin_ep_t *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, uint64_t deadline_ns,
+            adxl_plugin_batch_t *batch) {
   std::vector<AmLane::Op> ops;
   ops.reserve(count);
   for (size_t i = 0; i < count; ++i) {
@@ -415,14 +416,20 @@ void PostAm(adxl_plugin_ep_t *ep, bool put, const adxl_plugin_iov_t *iov, size_t
   };
   std::vector<ucp_ep_h> eps(1, ep->ep);
   eps.insert(eps.end(), ep->more_eps.begin(), ep->more_eps.end());
-  if (!ep->ctx->am.Post(ep->id, eps.data(), eps.size(), put, ops.data(), ops.size(), done, batch)) {
+  if (!ep->ctx->am.Post(ep->id, eps.data(), eps.size(), put, ops.data(), ops.size(), deadline_ns, done, batch)) {
     batch->refs.fetch_sub(1);
     batch->status.store(ADXL_PLUGIN_ERR_NO_RESOURCE);
   }
   ep->ctx->Wake();
 }
 
-int Post(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t count, adxl_plugin_batch_t **out) {
+// post and post_by.  deadline_ns (0: none) bounds where bytes may still
+// land: the AM lane's target drops WRITE data that would land after it
+// (am_lane.h).  The other lanes ignore it: HCCS copies end inside post, and
+// UCP RMA runs over RDMA devices, whose closed endpoints deliver nothing
+// more (device memory over TCP RMA is the case not covered).
+int PostBy(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t count, uint64_t deadline_ns,
+           adxl_plugin_batch_t **out) {
   if (ep == nullptr || (iov == nullptr && count != 0) || out == nullptr) return ADXL_PLUGIN_ERR_INVALID;
   if (op != ADXL_PLUGIN_GET && op != ADXL_PLUGIN_PUT) return ADXL_PLUGIN_ERR_INVALID;
   int failed = ep->failed.load(std::memory_order_acquire);
@@ -443,12 +450,16 @@ int Post(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t coun
   } else if (ep->lane == ADXL_PLUGIN_LANE_HCCS) {
     HccsLane::Post(ep, put, iov, count, batch.get());
   } else if (ep->am && count > 0) {
-    PostAm(ep, put, iov, count, batch.get());
+    PostAm(ep, put, iov, count, deadline_ns, batch.get());
   } else {
     RmaLane::Post(ep, put, iov, count, false, batch.get());  // count 0: a UCP flush (wire-up)
   }
   *out = batch.release();
   return ADXL_PLUGIN_OK;
+}
+
+int Post(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t count, adxl_plugin_batch_t **out) {
+  return PostBy(ep, op, iov, count, 0, out);
 }
 
 int Test(adxl_plugin_batch_t *batch) {
@@ -471,7 +482,7 @@ const adxl_plugin_ops_t kOps = {
     Guarded<MemReg>::Call, Guarded<MemPack>::Call, Guarded<MemDereg>::Call, Guarded<EpCreate>::Call,
     Guarded<EpLane>::Call, Guarded<EpDestroy>::Call, Guarded<EpDescribe>::Call, Guarded<RkeyUnpack>::Call,
     Guarded<RkeyDestroy>::Call, Guarded<RkeyDescribe>::Call, Guarded<Post>::Call, Guarded<Test>::Call, Guarded<Release>::Call,
-    Guarded<Progress>::Call,
+    Guarded<Progress>::Call, Guarded<PostBy>::Call,
 };
 
 }  // namespace

@@ -93,8 +93,9 @@ size_t Link::region_count() const {
   return region_addr_by_id_.size();
 }
 
-Status Link::Post(TransferOp op, const adxl_plugin_iov_t *iov, size_t count, std::unique_ptr<Batch> *batch) {
-  int rc = endpoint->Post(op == WRITE ? ADXL_PLUGIN_PUT : ADXL_PLUGIN_GET, iov, count, batch);
+Status Link::Post(TransferOp op, const adxl_plugin_iov_t *iov, size_t count, std::unique_ptr<Batch> *batch,
+                  Clock::time_point deadline) {
+  int rc = endpoint->Post(op == WRITE ? ADXL_PLUGIN_PUT : ADXL_PLUGIN_GET, iov, count, deadline, batch);
   if (rc == ADXL_PLUGIN_OK) return SUCCESS;
   ADXL_ERROR("%s to '%s': transport refused the batch (status %d)", op == READ ? "READ" : "WRITE", remote_.c_str(),
              rc);

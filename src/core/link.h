@@ -128,8 +128,10 @@ class Link {
   // ---- Data path.
   // Posts one batch on the endpoint.  RESOURCE_EXHAUSTED when the transport
   // is out of resources, FAILED otherwise (the link fails when the endpoint
-  // did); logs one ERROR line.
-  Status Post(TransferOp op, const adxl_plugin_iov_t *iov, size_t count, std::unique_ptr<Batch> *batch);
+  // did); logs one ERROR line.  `deadline`: the call's, when it has one:
+  // the transport then lands no byte of the batch after it (Endpoint::Post).
+  Status Post(TransferOp op, const adxl_plugin_iov_t *iov, size_t count, std::unique_ptr<Batch> *batch,
+              Clock::time_point deadline = Endpoint::kNoDeadline);
   // After a transfer timed out: nothing more leaves this side (the link
   // fails, the endpoint is force-closed), and the target is asked to drain
   // what already left, waiting at most kFenceWait for its confirmation.

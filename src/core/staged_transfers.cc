@@ -70,7 +70,7 @@ Status StagedTransfers::Run(const std::string &remote, TransferOp op, const std:
     pool = pool_.get();  // lives as long as this object, which outlives every call
   }
   auto post = [&](const TransferPlan &plan, std::unique_ptr<Batch> *batch) {
-    return link->Post(op, plan.iov.data(), plan.iov.size(), batch);
+    return link->Post(op, plan.iov.data(), plan.iov.size(), batch, deadline);
   };
   auto abort = [&](Status why) {
     if (why == TIMEOUT) {

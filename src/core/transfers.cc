@@ -140,7 +140,7 @@ Status Transfers::SyncOn(const std::string &remote, TransferOp op, const std::ve
     if (!batches.empty() && Clock::now() >= deadline) return timed_out();
     if (!slicer.Next(&slice, SyncSlicer::CapFor(deadline - Clock::now()))) break;
     std::unique_ptr<Batch> batch;
-    refused = link->Post(op, slice.data(), slice.size(), &batch);
+    refused = link->Post(op, slice.data(), slice.size(), &batch, deadline);
     if (refused != SUCCESS) break;
     batches.push_back(std::move(batch));
   }

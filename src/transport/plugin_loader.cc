@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
 #include <sstream>
 #include <vector>
 
@@ -18,6 +20,13 @@ std::string OwnLibraryDir() {
 }
 
 }  // namespace
+
+PluginLibrary::PluginLibrary(void *handle, const adxl_plugin_ops_t *ops, std::string path)
+    : handle_(handle), ops_{}, path_(std::move(path)) {
+  // Only the bytes the plugin's table has: a shorter (older) table leaves
+  // the operations appended since NULL.
+  memcpy(&ops_, ops, std::min<size_t>(ops->struct_size, sizeof(ops_)));
+}
 
 std::unique_ptr<PluginLibrary> PluginLibrary::LoadFile(const std::string &path, uint32_t abi_version,
                                                        std::string *why) {
@@ -46,7 +55,7 @@ std::unique_ptr<PluginLibrary> PluginLibrary::LoadFile(const std::string &path, 
     dlclose(h);
     return nullptr;
   }
-  if (ops->abi_version != abi_version || ops->struct_size < sizeof(adxl_plugin_ops_t)) {
+  if (ops->abi_version != abi_version || ops->struct_size < ADXL_PLUGIN_OPS_MIN_SIZE) {
     *why = path + ": plugin ABI version " + std::to_string(ops->abi_version) + ", engine ABI version " +
            std::to_string(abi_version) + ": refusing to load";
     dlclose(h);

@@ -5,7 +5,9 @@
 //   2. "adxl/" beside the libadxl.so that is running (build tree and install
 //      tree have the same layout, so no setting is needed);
 //   3. the install prefix's plugin directory compiled in.
-// A plugin built for another ABI version is refused with a message naming both.
+// A plugin built for another ABI version is refused with a message naming both;
+// a table of this version that lacks the optional operations appended to it
+// later (post_by) is accepted, those operations read as NULL.
 #ifndef ADXL_SRC_TRANSPORT_PLUGIN_LOADER_H_
 #define ADXL_SRC_TRANSPORT_PLUGIN_LOADER_H_
 
@@ -25,14 +27,16 @@ class PluginLibrary {
   static std::unique_ptr<PluginLibrary> LoadFile(const std::string &path, uint32_t abi_version, std::string *why);
   ~PluginLibrary();
 
-  const adxl_plugin_ops_t &ops() const { return *ops_; }
+  // The plugin's table, completed to this build's size: operations the
+  // plugin's table is too short to have (an older build's) are NULL.
+  const adxl_plugin_ops_t &ops() const { return ops_; }
   const std::string &path() const { return path_; }
 
  private:
-  PluginLibrary(void *handle, const adxl_plugin_ops_t *ops, std::string path)
-      : handle_(handle), ops_(ops), path_(std::move(path)) {}
+  // `ops` is at least ADXL_PLUGIN_OPS_MIN_SIZE bytes (checked by LoadFile).
+  PluginLibrary(void *handle, const adxl_plugin_ops_t *ops, std::string path);
   void *handle_;
-  const adxl_plugin_ops_t *ops_;
+  adxl_plugin_ops_t ops_;
   std::string path_;
 };
 

@@ -1,5 +1,8 @@
 #include "transport/transport.h"
 
+#include <time.h>
+
+#include <cstdint>
 #include <mutex>
 #include <utility>
 
@@ -22,6 +25,18 @@ int ReadBlob(F &&f, std::string *out) {
     if (rc != ADXL_PLUGIN_ERR_NO_RESOURCE) return rc;
   }
   return ADXL_PLUGIN_ERR_NO_RESOURCE;
+}
+
+// `t` as CLOCK_MONOTONIC nanoseconds (the plugin ABI's clock), at least 1
+// (0 means no deadline there).  Converted through the time left rather than
+// assuming steady_clock's epoch.
+uint64_t MonotonicNs(std::chrono::steady_clock::time_point t) {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const int64_t left = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           t - std::chrono::steady_clock::now()).count();
+  const int64_t at = static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec + left;
+  return at > 0 ? static_cast<uint64_t>(at) : 1;
 }
 
 }  // namespace
@@ -129,11 +144,17 @@ void Endpoint::Release() {
   if (orphan != nullptr) t_->ops().ep_destroy(orphan, 1);  // Cancel gave up waiting for us
 }
 
-int Endpoint::Post(int op, const adxl_plugin_iov_t *iov, size_t count, std::unique_ptr<Batch> *out) {
+int Endpoint::Post(int op, const adxl_plugin_iov_t *iov, size_t count, std::chrono::steady_clock::time_point deadline,
+                   std::unique_ptr<Batch> *out) {
   Use use(this);
   if (use.handle() == nullptr) return ADXL_PLUGIN_ERR_IO;
   adxl_plugin_batch_t *b = nullptr;
-  int rc = t_->ops().post(use.handle(), op, iov, count, &b);
+  int rc;
+  if (deadline != kNoDeadline && t_->ops().post_by != nullptr) {
+    rc = t_->ops().post_by(use.handle(), op, iov, count, MonotonicNs(deadline), &b);
+  } else {
+    rc = t_->ops().post(use.handle(), op, iov, count, &b);
+  }
   if (rc != ADXL_PLUGIN_OK) return rc;
   *out = std::make_unique<Batch>(t_, b);
   return ADXL_PLUGIN_OK;

@@ -89,8 +89,16 @@ class Endpoint {
   static int Create(std::shared_ptr<Transport> t, const std::string &address, uint32_t lanes,
                     std::shared_ptr<Endpoint> *out);
   ~Endpoint();
-  // Posts a batch (count 0: flush only).  ERR_IO once cancelled.
-  int Post(int op, const adxl_plugin_iov_t *iov, size_t count, std::unique_ptr<Batch> *out) ADXL_EXCLUDES(mu_);
+  // No deadline for Post.
+  static constexpr std::chrono::steady_clock::time_point kNoDeadline = std::chrono::steady_clock::time_point::max();
+  // Posts a batch (count 0: flush only).  ERR_IO once cancelled.  With a
+  // deadline, through the plugin's post_by when it has one: no byte of the
+  // batch then lands after `deadline` (adxl_plugin.h); plain post otherwise.
+  int Post(int op, const adxl_plugin_iov_t *iov, size_t count, std::unique_ptr<Batch> *out) ADXL_EXCLUDES(mu_) {
+    return Post(op, iov, count, kNoDeadline, out);
+  }
+  int Post(int op, const adxl_plugin_iov_t *iov, size_t count, std::chrono::steady_clock::time_point deadline,
+           std::unique_ptr<Batch> *out) ADXL_EXCLUDES(mu_);
   // Force-closes the endpoint; idempotent.  Returns once the plugin handle is
   // destroyed (every call on it has returned first, so a same-node copy in
   // progress ends before), or, past kInUseWait with a call still on it,

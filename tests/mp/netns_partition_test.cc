@@ -7,11 +7,11 @@
 //  - once the path is back, a new Connect and verified transfers work;
 //  - nothing of a failed WRITE lands in the target afterwards, not even when
 //    the path returns and TCP retransmits what the initiator's kernel still
-//    held (docs/contract.md §6.4).  This one FAILS today and is disabled:
-//    force-closing the UCP endpoint closes its socket, and the kernel keeps
-//    sending the queued data; the target's pending receive then writes it
-//    into the region seconds after the initiator reported TIMEOUT (README,
-//    "Multi-path links").
+//    held (docs/contract.md §6.4): force-closing the UCP endpoint closes
+//    its socket, and the kernel keeps sending the queued data; the target's
+//    pending receive completes seconds after the initiator reported TIMEOUT,
+//    and must drop it (the WRITE carried its deadline; README, "Multi-path
+//    links").
 #include <chrono>
 #include <string>
 #include <thread>
@@ -122,15 +122,14 @@ TEST_F(NetnsPartitionTest, LinkDownFailsEveryTransferInTimeAndLinkUpConnectsAgai
   if (HasFatalFailure() || IsSkipped()) return;
   ASSERT_TRUE(SetPath(0, true));
   // A new Connect (the old link failed) and verified data, on buffer 1:
-  // buffer 0 may still receive stragglers of the failed WRITEs (see the
-  // disabled test below).
+  // stragglers of the failed WRITEs may still reach buffer 0's target (the
+  // test below checks that none of them lands).
   b_->Command("disconnect " + a_name_ + " 2000");
   ASSERT_EQ(b_->Command("connect " + a_name_ + " 5000"), "ok");
   for (int seed = 40; seed < 43; ++seed) VerifiedRoundTrip(1, seed * 2);
 }
 
-// Disabled: fails on this UCX (file comment).  Enable it with the fix.
-TEST_F(NetnsPartitionTest, DISABLED_NothingOfAFailedWriteLandsWhenThePathReturns) {
+TEST_F(NetnsPartitionTest, NothingOfAFailedWriteLandsWhenThePathReturns) {
   std::string a_at_failure;
   PartitionDuringWrites(&a_at_failure);
   if (HasFatalFailure() || IsSkipped()) return;

@@ -167,7 +167,23 @@ typedef struct adxl_plugin_ops {
   /* Drive communication from the caller's thread (optional for latency);
    * returns non-zero when something happened. */
   int (*progress)(adxl_plugin_context_t *ctx);
+
+  /* Optional (may be NULL; the engine reads it only when struct_size covers
+   * it, so a table built before it existed still loads): post() with the
+   * caller's deadline, deadline_ns a CLOCK_MONOTONIC time in nanoseconds
+   * (0: none, exactly post()).  A plugin that provides it makes sure that
+   * no byte of the batch lands at the destination after the deadline, even
+   * bytes a transport delivers after ep_destroy(force) (a kernel socket
+   * buffer flushed when a path returns); what it cannot place in time it
+   * drops, and the batch then ends with an error.  The engine posts with
+   * its call's deadline whenever it has one. */
+  int (*post_by)(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t count, uint64_t deadline_ns,
+                 adxl_plugin_batch_t **batch);
 } adxl_plugin_ops_t;
+
+/* Size of a table without post_by: the smallest struct_size the engine
+ * accepts. */
+#define ADXL_PLUGIN_OPS_MIN_SIZE offsetof(adxl_plugin_ops_t, post_by)
 
 typedef const adxl_plugin_ops_t *(*adxl_plugin_get_ops_fn)(uint32_t engine_abi_version);
 
