@@ -57,7 +57,12 @@ std::unique_ptr<PluginLibrary> PluginLibrary::LoadFile(const std::string &path, 
   }
   if (ops->abi_version != abi_version || ops->struct_size < ADXL_PLUGIN_OPS_MIN_SIZE) {
     *why = path + ": plugin ABI version " + std::to_string(ops->abi_version) + ", engine ABI version " +
-           std::to_string(abi_version) + ": refusing to load";
+           std::to_string(abi_version) +
+           (ops->abi_version == abi_version ? ", operations table of " + std::to_string(ops->struct_size) +
+                                                  " bytes (at least " + std::to_string(ADXL_PLUGIN_OPS_MIN_SIZE) +
+                                                  " expected)"
+                                            : std::string()) +
+           ": refusing to load";
     dlclose(h);
     return nullptr;
   }
