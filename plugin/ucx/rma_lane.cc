@@ -2,6 +2,7 @@
 #include "rma_lane.h"
 
 #include <cstdint>
+#include <vector>
 
 #include <ucp/api/ucp.h>
 
@@ -9,14 +10,21 @@
 
 namespace {
 
-void Complete(adxl_plugin_batch *batch, ucs_status_t st) {
-  const int rc = batch->post_error != ADXL_PLUGIN_OK ? batch->post_error : FromUcs(st);
+// One of the batch's flushes ended with `st`: the last one completes the
+// batch, with the first error of any (a post error first of all).
+void FlushEnded(adxl_plugin_batch *batch, ucs_status_t st) {
+  if (st != UCS_OK) {
+    int none = ADXL_PLUGIN_OK;
+    batch->flush_error.compare_exchange_strong(none, FromUcs(st));
+  }
+  if (batch->flushes.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  const int rc = batch->post_error != ADXL_PLUGIN_OK ? batch->post_error : batch->flush_error.load();
   batch->status.store(rc, std::memory_order_release);
 }
 
 void FlushDone(void *request, ucs_status_t status, void *user_data) {
   auto *batch = static_cast<adxl_plugin_batch *>(user_data);
-  Complete(batch, status);
+  FlushEnded(batch, status);
   batch->Unref();
   ucp_request_free(request);
 }
@@ -63,12 +71,20 @@ void RmaLane::Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, s
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   p.cb.send = FlushDone;
   p.user_data = batch;
-  batch->refs.fetch_add(1, std::memory_order_relaxed);
-  ucs_status_ptr_t r = ucp_ep_flush_nbx(ep->ep, &p);
-  if (r == nullptr || UCS_PTR_IS_ERR(r)) {
-    Complete(batch, r == nullptr ? UCS_OK : UCS_PTR_STATUS(r));
-    batch->Unref();
-  } else {
-    ctx->Wake();  // the progress thread drives the flush when nobody polls
+  // A batch of no operations is the wire-up flush: it covers every
+  // connection of the endpoint (ADXL_UCX_RDMA_CONNECTIONS), so that no
+  // connection is closed while the peer still owes it a wire-up reply.
+  std::vector<ucp_ep_h> eps(1, ep->ep);
+  if (count == 0) eps.insert(eps.end(), ep->more_eps.begin(), ep->more_eps.end());
+  batch->flushes.store(static_cast<int>(eps.size()), std::memory_order_relaxed);
+  for (ucp_ep_h e : eps) {
+    batch->refs.fetch_add(1, std::memory_order_relaxed);
+    ucs_status_ptr_t r = ucp_ep_flush_nbx(e, &p);
+    if (r == nullptr || UCS_PTR_IS_ERR(r)) {
+      FlushEnded(batch, r == nullptr ? UCS_OK : UCS_PTR_STATUS(r));
+      batch->Unref();
+    } else {
+      ctx->Wake();  // the progress thread drives the flush when nobody polls
+    }
   }
 }

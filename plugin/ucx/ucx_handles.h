@@ -65,6 +65,11 @@ struct adxl_plugin_batch {
   std::atomic<int> status{ADXL_PLUGIN_IN_PROGRESS};
   std::atomic<int> refs{1};
   int post_error = ADXL_PLUGIN_OK;  // RMA lane: set before the flush is issued
+  // RMA lane: flushes not ended yet (a wire-up flush covers every UCP
+  // endpoint of an endpoint with several connections), and the first error
+  // among them; the batch completes when the last one ends.
+  std::atomic<int> flushes{0};
+  std::atomic<int> flush_error{ADXL_PLUGIN_OK};
   void Unref() {
     if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }

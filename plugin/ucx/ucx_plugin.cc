@@ -263,14 +263,15 @@ int EpCreate(adxl_plugin_context_t *ctx, const void *address, size_t len, uint32
   ep->am = ctx->rdma_over_am;  // before the endpoint exists: EpError reads it
   ep->ep = CreateUcpEp(ctx, a.ucp, EpError, ep.get(), &st);
   if (ep->ep == nullptr) return FromUcs(st);
-  // Further connections of the AM lane; a failure to make one fails the
-  // whole endpoint (nothing has been posted on any yet).
+  // Further connections of the AM lane.  One that cannot be made leaves the
+  // link with those that were: closing them now, in mid wire-up, could make
+  // the peer's UCP abort (a wire-up reply it owes to a closed connection).
   for (unsigned i = 1; ep->am && i < ctx->rdma_connections; ++i) {
     ucp_ep_h more = CreateUcpEp(ctx, a.ucp, EpError, ep.get(), &st);
     if (more == nullptr) {
-      for (ucp_ep_h e : ep->more_eps) CloseUcpEp(ctx, e, true);
-      CloseUcpEp(ctx, ep->ep, true);
-      return FromUcs(st);
+      ctx->log(ADXL_PLUGIN_LOG_WARN, "RDMA lane: %u of %u connections to the peer made (%s); using those",
+               i, ctx->rdma_connections, ucs_status_string(st));
+      break;
     }
     ep->more_eps.push_back(more);
   }
