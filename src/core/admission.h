@@ -1,5 +1,5 @@
 // Admission: how many clients may wire up their transport to this engine at
-// once (issue 19, a connect storm).
+// once (a connect storm when a cluster starts).
 //
 // A client that passed the handshake gets its answer (HelloAck: our
 // transport address and regions) and then creates its transport endpoint

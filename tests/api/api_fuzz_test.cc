@@ -1,4 +1,4 @@
-// Random API fuzz (issue 5, part 4): 100k random calls with a fixed seed on
+// Random API fuzz: 100k random calls with a fixed seed on
 // an engine linked to a peer process.  Every status is checked against the
 // status the contract (docs/contract.md §4, §6) gives for that input, computed from a
 // model of both sides' registrations; every local registration lies between

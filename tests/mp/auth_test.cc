@@ -1,4 +1,4 @@
-// Access control (issue 5, part 5) with a real peer process on loopback:
+// Access control with a real peer process on loopback:
 //   * adxl.AuthToken: peers without the same token are refused at the
 //     handshake (FAILED, logged on both sides, no link, no region table),
 //     with a mutual HMAC challenge-response, so that the token never crosses

@@ -790,7 +790,7 @@ TEST_F(HandshakeStallTest, ClientThatNeverReadsItsHelloAckStallsNobody) {
   server.Finalize();
 }
 
-// Subscribers that never acknowledge (issue: 20 such clients made every
+// Subscribers that never acknowledge (once, 20 such clients made every
 // RegisterMem and DeregisterMem wait 3 s for their acknowledgements).  A
 // registration waits for no peer: a real peer that is linked learns the new
 // region on its first transfer naming it (refresh on miss).  A withdrawal

@@ -1,4 +1,4 @@
-// Liveness that never drops a live peer (issue 19), with real processes:
+// Liveness that never drops a live peer, with real processes:
 // engines of different heartbeat periods keep their links, and a peer that
 // does not run for a while (stopped, as a CPU-starved one) is not declared
 // dead before the timeout it was given, yet is after it.

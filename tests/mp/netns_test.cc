@@ -1,4 +1,4 @@
-// Several hosts on one machine (issue: lanes): engines in separate network
+// Several hosts on one machine: engines in separate network
 // namespaces joined by a veth pair are different nodes and link over the
 // RDMA lane; engines inside one namespace link over the HCCS lane.  The
 // namespaces, the veth pair and their addresses are made and removed here;

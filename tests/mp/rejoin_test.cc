@@ -1,4 +1,4 @@
-// A peer that restarts under the same name (issue 19, "same identity
+// A peer that restarts under the same name ("same identity
 // rejoins"), with real processes on loopback, on both lanes: the restarted
 // peer links again and is linked to again without anyone calling Disconnect
 // first, and nothing of the old process (its endpoint, its regions) is used

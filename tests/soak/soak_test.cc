@@ -1,4 +1,4 @@
-// Soak (issue 5, part 6): 4 engines in 4 processes, full mesh (each links to
+// Soak: 4 engines in 4 processes, full mesh (each links to
 // the 3 others), random sizes, every byte checked, for ADXL_SOAK_SECONDS
 // (default 60).  Passes with zero mismatches, no failed call, and resident
 // memory flat: each process's RSS at the end is within a tolerance of its RSS

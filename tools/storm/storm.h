@@ -1,5 +1,5 @@
 // adxl-storm: a connect storm of N peer processes against one engine
-// (issue 19).  The driver process (storm_main.cc) owns the target engine;
+// (the storm a starting cluster makes).  The driver process (storm_main.cc) owns the target engine;
 // each peer (storm_peer.cc) is this same executable re-run with --peer, an
 // engine of its own that, on "go", connects to the target, READs 1 MiB and
 // WRITEs 64 KiB, verifies every byte, and reports.  Driver and peer talk

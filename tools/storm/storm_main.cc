@@ -1,5 +1,5 @@
 // adxl-storm: N peer processes connect at once to one target engine, which
-// this process owns (storm.h); it reports what the issue-19 targets name.
+// this process owns (storm.h); it reports what the connect-storm targets name (README, "Scale: a connect storm").
 //
 //   adxl-storm --peers N [--lane hccs|rdma] [--timeout-ms T] [--idle-ms I] [--no-kill]
 //
