@@ -4,6 +4,7 @@
 #include <string>
 
 #include "options.h"
+#include "report.h"
 
 namespace bench {
 namespace {
@@ -30,15 +31,8 @@ double VsUniform(const Row &r, const std::vector<Row> &rows) {
 }
 
 void Line(FILE *out, const std::vector<std::string> &cells) {
-  static const int kWidths[] = {-5, -14, 7, 6, 8, 8, 10, 10, 8, 8, 8, 4, -6, 0};
-  std::string line;
-  for (size_t i = 0; i < cells.size(); ++i) {
-    char buf[512];
-    snprintf(buf, sizeof(buf), "%*s ", kWidths[i], cells[i].c_str());
-    line += buf;
-  }
-  line.erase(line.find_last_not_of(' ') + 1);
-  fprintf(out, "%s\n", line.c_str());
+  static const std::vector<int> kWidths = {-5, -14, 7, 6, 8, 8, 10, 10, 8, 8, 8, 4, -6, 0};
+  PrintCells(out, cells, kWidths);
 }
 
 }  // namespace

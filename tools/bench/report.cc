@@ -92,18 +92,26 @@ void PrintPreamble(FILE *out, const RunInfo &info) {
   fprintf(out, "\n");
 }
 
-// One table line, without trailing blanks.
-void PrintLine(FILE *out, const std::vector<std::string> &cells) {
-  static const int kWidths[] = {-5, -8, -13, 6, 6, 3, 9, 8, 10, 10, 10, 8, 8, 8, 4, -9, 0};
+void PrintCells(FILE *out, const std::vector<std::string> &cells, const std::vector<int> &widths) {
   std::string line;
   for (size_t i = 0; i < cells.size(); ++i) {
     char buf[512];
-    snprintf(buf, sizeof(buf), "%*s ", kWidths[i], cells[i].c_str());
+    snprintf(buf, sizeof(buf), "%*s ", i < widths.size() ? widths[i] : 0, cells[i].c_str());
     line += buf;
   }
   line.erase(line.find_last_not_of(' ') + 1);
   fprintf(out, "%s\n", line.c_str());
 }
+
+namespace {
+
+// One line of the uniform benchmark's table.
+void PrintLine(FILE *out, const std::vector<std::string> &cells) {
+  static const std::vector<int> kWidths = {-5, -8, -13, 6, 6, 3, 9, 8, 10, 10, 10, 8, 8, 8, 4, -9, 0};
+  PrintCells(out, cells, kWidths);
+}
+
+}  // namespace
 
 void PrintTable(FILE *out, const std::vector<Row> &rows) {
   PrintLine(out, {"dir", "pattern", "benchmark", "block", "batch", "thr", "GB/s", "ops/s", "avg_us", "p99_us",

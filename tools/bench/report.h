@@ -16,6 +16,9 @@ using RunInfo = std::vector<std::pair<std::string, std::string>>;
 
 void PrintPreamble(FILE *out, const RunInfo &info);
 void PrintTable(FILE *out, const std::vector<Row> &rows);
+// One table line: cell i padded to widths[i] (printf's %*s: negative is
+// left-aligned, 0 unpadded), without trailing blanks.
+void PrintCells(FILE *out, const std::vector<std::string> &cells, const std::vector<int> &widths);
 // After the table: for each direction and engine mode, the engine's bandwidth
 // over the tcp and ucp baselines' at every block size, one line per baseline
 // that the run measured: the lane's standing against what the network itself
