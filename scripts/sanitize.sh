@@ -61,6 +61,17 @@ TSAN_TESTS='ManyThreads|Concurrent|ThreadSafe|ConnectPool|BufferPoolTest|Hostile
 # lanes stays under TSan through them.
 TSAN_EXCLUDE='/rdma_rma'
 
+# Both sanitizer trees compile with -O1 -g1 instead of RelWithDebInfo's
+# -O2 -g: -O1 is the level the sanitizers' documentation recommends, and -g1
+# keeps the line tables their reports print (file:line in every frame) while
+# dropping the variable locations nobody reads in a sanitizer report.  With
+# UBSan, GCC 12 at -O2 -g takes about three times as long per test file
+# (56 s vs 19 s for the plugin conformance test here): the ASan tree took
+# 17 of CI's 46 minutes.  What is checked is the same: every instrumentation
+# is on at any optimization level.
+SANITIZE_FLAGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
+                "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DADXL_BUILD_PYTHON=OFF)
+
 modes=("$@")
 ((${#modes[@]} == 0)) && modes=(asan tsan)
 adxl_install_packages "${ADXL_PACKAGES[@]}"
@@ -69,8 +80,7 @@ adxl_install_packages "${ADXL_PACKAGES[@]}"
 for mode in "${modes[@]}"; do
   case "$mode" in
   asan)
-    cmake -S "$ADXL_ROOT" -B "$ASAN_BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DADXL_SANITIZE=address,undefined -DADXL_BUILD_PYTHON=OFF >/dev/null
+    cmake -S "$ADXL_ROOT" -B "$ASAN_BUILD_DIR" "${SANITIZE_FLAGS[@]}" -DADXL_SANITIZE=address,undefined >/dev/null
     cmake --build "$ASAN_BUILD_DIR" -j"$(nproc)"
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=0:suppressions=$SUPP/asan.supp"
     # use_tls=0: gcc 12's LeakSanitizer crashes at exit ("Tracer caught
@@ -88,8 +98,7 @@ for mode in "${modes[@]}"; do
     unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS ADXL_TEST_TIME_SCALE
     ;;
   tsan)
-    cmake -S "$ADXL_ROOT" -B "$TSAN_BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DADXL_SANITIZE=thread -DADXL_BUILD_PYTHON=OFF >/dev/null
+    cmake -S "$ADXL_ROOT" -B "$TSAN_BUILD_DIR" "${SANITIZE_FLAGS[@]}" -DADXL_SANITIZE=thread >/dev/null
     cmake --build "$TSAN_BUILD_DIR" -j"$(nproc)" --target adxl_unit_tests adxl_mp_tests adxl_api_tests \
       adxl_conformance_tests adxl_api_fuzz adxl_soak adxl_test_peer adxl_plugin_ucx
     # history_size=7 and suppress_equal_addresses=0: see tests/sanitizers/tsan.supp
