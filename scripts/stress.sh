@@ -15,6 +15,9 @@
 # run: ITERATIONS/5 runs per case, so 100 each at the default); the connect
 # storm (tools/storm: 64 peer processes connect at once, every byte
 # verified, half killed) on both lanes, ITERATIONS/100 runs each, at least 2;
+# Finalize with requests outstanding against a stopped target on the network
+# lane, then the target resumed and checked alive (conformance S3_3 on
+# rdma_am: the peer must not abort in UCX's wire-up), ITERATIONS runs;
 # a real partition (NetnsPartitionTest: the only veth path between two
 # network namespaces taken down during verified transfers, every transfer
 # failing in time, then up and a verified reconnect), one down/up cycle per
@@ -27,8 +30,10 @@ ITERATIONS="${1:-500}"
 [[ "$ITERATIONS" =~ ^[1-9][0-9]*$ ]] || { echo "stress: ITERATIONS must be a positive integer, not '$ITERATIONS'" >&2; exit 2; }
 LIMIT_S=120
 TESTS="$BUILD_DIR/bin/adxl_mp_tests"
+CONFORMANCE="$BUILD_DIR/bin/adxl_conformance_tests"
 STORM="$BUILD_DIR/bin/adxl-storm"
 [[ -x "$TESTS" ]] || { echo "stress: $TESTS missing; build first (scripts/test.sh)" >&2; exit 2; }
+[[ -x "$CONFORMANCE" ]] || { echo "stress: $CONFORMANCE missing; build first (scripts/test.sh)" >&2; exit 2; }
 [[ -x "$STORM" ]] || { echo "stress: $STORM missing; build first (scripts/test.sh)" >&2; exit 2; }
 
 # The gtest cases, "name|filter" each.  A filter that matches no test makes
@@ -45,16 +50,20 @@ for c in StoppedTargetWrite StoppedTargetRead LiveTargetWrite LiveTargetRead Sto
   PER_CASE_CASES+=("NetworkTimeout/$c|Cases/NetworkTimeoutTest.*/$c")
 done
 PARTITION_CASE='Partition/LinkDownUp|NetnsPartitionTest.LinkDown*'
+# In $CONFORMANCE, not $TESTS.
+FINALIZE_CASE='FinalizeStoppedTarget/rdma_am|Lanes/Conformance.S3_3_FinalizeEndsOutstandingRequests*/rdma_am'
 unmatched=0
-for c in "${KILL_CASES[@]}" "${PER_CASE_CASES[@]}" "$PARTITION_CASE"; do
+for c in "${KILL_CASES[@]}" "${PER_CASE_CASES[@]}" "$PARTITION_CASE" "$FINALIZE_CASE"; do
   filter="${c#*|}"
+  binary="$TESTS"
+  [[ "$c" == "$FINALIZE_CASE" ]] && binary="$CONFORMANCE"
   # --gtest_list_tests prints "Suite." lines and an indented line per test.
-  if ! listing="$("$TESTS" --gtest_list_tests --gtest_filter="$filter" 2>&1)"; then
+  if ! listing="$("$binary" --gtest_list_tests --gtest_filter="$filter" 2>&1)"; then
     echo "stress: listing the tests of filter '$filter' failed: $listing" >&2
     exit 2
   fi
   if ! grep -q '^  ' <<<"$listing"; then
-    echo "stress: case ${c%%|*}: filter '$filter' matches no test in $TESTS" >&2
+    echo "stress: case ${c%%|*}: filter '$filter' matches no test in $binary" >&2
     unmatched=$((unmatched + 1))
   fi
 done
@@ -106,6 +115,7 @@ for c in "${PER_CASE_CASES[@]}"; do
   run_case "${c%%|*}" "${c#*|}" "$per_case" ADXL_FAULT_ROUNDS=1
 done
 run_case "${PARTITION_CASE%%|*}" "${PARTITION_CASE#*|}" "$per_case"
+run_command "${FINALIZE_CASE%%|*}" "$ITERATIONS" "$CONFORMANCE" --gtest_filter="${FINALIZE_CASE#*|}"
 storm_runs=$(( ITERATIONS / 100 > 2 ? ITERATIONS / 100 : 2 ))
 for lane in hccs rdma; do
   # The arguments of the ctest entries storm_64_* (tools/storm/CMakeLists.txt),

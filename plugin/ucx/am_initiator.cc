@@ -178,9 +178,17 @@ void AmLane::Pump() {
 bool AmLane::Post(uint64_t ep_id, const ucp_ep_h *eps, size_t n_eps, bool write, const Op *ops, size_t count,
                   uint64_t deadline_ns, DoneFn done, void *arg) {
   if (eps == nullptr || n_eps == 0) return false;
+  if (count == 0) write = false;  // the wire-up probe is a READ of nothing
   // Cut the batch into messages (outside the lock: only this thread sees them).
   std::vector<Message> messages;
   try {
+    // No operation: the wire-up probe, one empty READ request per endpoint
+    // (message i goes on eps[i]; am_lane.h, "Wire-up").
+    for (size_t i = 0; count == 0 && i < n_eps; ++i) {
+      messages.emplace_back();
+      messages.back().lane = this;
+      messages.back().header.assign(kRequestFixedWords, 0);
+    }
     // An operation larger than a message is cut into message-sized pieces
     // (each moves zero-copy on its own); smaller ones share messages.
     for (size_t i = 0; i < count; ++i) {

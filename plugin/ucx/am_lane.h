@@ -23,6 +23,14 @@
 //    addresses in order (eager when small, rendezvous when large: UCP
 //    decides); the initiator places it into the local buffers it recorded
 //    for that message.  Late data of an ended batch is dropped.
+// Wire-up: a batch of no operations is a probe — one READ request listing
+// nothing per endpoint, each answered with a READ answer of no data over
+// the peer's reply endpoint.  The plugin posts it when a link is made (the
+// engine's wire-up post), so that the link counts as up only once the
+// peer's own endpoint to this side works: UCP 1.13 aborts a process whose
+// endpoint fails while its wire-up reply is still queued (an assertion in
+// ucp_request_send_state_ff, "got REP message"), which this side exiting
+// or finalizing right after connecting would otherwise cause in the peer.
 // A single-operation message moves straight between the two buffers.  A
 // message of several operations is gathered into a contiguous staging
 // buffer on the sending side and received into one on the receiving side,
@@ -162,6 +170,7 @@ class AmLane {
   // its own connection: message i of the batch goes on eps[i % n_eps], so
   // that a large batch keeps several connections busy.  They share one
   // ep_id: a Fence, Abandon or failure of any ends the batch.
+  // count 0: the wire-up probe ("Wire-up" above; `write` is ignored).
   // deadline_ns: CLOCK_MONOTONIC nanoseconds (0: none); each WRITE message
   // tells the target the time left until it, and the target places nothing
   // after that ("Deadlines" above).  Returns false when nothing was started
@@ -280,9 +289,10 @@ class AmLane {
     uint64_t budget_us = 0;  // WRITE: time left until the initiator's deadline (0: none)
   };
   // Parses and validates a request header; false (logged) when it is
-  // malformed and must be dropped unanswered.  `what` names it in the log.
+  // malformed and must be dropped unanswered.  `what` names it in the log;
+  // probe_ok: it may list no operation (a READ request: the wire-up probe).
   bool ReadTargetRequest(const void *header, size_t header_len, const ucp_am_recv_param_t *param, const char *what,
-                         TargetRequest *req) ADXL_EXCLUDES(regions_mu_);
+                         bool probe_ok, TargetRequest *req) ADXL_EXCLUDES(regions_mu_);
   void SendAck(ucp_ep_h reply_ep, uint64_t token, uint32_t msg, int status) ADXL_EXCLUDES(mu_);
   // Whether WRITE data of `len` bytes complete now is past this side's
   // deadline until_ns (0: none): then it must not be placed (logged).

@@ -77,12 +77,12 @@ uint64_t BudgetUs(uint64_t deadline_ns) {
   return deadline_ns > now ? std::max<uint64_t>(1, (deadline_ns - now + 999) / 1000) : 1;
 }
 
-bool ParseRequest(const void *header, size_t header_len, size_t max_ops, uint64_t words[kRequestFixedWords],
-                  std::vector<uint64_t> *pairs) {
+bool ParseRequest(const void *header, size_t header_len, size_t max_ops, bool probe_ok,
+                  uint64_t words[kRequestFixedWords], std::vector<uint64_t> *pairs) {
   if (header_len < kRequestFixedWords * sizeof(uint64_t) || header_len % sizeof(uint64_t) != 0) return false;
   memcpy(words, header, kRequestFixedWords * sizeof(uint64_t));
   const size_t n = static_cast<size_t>(words[1] >> 32);
-  if (n == 0 || n > max_ops || header_len != (kRequestFixedWords + 2 * n) * sizeof(uint64_t)) {
+  if ((n == 0 && !probe_ok) || n > max_ops || header_len != (kRequestFixedWords + 2 * n) * sizeof(uint64_t)) {
     return false;
   }
   pairs->resize(2 * n);

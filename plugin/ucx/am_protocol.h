@@ -6,6 +6,7 @@
 //
 //   kWrite        [token][msg | nops << 32][budget][remote, len] x nops   data: the bytes, in order
 //   kReadRequest  [token][msg | nops << 32][0][remote, len] x nops        no data
+//                 (nops 0: a wire-up probe, answered by a kReadData of 0 bytes)
 //   kAck          [token][msg | status << 32]                              no data
 //   kReadData     [token][msg | status << 32][total]                       data: the bytes, in order
 //
@@ -49,9 +50,10 @@ uint64_t Pack32(uint32_t lo, int32_t hi);
 // Parses a WRITE / READ request header: token, message word and budget
 // into words[0..2], and the (address, length) pairs that follow into *pairs
 // (copied: UCP does not promise the header any alignment).  False when
-// malformed, or when it lists no operation or more than `max_ops`.
-bool ParseRequest(const void *header, size_t header_len, size_t max_ops, uint64_t words[kRequestFixedWords],
-                  std::vector<uint64_t> *pairs);
+// malformed, or when it lists more than `max_ops` operations, or none
+// unless `probe_ok` (READ requests: the wire-up probe).
+bool ParseRequest(const void *header, size_t header_len, size_t max_ops, bool probe_ok,
+                  uint64_t words[kRequestFixedWords], std::vector<uint64_t> *pairs);
 
 // CLOCK_MONOTONIC now, in nanoseconds (the plugin ABI's deadline clock).
 uint64_t MonotonicNs();

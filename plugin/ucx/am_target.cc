@@ -149,18 +149,20 @@ void AmLane::ReleaseTargetOps(uintptr_t addr, size_t len) {
 // (address, length) pairs that follow (copied: UCP does not promise the
 
 bool AmLane::ReadTargetRequest(const void *header, size_t header_len, const ucp_am_recv_param_t *param,
-                               const char *what, TargetRequest *req) {
+                               const char *what, bool probe_ok, TargetRequest *req) {
   uint64_t words[kRequestFixedWords];
   std::vector<uint64_t> pairs;
   bool parsed = false;
   try {
-    parsed = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) && ParseRequest(header, header_len, kMaxMessageOps, words, &pairs);
+    parsed = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) &&
+             ParseRequest(header, header_len, kMaxMessageOps, probe_ok, words, &pairs);
     if (parsed) {
       req->token = words[0];
       req->msg = static_cast<uint32_t>(words[1]);
       req->budget_us = words[2];
       req->ops = pairs.size() / 2;
-      req->valid = ResolveTargetOps(pairs.data(), req->ops, &req->iov, &req->memh, &req->total);
+      // A probe reads nothing: valid, answered with no data.
+      req->valid = req->ops == 0 || ResolveTargetOps(pairs.data(), req->ops, &req->iov, &req->memh, &req->total);
     }
   } catch (...) {
     req->valid = false;  // out of memory: refused like an invalid request
@@ -186,7 +188,7 @@ ucs_status_t AmLane::OnWrite(void *arg, const void *header, size_t header_len, v
   TargetRequest req;
   // A malformed request is dropped: a rendezvous descriptor not received is
   // dropped by UCP.
-  if (!self->ReadTargetRequest(header, header_len, param, "write", &req)) return UCS_OK;
+  if (!self->ReadTargetRequest(header, header_len, param, "write", false, &req)) return UCS_OK;
   // This side's deadline for placing the data (am_lane.h, "Deadlines"); 0:
   // none.  A budget too large to add is no deadline in practice.
   const uint64_t until_ns =
@@ -281,7 +283,7 @@ ucs_status_t AmLane::OnReadRequest(void *arg, const void *header, size_t header_
                                    const ucp_am_recv_param_t *param) {
   auto *self = static_cast<AmLane *>(arg);
   TargetRequest req;
-  if (!self->ReadTargetRequest(header, header_len, param, "read request", &req)) return UCS_OK;
+  if (!self->ReadTargetRequest(header, header_len, param, "read request", true, &req)) return UCS_OK;
   const uint64_t token = req.token;
   const uint32_t msg = req.msg;
   const size_t total = req.total;

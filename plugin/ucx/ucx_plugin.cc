@@ -450,8 +450,8 @@ int PostBy(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t co
     RmaLane::Post(ep, put, iov, count, true, batch.get());
   } else if (ep->lane == ADXL_PLUGIN_LANE_HCCS) {
     HccsLane::Post(ep, put, iov, count, batch.get());
-  } else if (ep->am && count > 0) {
-    PostAm(ep, put, iov, count, deadline_ns, batch.get());
+  } else if (ep->am) {
+    PostAm(ep, put, iov, count, deadline_ns, batch.get());  // count 0: the wire-up probe (am_lane.h)
   } else {
     RmaLane::Post(ep, put, iov, count, false, batch.get());  // count 0: a UCP flush (wire-up)
   }
