@@ -10,7 +10,9 @@
 # Findings inside UCX itself (not instrumented, outside this project) are
 # suppressed by tests/sanitizers/*.supp, each entry documented there.  Any
 # other finding fails the run (halt_on_error / exitcode).
-# Usage: scripts/sanitize.sh [asan|tsan]...   (default: both)
+# Usage: scripts/sanitize.sh [--build-only] [asan|tsan]...   (default: both)
+#   --build-only: configure and build the trees, run nothing (scripts/test.sh
+#   builds them in the background while the plain suite runs).
 # Environment: ASAN_BUILD_DIR, TSAN_BUILD_DIR; extra ctest arguments in
 # SANITIZE_CTEST_ARGS; ASAN_TIME_SCALE (default 3) and TSAN_TIME_SCALE
 # (default 5): the ADXL_TEST_TIME_SCALE each phase runs with, the factor by
@@ -72,16 +74,37 @@ TSAN_EXCLUDE='/rdma_rma'
 SANITIZE_FLAGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
                 "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DADXL_BUILD_PYTHON=OFF)
 
+build_only=0
+if [[ "${1:-}" == --build-only ]]; then
+  build_only=1
+  shift
+fi
 modes=("$@")
 ((${#modes[@]} == 0)) && modes=(asan tsan)
+for mode in "${modes[@]}"; do
+  [[ "$mode" == asan || "$mode" == tsan ]] || { echo "sanitize.sh: unknown mode $mode (asan|tsan)" >&2; exit 2; }
+done
 adxl_install_packages "${ADXL_PACKAGES[@]}"
 
+build_asan() {
+  cmake -S "$ADXL_ROOT" -B "$ASAN_BUILD_DIR" "${SANITIZE_FLAGS[@]}" -DADXL_SANITIZE=address,undefined >/dev/null
+  cmake --build "$ASAN_BUILD_DIR" -j"$(nproc)"
+}
+build_tsan() {
+  cmake -S "$ADXL_ROOT" -B "$TSAN_BUILD_DIR" "${SANITIZE_FLAGS[@]}" -DADXL_SANITIZE=thread >/dev/null
+  cmake --build "$TSAN_BUILD_DIR" -j"$(nproc)" --target adxl_unit_tests adxl_mp_tests adxl_api_tests \
+    adxl_conformance_tests adxl_api_fuzz adxl_soak adxl_test_peer adxl_plugin_ucx
+}
+if ((build_only)); then
+  for mode in "${modes[@]}"; do "build_$mode"; done
+  echo "sanitize: built (${modes[*]})"
+  exit 0
+fi
 
 for mode in "${modes[@]}"; do
   case "$mode" in
   asan)
-    cmake -S "$ADXL_ROOT" -B "$ASAN_BUILD_DIR" "${SANITIZE_FLAGS[@]}" -DADXL_SANITIZE=address,undefined >/dev/null
-    cmake --build "$ASAN_BUILD_DIR" -j"$(nproc)"
+    build_asan
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=0:suppressions=$SUPP/asan.supp"
     # use_tls=0: gcc 12's LeakSanitizer crashes at exit ("Tracer caught
     # signal 11" in ScanRangeForPointers) scanning the dynamic TLS of modules
@@ -98,9 +121,7 @@ for mode in "${modes[@]}"; do
     unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS ADXL_TEST_TIME_SCALE
     ;;
   tsan)
-    cmake -S "$ADXL_ROOT" -B "$TSAN_BUILD_DIR" "${SANITIZE_FLAGS[@]}" -DADXL_SANITIZE=thread >/dev/null
-    cmake --build "$TSAN_BUILD_DIR" -j"$(nproc)" --target adxl_unit_tests adxl_mp_tests adxl_api_tests \
-      adxl_conformance_tests adxl_api_fuzz adxl_soak adxl_test_peer adxl_plugin_ucx
+    build_tsan
     # history_size=7 and suppress_equal_addresses=0: see tests/sanitizers/tsan.supp
     # (without them TSan's bookkeeping of suppressed races in UCX grows
     # quadratically with the bytes moved, and transfers stall for seconds).
@@ -118,7 +139,6 @@ for mode in "${modes[@]}"; do
     ADXL_SOAK_SECONDS="${TSAN_SOAK_SECONDS:-20}" "$TSAN_BUILD_DIR/bin/adxl_soak"
     unset TSAN_OPTIONS ADXL_TEST_TIME_SCALE
     ;;
-  *) echo "sanitize.sh: unknown mode $mode (asan|tsan)" >&2; exit 2 ;;
   esac
 done
 echo "sanitize: OK (${modes[*]})"

@@ -8,6 +8,32 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 adxl_build
 cd "$BUILD_DIR"
+# The sanitizer trees (scripts/sanitize.sh) are built in the background at
+# the lowest CPU priority while the plain suite below runs: its tests leave
+# a core idle much of the time, and nice 19 yields the CPU to them whenever
+# they want it (a build beside them is lighter than the CPU hog stress.sh
+# runs them with).  Each build runs in its own process group, killed if
+# this script stops; when the foreground reaches a build, it waits for it at
+# normal priority.  The ASan tree builds beside the plain suite, the TSan
+# tree beside the ASan tests.
+bg_pid=0
+bg_log=""
+start_build() {  # mode: the sanitizer tree to build in the background
+  bg_log="$BUILD_DIR/sanitize-build-$1.log"
+  setsid nice -n 19 "$ADXL_ROOT/scripts/sanitize.sh" --build-only "$1" >"$bg_log" 2>&1 &
+  bg_pid=$!
+}
+finish_build() {
+  renice -n 0 -g "$bg_pid" >/dev/null 2>&1 || true
+  if ! wait "$bg_pid"; then
+    cat "$bg_log" >&2
+    echo "test.sh: building a sanitizer tree failed (log above)" >&2
+    exit 1
+  fi
+  bg_pid=0
+}
+trap '((bg_pid == 0)) || kill -- "-$bg_pid" 2>/dev/null || true' EXIT
+start_build asan
 # Serial: several tests time heartbeats and deadlines, which parallel runs
 # on a small machine (CI has 2 cores) would upset.  Left to stress.sh below,
 # which runs the very same commands on this build many times, beside a CPU
@@ -34,4 +60,8 @@ ctest --output-on-failure --no-tests=error -E '^(Lanes/KillTargetTest\..*|storm_
 "$BUILD_DIR/bin/adxl_soak"
 # Sanitizers: ASan+UBSan over the whole suite, TSan over the concurrency
 # tests and a short soak, each in its own build directory.
-"$ADXL_ROOT/scripts/sanitize.sh"
+finish_build
+start_build tsan
+"$ADXL_ROOT/scripts/sanitize.sh" asan
+finish_build
+"$ADXL_ROOT/scripts/sanitize.sh" tsan
