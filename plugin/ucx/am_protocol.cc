@@ -86,8 +86,12 @@ bool ParseRequest(const void *header, size_t header_len, size_t max_ops, bool pr
     return false;
   }
   pairs->resize(2 * n);
-  memcpy(pairs->data(), static_cast<const char *>(header) + kRequestFixedWords * sizeof(uint64_t),
-         2 * n * sizeof(uint64_t));
+  // A probe has no pairs: an empty vector's data() may be null, which
+  // memcpy must not get even for 0 bytes.
+  if (n > 0) {
+    memcpy(pairs->data(), static_cast<const char *>(header) + kRequestFixedWords * sizeof(uint64_t),
+           2 * n * sizeof(uint64_t));
+  }
   return true;
 }
 
