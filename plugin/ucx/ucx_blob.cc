@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <limits>
+#include <utility>
 
 namespace ucx_blob {
 namespace {
@@ -50,15 +51,35 @@ class Reader {
 }  // namespace
 
 bool EncodeAddress(const Address &a, std::string *out) {
+  if (a.paths.size() > Address::kMaxPaths) return false;
+  std::string paths;
+  for (const PathAddress &p : a.paths) {
+    if (p.prefix > 32) return false;
+    paths.append(reinterpret_cast<const char *>(&p.ipv4), sizeof(p.ipv4));
+    paths.push_back(static_cast<char>(p.prefix));
+    if (!AppendPart(&paths, p.ucp)) return false;
+  }
   std::string s;
-  if (!AppendPart(&s, a.ucp) || !AppendPart(&s, a.cma)) return false;
+  if (!AppendPart(&s, a.ucp) || !AppendPart(&s, a.cma) || !AppendPart(&s, paths)) return false;
   out->swap(s);
   return true;
 }
 
 bool ParseAddress(const void *data, size_t len, Address *out) {
   Reader r(data, len);
-  return r.Part(&out->ucp) && r.Part(&out->cma) && r.AtEnd();
+  std::string paths;
+  if (!r.Part(&out->ucp) || !r.Part(&out->cma) || !r.Part(&paths) || !r.AtEnd()) return false;
+  out->paths.clear();
+  Reader p(paths.data(), paths.size());
+  while (!p.AtEnd()) {
+    PathAddress a;
+    if (out->paths.size() == Address::kMaxPaths || !p.Bytes(&a.ipv4, sizeof(a.ipv4)) || !p.U8(&a.prefix) ||
+        a.prefix > 32 || !p.Part(&a.ucp)) {
+      return false;
+    }
+    out->paths.push_back(std::move(a));
+  }
+  return true;
 }
 
 bool EncodeKey(const Key &k, std::string *out) {

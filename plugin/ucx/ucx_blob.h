@@ -10,6 +10,10 @@
 // Formats (integers little-endian, as on every host this plugin builds for;
 // "part" is [u32 length][length bytes]):
 //   address  [part: UCP worker address][part: cma address (empty: no cma)]
+//            [part: network paths], the paths part being zero or more
+//            [4 bytes: IPv4 address, network order][u8 prefix length]
+//            [part: UCP worker address of that path] (at most kMaxPaths,
+//            prefix <= 32)
 //   key      [part: ucp_rkey_pack bytes][part: HCCS part], the HCCS part
 //            being [u8 flags][part: cma key][u64 base][u64 len][u64 offset]
 //            [part: share path (empty: not shared)]; flags bit 0: the cma
@@ -24,12 +28,28 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ucx_blob {
 
+// One network path of the RDMA lane (net_path.h): the interface's IPv4
+// address and prefix length, by which the two sides pair their paths, and
+// the path's own UCP worker address.
+struct PathAddress {
+  uint32_t ipv4 = 0;   // network byte order, as in struct in_addr
+  uint8_t prefix = 0;  // subnet prefix length, <= 32
+  std::string ucp;
+
+  bool operator==(const PathAddress &o) const { return ipv4 == o.ipv4 && prefix == o.prefix && ucp == o.ucp; }
+};
+
 struct Address {
+  // Paths one address may list; a blob with more is refused.
+  static constexpr size_t kMaxPaths = 16;
+
   std::string ucp;  // ucp_worker_get_address bytes (empty: no UCP worker address)
   std::string cma;  // CmaLane::address() (empty: no cma)
+  std::vector<PathAddress> paths;  // ADXL_UCX_RDMA_PATHS (empty: one path, `ucp`)
 };
 
 struct Key {
@@ -48,9 +68,11 @@ struct Key {
   bool device() const { return (flags & kDevice) != 0; }
 };
 
-// Encoders: false (and *out unchanged) only when a part exceeds 4 GiB.
+// Encoders: false (and *out unchanged) only when a part exceeds 4 GiB or an
+// address lists more than kMaxPaths paths or a prefix over 32.
 // Parsers: false when the blob is malformed (truncated, a length past its
-// end, bytes left over, a share path with a NUL byte); *out is then
+// end, bytes left over, a share path with a NUL byte, more than kMaxPaths
+// paths or a prefix over 32); *out is then
 // unspecified.  Parse(Encode(x)) == x, and Encode(Parse(b)) == b byte for byte
 // for every b Parse accepts (the encoding is canonical).
 bool EncodeAddress(const Address &a, std::string *out);

@@ -3,6 +3,7 @@
 #include "ucx_context.h"
 
 #include <dirent.h>
+#include <net/if.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/epoll.h>
@@ -23,30 +24,11 @@ extern char **environ;
 
 namespace {
 
-constexpr int kCloseTimeoutMs = 2000;  // bound on a graceful endpoint close
-// Bound on waiting for a forced close: UCP completes one without the peer,
-// so this only keeps a wedged transport from holding the caller (an engine
-// thread tearing a link down); the request is then left to UCP.
-constexpr auto kForceCloseWait = std::chrono::seconds(1);
-
-// Waits for a forced close, bounded by kForceCloseWait; a request still
-// pending then is released to UCP, which frees it when it completes.
-void WaitForcedClose(adxl_plugin_context *ctx, ucs_status_ptr_t req) {
-  if (req == nullptr || UCS_PTR_IS_ERR(req)) return;
-  const auto until = std::chrono::steady_clock::now() + kForceCloseWait;
-  while (ucp_request_check_status(req) == UCS_INPROGRESS) {
-    if (std::chrono::steady_clock::now() > until) {
-      ctx->log(ADXL_PLUGIN_LOG_WARN, "a forced endpoint close did not complete within %lld ms; left to UCP",
-               static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(kForceCloseWait).count()));
-      break;
-    }
-    ucp_worker_progress(ctx->worker);
-  }
-  ucp_request_free(req);
-}
 // UCP's transports when the user did not choose (UCX_TLS): everything but
 // the same-node ones.
 constexpr const char kRdmaLaneTls[] = "^sm";  // "sm": posix, sysv, cma, knem, xpmem
+// UCX's TCP receive segment for the RDMA lane (ApplyUcxSettings).
+constexpr const char kRdmaRxSegSize[] = "2m";
 // How long the progress thread keeps polling after the last event before it
 // sleeps again (header comment).
 constexpr auto kProgressLinger = std::chrono::microseconds(200);
@@ -122,7 +104,7 @@ void ApplyUcxSettings(adxl_plugin_context *ctx, ucp_config_t *config, const UcxP
   // lane's rendezvous data arrives in MiB-sized runs; 2 MiB segments about
   // double its bandwidth on loopback (adxl-bench --lane rdma, README), for
   // 16 MiB of receive buffers per worker (UCX grows the pool 8 at a time).
-  if (TlsMayUse(tls, {"tcp"}) && !UserSetUcx("RX_SEG_SIZE")) set("RX_SEG_SIZE", "2m");
+  if (TlsMayUse(tls, {"tcp"}) && !UserSetUcx("RX_SEG_SIZE")) set("RX_SEG_SIZE", kRdmaRxSegSize);
   // Without an RDMA device UCX has no IB transports to take these.
   if (HaveInfiniBand() && TlsMayUse(tls, {"ib", "rc", "ud", "dc", "mlx5", "verbs"})) {
     if (!params.rdma_traffic_class.empty() && !UserSetUcx("TRAFFIC_CLASS")) {
@@ -215,23 +197,51 @@ void PinToCpus(adxl_plugin_context *ctx, pthread_t thread, const std::string &li
            rc == 0 ? "bound" : strerror(rc));
 }
 
+// Progresses the main worker and every path's once; whether any did work.
+bool ProgressAll(adxl_plugin_context *ctx) {
+  bool any = ucp_worker_progress(ctx->worker) != 0;
+  for (const auto &p : ctx->paths) any = (ucp_worker_progress(p->worker()) != 0) || any;
+  return any;
+}
+
+// Runs the work UCP callbacks queued on any AM lane (am_lane.h); whether
+// there was some.
+bool RunAllDeferred(adxl_plugin_context *ctx) {
+  bool any = false;
+  if (ctx->am.HasDeferred()) {
+    ctx->am.RunDeferred();
+    any = true;
+  }
+  for (const auto &p : ctx->paths) {
+    if (p->am.HasDeferred()) {
+      p->am.RunDeferred();
+      any = true;
+    }
+  }
+  return any;
+}
+
+// Arms every worker for epoll; UCS_ERR_BUSY when one has events pending.
+ucs_status_t ArmAll(adxl_plugin_context *ctx) {
+  ucs_status_t st = ucp_worker_arm(ctx->worker);
+  for (size_t i = 0; i < ctx->paths.size() && st == UCS_OK; ++i) st = ucp_worker_arm(ctx->paths[i]->worker());
+  return st;
+}
+
 void ProgressLoop(adxl_plugin_context *ctx) {
   epoll_event events[4];
   while (!ctx->stop.load(std::memory_order_acquire)) {
     auto last_event = std::chrono::steady_clock::now();
     while (!ctx->stop.load(std::memory_order_relaxed)) {
-      if (ucp_worker_progress(ctx->worker) != 0) {
-        last_event = std::chrono::steady_clock::now();
-      }
+      if (ProgressAll(ctx)) last_event = std::chrono::steady_clock::now();
       // Outside ucp_worker_progress: work UCP callbacks queued (am_lane.h).
-      if (ctx->am.HasDeferred()) {
-        ctx->am.RunDeferred();
+      if (RunAllDeferred(ctx)) {
         last_event = std::chrono::steady_clock::now();
       } else if (std::chrono::steady_clock::now() - last_event > kProgressLinger) {
         break;
       }
     }
-    ucs_status_t st = ucp_worker_arm(ctx->worker);
+    ucs_status_t st = ArmAll(ctx);
     if (st == UCS_ERR_BUSY) continue;  // events arrived meanwhile
     if (st != UCS_OK) {
       ctx->log(ADXL_PLUGIN_LOG_ERROR, "ucp_worker_arm failed: %s; progress thread polls", ucs_status_string(st));
@@ -266,6 +276,33 @@ bool StartAmLane(adxl_plugin_context *ctx, const UcxParams &params) {
   return false;
 }
 
+// The RDMA lane's network paths (ADXL_UCX_RDMA_PATHS, net_path.h): false
+// (logged, nothing left open) when a named path cannot be opened; a user
+// who named paths wants them, not a silent single path.
+bool OpenPaths(adxl_plugin_context *ctx, const UcxParams &params) {
+  if (params.rdma_paths.empty()) return true;
+  if (!ctx->rdma_over_am) {
+    ctx->log(ADXL_PLUGIN_LOG_WARN, "ADXL_UCX_RDMA_PATHS applies to the RDMA lane over active messages; the lane "
+                                   "runs UCP RMA here, whose multi-rail uses the devices itself: paths ignored");
+    return true;
+  }
+  AmLane::Faults faults;
+  faults.read_data_delay_us = params.test_read_data_delay_us;
+  const std::string seg = UserSetUcx("RX_SEG_SIZE") ? std::string() : std::string(kRdmaRxSegSize);
+  for (const std::string &dev : params.rdma_paths) {
+    std::string why;
+    std::unique_ptr<NetPath> p = NetPath::Open(dev, seg, ctx->log, faults, &why);
+    if (p == nullptr) {
+      ctx->log(ADXL_PLUGIN_LOG_ERROR, "ADXL_UCX_RDMA_PATHS: path over '%s' cannot open: %s", dev.c_str(), why.c_str());
+      ctx->paths.clear();
+      return false;
+    }
+    ctx->log(ADXL_PLUGIN_LOG_INFO, "RDMA lane path %zu: %s", ctx->paths.size(), dev.c_str());
+    ctx->paths.push_back(std::move(p));
+  }
+  return true;
+}
+
 // The progress thread and its wake-up fds; false (logged) on failure.
 bool StartProgressThread(adxl_plugin_context *ctx, const UcxParams &params) {
   int efd = -1;
@@ -282,6 +319,10 @@ bool StartProgressThread(adxl_plugin_context *ctx, const UcxParams &params) {
   bool ok = ctx->epoll_fd >= 0 && ctx->wake_fd >= 0 && epoll_ctl(ctx->epoll_fd, EPOLL_CTL_ADD, efd, &ev) == 0;
   ev.data.fd = ctx->wake_fd;
   ok = ok && epoll_ctl(ctx->epoll_fd, EPOLL_CTL_ADD, ctx->wake_fd, &ev) == 0;
+  for (const auto &p : ctx->paths) {
+    ev.data.fd = p->event_fd();
+    ok = ok && epoll_ctl(ctx->epoll_fd, EPOLL_CTL_ADD, p->event_fd(), &ev) == 0;
+  }
   if (ok) {
     try {
       ctx->progress_thread = std::thread(ProgressLoop, ctx);
@@ -352,6 +393,26 @@ bool UcxParams::ReadEnvironment(std::string *why) {
   rdma_connections = static_cast<unsigned>(conns);
   cma_split_bytes = static_cast<size_t>(split);
   cma_spin_us = static_cast<unsigned>(spin);
+  if (const char *list = getenv("ADXL_UCX_RDMA_PATHS")) {
+    // "if0,if1,...": distinct interface names (IFNAMSIZ - 1 characters at
+    // most); whether they exist is for NetPath::Open to find out.
+    rdma_paths.clear();
+    std::string s(list);
+    for (size_t at = 0; at <= s.size();) {
+      size_t comma = s.find(',', at);
+      if (comma == std::string::npos) comma = s.size();
+      std::string name = s.substr(at, comma - at);
+      if (name.empty() || name.size() >= IFNAMSIZ ||
+          std::find(rdma_paths.begin(), rdma_paths.end(), name) != rdma_paths.end() ||
+          rdma_paths.size() == kMaxRdmaPaths) {
+        *why = std::string("ADXL_UCX_RDMA_PATHS='") + list + "': expected up to " + std::to_string(kMaxRdmaPaths) +
+               " distinct network interface names, comma-separated";
+        return false;
+      }
+      rdma_paths.push_back(std::move(name));
+      at = comma + 1;
+    }
+  }
   if (const char *proto = getenv("ADXL_UCX_RDMA_PROTOCOL")) {
     if (strcmp(proto, "am") == 0) {
       rdma_protocol = RdmaProtocol::kAm;
@@ -439,12 +500,14 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
   bool ok = false;
   try {
     ctx->rdma_over_am = StartAmLane(ctx.get(), params);
-    ok = StartProgressThread(ctx.get(), params);
+    ok = OpenPaths(ctx.get(), params) && StartProgressThread(ctx.get(), params);
   } catch (...) {
   }
   if (!ok) {
     if (ctx->epoll_fd >= 0) close(ctx->epoll_fd);
     if (ctx->wake_fd >= 0) close(ctx->wake_fd);
+    ctx->paths.clear();
+    ctx->am.Close();
     ucp_worker_destroy(ctx->worker);
     ucp_cleanup(ctx->ucp);
     return ADXL_PLUGIN_ERR_NO_RESOURCE;
@@ -456,6 +519,8 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
     t += ctx->rdma_over_am ? "am" : "rma";
     t += std::string(",ucp(") + (tls != nullptr ? tls : kRdmaLaneTls) + ")";
     if (ctx->device_memory) t += ctx->device_mem_type == UCS_MEMORY_TYPE_CUDA ? ",cuda" : ",rocm";
+    for (size_t i = 0; i < ctx->paths.size(); ++i) t += (i == 0 ? ",paths(" : ",") + ctx->paths[i]->device();
+    if (!ctx->paths.empty()) t += ")";
   } catch (...) {
   }
   *out = ctx.release();
@@ -471,6 +536,7 @@ void adxl_plugin_context::Close(adxl_plugin_context *ctx) {
   ctx->am.ReleaseTargetOps(0, 0);
   if (ctx->am.HasDeferred()) ctx->am.RunDeferred();
   ctx->am.Close();
+  ctx->paths.clear();  // each path: its target requests, staging, worker, context
   ucp_worker_destroy(ctx->worker);
   ucp_cleanup(ctx->ucp);
   close(ctx->epoll_fd);
@@ -499,85 +565,3 @@ int FromUcs(ucs_status_t st) {
   }
 }
 
-ucs_status_t WaitRequest(adxl_plugin_context *ctx, ucs_status_ptr_t req, int timeout_ms) {
-  if (req == nullptr) return UCS_OK;
-  if (UCS_PTR_IS_ERR(req)) return UCS_PTR_STATUS(req);
-  const auto start = std::chrono::steady_clock::now();
-  ucs_status_t st;
-  while ((st = ucp_request_check_status(req)) == UCS_INPROGRESS) {
-    ucp_worker_progress(ctx->worker);
-    if (timeout_ms >= 0 && std::chrono::steady_clock::now() - start > std::chrono::milliseconds(timeout_ms)) {
-      ucp_request_cancel(ctx->worker, req);
-      timeout_ms = -1;  // keep progressing until the cancellation lands
-    }
-  }
-  ucp_request_free(req);
-  return st;
-}
-
-ucp_ep_h CreateUcpEp(adxl_plugin_context *ctx, const std::string &address, ucp_err_handler_cb_t on_error,
-                     void *arg, ucs_status_t *st) {
-  ucp_ep_params_t p{};
-  p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                 UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  p.address = reinterpret_cast<const ucp_address_t *>(address.data());
-  p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-  p.err_handler.cb = on_error;
-  p.err_handler.arg = arg;
-  ucp_ep_h ep = nullptr;
-  *st = ucp_ep_create(ctx->worker, &p, &ep);
-  if (*st != UCS_OK) {
-    ctx->log(ADXL_PLUGIN_LOG_ERROR, "ucp_ep_create: %s", ucs_status_string(*st));
-    return nullptr;
-  }
-  ctx->Wake();  // wire-up messages need progress
-  return ep;
-}
-
-void CloseUcpEp(adxl_plugin_context *ctx, ucp_ep_h ep, bool force) {
-  ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  p.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-  if (force) {
-    WaitForcedClose(ctx, ucp_ep_close_nbx(ep, &p));
-    return;
-  }
-  if (WaitRequest(ctx, ucp_ep_close_nbx(ep, &p), kCloseTimeoutMs) != UCS_OK) {
-    // A graceful close that did not finish (peer gone): drop what is left.
-    p.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    WaitForcedClose(ctx, ucp_ep_close_nbx(ep, &p));
-  }
-}
-
-std::string DescribeUcpEp(ucp_ep_h ep) {
-  char *text = nullptr;
-  size_t text_len = 0;
-  FILE *f = open_memstream(&text, &text_len);
-  if (f == nullptr) throw std::bad_alloc();
-  ucp_ep_print_info(ep, f);
-  fclose(f);
-  std::unique_ptr<char, decltype(&free)> hold(text, free);
-  // Lines look like "#   lane[0]:  1:posix/memory.0 md[1]  ... rma ...": keep
-  // the distinct transport/device names in order.
-  std::string out;
-  const char *p = text;
-  while ((p = strstr(p, "lane[")) != nullptr) {
-    const char *colon = strchr(p, ':');
-    if (colon == nullptr) break;
-    const char *s = colon + 1;
-    while (*s == ' ') ++s;
-    while (*s >= '0' && *s <= '9') ++s;
-    if (*s == ':') ++s;
-    const char *e = s;
-    while (*e != '\0' && *e != ' ' && *e != '\n') ++e;
-    std::string name(s, e);
-    size_t dot = name.rfind('.');
-    if (dot != std::string::npos) name.resize(dot);
-    if (!name.empty() && ("," + out + ",").find("," + name + ",") == std::string::npos) {
-      if (!out.empty()) out += ",";
-      out += name;
-    }
-    p = e;
-  }
-  return out.empty() ? "unknown" : out;
-}

@@ -11,6 +11,9 @@
 // engine sleeps.  It calls AmLane::RunDeferred() *outside*
 // ucp_worker_progress: that is where work queued by UCP callbacks runs.
 //
+// With network paths (ADXL_UCX_RDMA_PATHS, net_path.h) the progress thread
+// drives each path's worker the same way, all of them from one epoll set.
+//
 // Settings reach UCX through its config API only (ucp_config_modify on the
 // ucp_config_t given to ucp_init), never through the environment, so that two
 // engines may open at once (ApplyUcxSettings in ucx_context.cc).  A UCX_*
@@ -20,7 +23,9 @@
 // are written only in Open/Close.  The UCP worker is UCS_THREAD_MODE_MULTI:
 // every ucp_* call on it takes UCP's worker lock, and UCP callbacks (EpError,
 // RmaLane's flush completion, AmLane's handlers) run under it, on whichever
-// thread progresses.  Nesting: UCP worker lock -> AmLane's locks (am_lane.h);
+// thread progresses; a path's worker likewise.  Nesting: any UCP worker
+// lock -> any AmLane's locks (am_lane.h; EpError of one worker's endpoint
+// tells every lane of the link); no UCP worker lock is taken under another;
 // CmaLane's stripe locks are never held with either (cma_lane.h).
 //
 // Thread-safety: log, Wake and the UCP helpers may be called from any
@@ -30,15 +35,19 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <ucp/api/ucp.h>
 
 #include "adxl/plugin/adxl_plugin.h"
 #include "am_lane.h"
 #include "cma_lane.h"
+#include "net_path.h"
 #include "plugin_log.h"
+#include "ucp_endpoint.h"
 
 // The plugin parameters of open() (adxl_plugin_config_t::params) this
 // plugin knows; unknown keys are ignored.
@@ -57,6 +66,12 @@ struct UcxParams {
   // per link on the RDMA lane over active messages, in [1, kMaxRdmaConnections].
   static constexpr unsigned kMaxRdmaConnections = 16;
   unsigned rdma_connections = 1;
+  // ADXL_UCX_RDMA_PATHS: local network interfaces, each a path of the RDMA
+  // lane over active messages (net_path.h); empty: one path, the context's
+  // own worker on whatever interfaces UCX picks.  At most kMaxRdmaPaths
+  // distinct names.
+  static constexpr size_t kMaxRdmaPaths = 16;
+  std::vector<std::string> rdma_paths;
   // "test_ep_destroy_delay_us": ep_destroy sleeps this long first, so that a
   // test sees an endpoint teardown in progress (tests/unit/transport_test.cc).
   unsigned test_ep_destroy_delay_us = 0;
@@ -74,6 +89,10 @@ struct adxl_plugin_context {
   bool rdma_over_am = false;
   ucp_context_h ucp = nullptr;
   ucp_worker_h worker = nullptr;
+  // The RDMA lane's network paths (ADXL_UCX_RDMA_PATHS), each with its own
+  // context, worker and AM lane; empty: the lane runs on `worker` alone.
+  // Made by Open, freed by Close: fixed while the context is open.
+  std::vector<std::unique_ptr<NetPath>> paths;
   bool device_memory = false;
   ucs_memory_type_t device_mem_type = UCS_MEMORY_TYPE_UNKNOWN;  // CUDA, else ROCM
   std::string device_why;  // why device_memory is false
@@ -99,21 +118,5 @@ struct adxl_plugin_context {
 
 // UCS status -> ADXL_PLUGIN_* status.
 int FromUcs(ucs_status_t st);
-
-// Waits for a UCP request from ucp_*_nbx, progressing the worker; cancels it
-// after timeout_ms (< 0: never) and returns the final status.  Control paths
-// only (endpoint close).
-ucs_status_t WaitRequest(adxl_plugin_context *ctx, ucs_status_ptr_t req, int timeout_ms);
-
-// A UCP endpoint to the peer worker `address` with peer error handling;
-// on_error(arg, status) runs under UCP's worker lock when UCP reports its
-// failure.  Null (logged) on failure, *st says why.
-ucp_ep_h CreateUcpEp(adxl_plugin_context *ctx, const std::string &address, ucp_err_handler_cb_t on_error,
-                     void *arg, ucs_status_t *st);
-// Closes `ep`: gracefully within a bound (then forcibly), or forcibly; a
-// forced close still pending after its bound is left to UCP.
-void CloseUcpEp(adxl_plugin_context *ctx, ucp_ep_h ep, bool force);
-// The transports UCP chose for `ep`, "tcp/lo,tcp/eth0" style ("unknown": none).
-std::string DescribeUcpEp(ucp_ep_h ep);
 
 #endif  // ADXL_PLUGIN_UCX_UCX_CONTEXT_H_

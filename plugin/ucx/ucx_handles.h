@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@
 #include "adxl/plugin/adxl_plugin.h"
 #include "cma_lane.h"
 #include "mapped_lane.h"
+#include "stripe.h"
+
+class NetPath;
 
 struct adxl_plugin_mem {
   ucp_mem_h memh = nullptr;
@@ -30,6 +34,16 @@ struct adxl_plugin_mem {
   std::string share_path;  // MallocMem memory, or a shared file mapping: same-node peers may map this
   uint64_t share_offset = 0;
   int share_fd = -1;       // found by MappedLane::FindShareable: closed at deregistration
+  // Host registrations with network paths: the region registered with each
+  // path's context (index = the path's in adxl_plugin_context::paths).
+  std::vector<ucp_mem_h> path_memh;
+};
+
+// One connection of a link over one network path (net_paths.h).
+struct PathConn {
+  NetPath *path;
+  size_t index;  // path's index in adxl_plugin_context::paths (and adxl_plugin_mem::path_memh)
+  ucp_ep_h ep;
 };
 
 struct adxl_plugin_ep {
@@ -42,6 +56,14 @@ struct adxl_plugin_ep {
   // the same peer (ADXL_UCX_RDMA_CONNECTIONS - 1 of them), all under `id`;
   // a batch's messages take them in turn (AmLane::Post).
   std::vector<ucp_ep_h> more_eps;
+  // RDMA lane over active messages with network paths (net_paths.h): one
+  // connection per path paired with the peer's; when not empty, batches
+  // move over these, striped (stripe.h), and not over `ep`.  path_rates is
+  // shared with the striped batches in flight, which may end after the
+  // endpoint is gone.
+  std::vector<PathConn> path_conns;
+  std::shared_ptr<stripe::PathRates> path_rates;
+  std::atomic<uint32_t> next_whole_path{0};  // small batches: the path of the next one
   CmaLane::Peer *cma_ep = nullptr;  // HCCS lane
   std::atomic<int> mapped_regions{0};  // HCCS lane: peer regions reached by direct mapping
   // ... by what they are (MappedLane::Region::kind): memfd, shm, hugetlbfs, file

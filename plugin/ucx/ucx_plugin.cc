@@ -18,6 +18,8 @@
 //    (rma_lane.h); ADXL_UCX_RDMA_PROTOCOL=am|rma overrides, and UCP RMA is
 //    also the fallback when the AM lane cannot start.  UCP runs without its
 //    shared-memory transports (UCX_TLS=^sm unless the user sets UCX_TLS).
+//    With ADXL_UCX_RDMA_PATHS the AM lane runs over several network paths,
+//    one connection per path, batches striped over them (net_paths.h).
 //  - Device memory, on both lanes: UCP RMA (rma_lane.h), with a UCP endpoint
 //    beside the cma one on the HCCS lane; offered only where UCX has the
 //    memory type and its newer RMA protocols (ucx_context.cc).
@@ -41,6 +43,7 @@
 #include "cma_lane.h"
 #include "hccs_lane.h"
 #include "mapped_lane.h"
+#include "net_paths.h"
 #include "rma_lane.h"
 #include "ucx_blob.h"
 #include "ucx_context.h"
@@ -118,6 +121,7 @@ int GetAddress(adxl_plugin_context_t *ctx, void *buf, size_t *len) {
   ucx_blob::Address a;
   a.ucp.assign(reinterpret_cast<const char *>(addr), n);
   a.cma = ctx->cma.address();
+  if (!AddPathAddresses(ctx, &a)) return ADXL_PLUGIN_ERR_NO_RESOURCE;
   std::string blob;
   if (!ucx_blob::EncodeAddress(a, &blob)) return ADXL_PLUGIN_ERR_NO_RESOURCE;
   return CopyOut(blob, buf, len);
@@ -177,6 +181,20 @@ int MemReg(adxl_plugin_context_t *ctx, void *addr, size_t len, int mem_type, con
     mem->addr = addr;
     mem->len = len;
     mem->share_offset = share_offset;
+    std::string path_why;
+    bool on_paths = false;
+    try {
+      on_paths = RegisterOnPaths(ctx, mem.get(), &path_why);
+    } catch (...) {
+      path_why = "out of memory";
+    }
+    if (!on_paths) {
+      ctx->log(ADXL_PLUGIN_LOG_ERROR, "region %p (%zu bytes) on the network paths: %s", addr, len, path_why.c_str());
+      ctx->am.RemoveRegion(addr);
+      ucp_mem_unmap(ctx->ucp, mem->memh);
+      if (mem->share_fd >= 0) close(mem->share_fd);
+      return ADXL_PLUGIN_ERR_NO_RESOURCE;
+    }
     std::string why;
     try {
       mem->cma_ok = ctx->cma.Register(addr, len, &mem->cma_memh, &mem->cma_key, &why);
@@ -211,7 +229,10 @@ int MemPack(adxl_plugin_context_t *ctx, adxl_plugin_mem_t *mem, void *buf, size_
 
 void MemDereg(adxl_plugin_context_t *ctx, adxl_plugin_mem_t *mem) {
   if (ctx == nullptr || mem == nullptr) return;
-  if (mem->addr != nullptr) ctx->am.RemoveRegion(mem->addr);
+  if (mem->addr != nullptr) {
+    DeregisterOnPaths(ctx, mem);
+    ctx->am.RemoveRegion(mem->addr);
+  }
   if (mem->cma_ok) ctx->cma.Deregister(mem->cma_memh);
   ucp_mem_unmap(ctx->ucp, mem->memh);
   if (mem->share_fd >= 0) close(mem->share_fd);
@@ -228,6 +249,7 @@ void EpError(void *arg, ucp_ep_h, ucs_status_t status) {
   // ended by the progress thread, outside it.
   if (ep->am) {
     ep->ctx->am.EndpointFailed(ep->id, why);
+    PathsFailed(ep, why);
     ep->ctx->Wake();
   }
 }
@@ -249,7 +271,7 @@ int EpCreate(adxl_plugin_context_t *ctx, const void *address, size_t len, uint32
       ep->lane = ADXL_PLUGIN_LANE_HCCS;
       // Device memory on this lane goes through UCP (cuda_ipc on one node).
       if (ctx->device_memory && !a.ucp.empty() &&
-          (ep->ep = CreateUcpEp(ctx, a.ucp, EpError, ep.get(), &st)) == nullptr) {
+          (ep->ep = CreateUcpEp(ctx, ctx->worker, a.ucp, EpError, ep.get(), &st)) == nullptr) {
         ctx->log(ADXL_PLUGIN_LOG_WARN, "HCCS lane: no UCP endpoint for device memory; only host memory moves");
       }
       *out = ep.release();
@@ -261,13 +283,16 @@ int EpCreate(adxl_plugin_context_t *ctx, const void *address, size_t len, uint32
   if (!(lanes & ADXL_PLUGIN_LANE_RDMA) || a.ucp.empty()) return ADXL_PLUGIN_ERR_UNSUPPORTED;
   ep->lane = ADXL_PLUGIN_LANE_RDMA;
   ep->am = ctx->rdma_over_am;  // before the endpoint exists: EpError reads it
-  ep->ep = CreateUcpEp(ctx, a.ucp, EpError, ep.get(), &st);
+  ep->ep = CreateUcpEp(ctx, ctx->worker, a.ucp, EpError, ep.get(), &st);
   if (ep->ep == nullptr) return FromUcs(st);
+  // With network paths, batches move over one connection per path
+  // (net_paths.h) instead of the connections below.
+  if (ep->am) ConnectPaths(ep.get(), a, EpError);
   // Further connections of the AM lane.  One that cannot be made leaves the
   // link with those that were: closing them now, in mid wire-up, could make
   // the peer's UCP abort (a wire-up reply it owes to a closed connection).
-  for (unsigned i = 1; ep->am && i < ctx->rdma_connections; ++i) {
-    ucp_ep_h more = CreateUcpEp(ctx, a.ucp, EpError, ep.get(), &st);
+  for (unsigned i = 1; ep->am && ep->path_conns.empty() && i < ctx->rdma_connections; ++i) {
+    ucp_ep_h more = CreateUcpEp(ctx, ctx->worker, a.ucp, EpError, ep.get(), &st);
     if (more == nullptr) {
       ctx->log(ADXL_PLUGIN_LOG_WARN, "RDMA lane: %u of %u connections to the peer made (%s); using those",
                i, ctx->rdma_connections, ucs_status_string(st));
@@ -288,12 +313,19 @@ void EpDestroy(adxl_plugin_ep_t *ep, int force) {
   if (ep->cma_ep != nullptr) ctx->cma.Disconnect(ep->cma_ep);  // nothing in flight: cma is synchronous
   if (ep->ep != nullptr) {
     // Nothing more is sent on it from a callback while it closes.
-    if (ep->am) ctx->am.Fence(ep->id, ADXL_PLUGIN_ERR_CANCELED);
-    for (ucp_ep_h e : ep->more_eps) CloseUcpEp(ctx, e, force != 0);
-    CloseUcpEp(ctx, ep->ep, force != 0);
+    if (ep->am) {
+      ctx->am.Fence(ep->id, ADXL_PLUGIN_ERR_CANCELED);
+      FencePaths(ep, ADXL_PLUGIN_ERR_CANCELED);
+    }
+    ClosePaths(ep, force != 0);
+    for (ucp_ep_h e : ep->more_eps) CloseUcpEp(ctx, ctx->worker, e, force != 0);
+    CloseUcpEp(ctx, ctx->worker, ep->ep, force != 0);
     // Batches still waiting for answers over this endpoint end now, and no
     // late READ data of theirs is written.
-    if (ep->am) ctx->am.Abandon(ep->id, ADXL_PLUGIN_ERR_CANCELED);
+    if (ep->am) {
+      ctx->am.Abandon(ep->id, ADXL_PLUGIN_ERR_CANCELED);
+      AbandonPaths(ep, ADXL_PLUGIN_ERR_CANCELED);
+    }
   }
   delete ep;
 }
@@ -310,7 +342,7 @@ int EpDescribe(adxl_plugin_ep_t *ep, char *buf, size_t len) {
     snprintf(buf, len, "%s", s.c_str());
     return ADXL_PLUGIN_OK;
   }
-  snprintf(buf, len, "%s", DescribeUcpEp(ep->ep).c_str());
+  snprintf(buf, len, "%s", (ep->path_conns.empty() ? DescribeUcpEp(ep->ep) : DescribePaths(ep)).c_str());
   return ADXL_PLUGIN_OK;
 }
 
@@ -450,6 +482,8 @@ int PostBy(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t co
     RmaLane::Post(ep, put, iov, count, true, batch.get());
   } else if (ep->lane == ADXL_PLUGIN_LANE_HCCS) {
     HccsLane::Post(ep, put, iov, count, batch.get());
+  } else if (ep->am && !ep->path_conns.empty()) {
+    PostOnPaths(ep, put, iov, count, deadline_ns, batch.get());  // count 0: every connection's wire-up probe
   } else if (ep->am) {
     PostAm(ep, put, iov, count, deadline_ns, batch.get());  // count 0: the wire-up probe (am_lane.h)
   } else {
@@ -474,7 +508,9 @@ void Release(adxl_plugin_batch_t *batch) {
 
 int Progress(adxl_plugin_context_t *ctx) {
   if (ctx == nullptr) return 0;
-  return static_cast<int>(ucp_worker_progress(ctx->worker));
+  unsigned n = ucp_worker_progress(ctx->worker);
+  for (const auto &p : ctx->paths) n += ucp_worker_progress(p->worker());
+  return static_cast<int>(n);
 }
 
 const adxl_plugin_ops_t kOps = {

@@ -58,7 +58,7 @@ Outcome CheckInput(const uint8_t *data, size_t size) {
     if (enc != in) Fail("address re-encoding differs from the input");
     ucx_blob::Address b;
     if (!ucx_blob::ParseAddress(enc.data(), enc.size(), &b)) Fail("re-encoded address does not parse");
-    if (b.ucp != a.ucp || b.cma != a.cma) Fail("address changed in the round trip");
+    if (b.ucp != a.ucp || b.cma != a.cma || !(b.paths == a.paths)) Fail("address changed in the round trip");
   }
 
   ucx_blob::Key k;

@@ -51,6 +51,10 @@ int main(int argc, char **argv) {
   Write("address_ucp_and_cma", Enc(a));
   Write("address_no_cma", Enc(ucx_blob::Address{std::string(79, '\x5a'), ""}));
   Write("address_empty_parts", Enc(ucx_blob::Address{}));
+  ucx_blob::Address paths = a;
+  paths.paths.push_back({0x0105d50a, 24, std::string(40, '\x33')});
+  paths.paths.push_back({0x0105d60a, 24, std::string(40, '\x44')});
+  Write("address_two_paths", Enc(paths));
 
   ucx_blob::Key host;
   host.ucp = std::string(10, '\x07');
@@ -85,7 +89,12 @@ int main(int argc, char **argv) {
   ucx_blob::Key nul = shared;
   nul.share_path = std::string("/tmp/a\0b", 8);
   Write("badkey_path_nul", Enc(nul));
-  Write("badkey_flags_only", Enc(ucx_blob::Address{"ucp", "\x01"}));
+  // [part: "ucp"][part: one flags byte]: an HCCS part with nothing after its flags.
+  Write("badkey_flags_only", std::string("\x03\0\0\0ucp\x01\0\0\0\x01", 12));
+  std::string bad_prefix = Enc(paths);
+  // The first path's prefix byte: after [u32][ucp][u32][cma][u32 paths part][4-byte address].
+  bad_prefix[4 + a.ucp.size() + 4 + a.cma.size() + 4 + 4] = 33;
+  Write("bad_path_prefix", bad_prefix);
   Write("bad_garbage_text", "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
   return 0;
 }

@@ -55,12 +55,77 @@ TEST(UcxBlob, AddressRoundTrip) {
   for (const Address &a : {Address{"ucp-worker-address", "cma"}, Address{"ucp", ""}, Address{"", ""},
                            Address{std::string(4096, '\0'), std::string(1, '\xff')}}) {
     const std::string s = EncA(a);
-    EXPECT_EQ(s.size(), 8 + a.ucp.size() + a.cma.size());
+    EXPECT_EQ(s.size(), 12 + a.ucp.size() + a.cma.size());
     Address b;
     ASSERT_TRUE(ParseA(s, &b));
     EXPECT_EQ(b.ucp, a.ucp);
     EXPECT_EQ(b.cma, a.cma);
+    EXPECT_TRUE(b.paths.empty());
   }
+}
+
+Address TwoPaths() {
+  Address a{"ucp", "cma", {}};
+  a.paths.push_back({0x0102a8c0u, 24, "path0-worker"});
+  a.paths.push_back({0x0103a8c0u, 32, std::string("p1\0x", 4)});
+  return a;
+}
+
+TEST(UcxBlob, PathsRoundTrip) {
+  const Address a = TwoPaths();
+  const std::string s = EncA(a);
+  Address b;
+  ASSERT_TRUE(ParseA(s, &b));
+  EXPECT_EQ(b.ucp, a.ucp);
+  EXPECT_EQ(b.cma, a.cma);
+  EXPECT_EQ(b.paths, a.paths);
+  // The layout the header states: [ipv4][prefix][part] per path.
+  const size_t paths_at = 4 + 3 + 4 + 3 + 4;
+  uint32_t ip = 0;
+  memcpy(&ip, s.data() + paths_at, 4);
+  EXPECT_EQ(ip, 0x0102a8c0u);
+  EXPECT_EQ(static_cast<uint8_t>(s[paths_at + 4]), 24);
+  // Truncated anywhere inside the paths: refused.
+  for (size_t n = 0; n < s.size(); ++n) {
+    Address out;
+    EXPECT_FALSE(ParseA(s.substr(0, n), &out)) << n;
+  }
+}
+
+TEST(UcxBlob, PathLimitsAreRefused) {
+  Address a = TwoPaths();
+  std::string s;
+  a.paths[1].prefix = 33;
+  EXPECT_FALSE(ucx_blob::EncodeAddress(a, &s));
+  // A prefix over 32 on the wire.
+  a.paths[1].prefix = 32;
+  s = EncA(a);
+  const size_t prefix1_at = 4 + 3 + 4 + 3 + 4 + (4 + 1 + 4 + a.paths[0].ucp.size()) + 4;
+  ASSERT_EQ(static_cast<uint8_t>(s[prefix1_at]), 32);
+  s[prefix1_at] = 33;
+  Address out;
+  EXPECT_FALSE(ParseA(s, &out));
+  // More than kMaxPaths paths: not encoded, and refused when sent anyway.
+  a.paths.assign(Address::kMaxPaths, ucx_blob::PathAddress{1, 8, "w"});
+  s = EncA(a);
+  ASSERT_TRUE(ParseA(s, &out));
+  EXPECT_EQ(out.paths.size(), Address::kMaxPaths);
+  a.paths.push_back(ucx_blob::PathAddress{1, 8, "w"});
+  std::string refused;
+  EXPECT_FALSE(ucx_blob::EncodeAddress(a, &refused));
+  // Append a 17th entry by hand: the paths part grows by 10 bytes.
+  const size_t part_at = 4 + 3 + 4 + 3;
+  uint32_t n = 0;
+  memcpy(&n, s.data() + part_at, 4);
+  n += 10;
+  memcpy(&s[part_at], &n, 4);
+  const uint32_t ip = 1;
+  s.append(reinterpret_cast<const char *>(&ip), 4);
+  s.push_back(8);
+  const uint32_t one = 1;
+  s.append(reinterpret_cast<const char *>(&one), 4);
+  s.push_back('w');
+  EXPECT_FALSE(ParseA(s, &out));
 }
 
 TEST(UcxBlob, KeyRoundTrip) {

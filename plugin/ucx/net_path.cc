@@ -1,0 +1,99 @@
+// One network path of the RDMA lane: its own UCP context and worker on one
+// interface (net_path.h).
+#include "net_path.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+
+#include <cerrno>
+#include <cstring>
+
+bool NetPath::LookUpInterface(const std::string &device, uint32_t *ipv4, uint8_t *prefix, std::string *why) {
+  ifaddrs *list = nullptr;
+  if (getifaddrs(&list) != 0) {
+    *why = std::string("getifaddrs: ") + strerror(errno);
+    return false;
+  }
+  bool exists = false, found = false;
+  for (ifaddrs *i = list; i != nullptr && !found; i = i->ifa_next) {
+    if (i->ifa_name == nullptr || device != i->ifa_name) continue;
+    exists = true;
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET || i->ifa_netmask == nullptr) continue;
+    *ipv4 = reinterpret_cast<const sockaddr_in *>(i->ifa_addr)->sin_addr.s_addr;
+    const uint32_t mask = ntohl(reinterpret_cast<const sockaddr_in *>(i->ifa_netmask)->sin_addr.s_addr);
+    *prefix = static_cast<uint8_t>(__builtin_popcount(mask));
+    found = true;
+  }
+  freeifaddrs(list);
+  if (!found) {
+    *why = "network interface '" + device + (exists ? "' has no IPv4 address" : "' does not exist");
+  }
+  return found;
+}
+
+std::unique_ptr<NetPath> NetPath::Open(const std::string &device, const std::string &rx_seg_size, PluginLog log,
+                                       AmLane::Faults faults, std::string *why) {
+  std::unique_ptr<NetPath> p(new NetPath());
+  p->device_ = device;
+  if (!LookUpInterface(device, &p->ipv4_, &p->prefix_, why)) return nullptr;
+  ucp_config_t *config = nullptr;
+  ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
+  if (st != UCS_OK) {
+    *why = std::string("ucp_config_read: ") + ucs_status_string(st);
+    return nullptr;
+  }
+  // The path's own settings win over the user's UCX_TLS / UCX_NET_DEVICES:
+  // a path is TCP over this one interface, or it is not a path.
+  st = ucp_config_modify(config, "TLS", "tcp");
+  if (st == UCS_OK) st = ucp_config_modify(config, "NET_DEVICES", device.c_str());
+  if (st == UCS_OK && !rx_seg_size.empty()) st = ucp_config_modify(config, "RX_SEG_SIZE", rx_seg_size.c_str());
+  if (st != UCS_OK) {
+    ucp_config_release(config);
+    *why = std::string("UCX settings of the path: ") + ucs_status_string(st);
+    return nullptr;
+  }
+  ucp_params_t uparams{};
+  uparams.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+  uparams.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  uparams.mt_workers_shared = 0;
+  st = ucp_init(&uparams, config, &p->ucp_);
+  ucp_config_release(config);
+  if (st != UCS_OK) {
+    p->ucp_ = nullptr;
+    *why = std::string("ucp_init: ") + ucs_status_string(st);
+    return nullptr;
+  }
+  ucp_worker_params_t wparams{};
+  wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wparams.thread_mode = UCS_THREAD_MODE_MULTI;
+  st = ucp_worker_create(p->ucp_, &wparams, &p->worker_);
+  if (st == UCS_OK) st = ucp_worker_get_efd(p->worker_, &p->efd_);
+  if (st != UCS_OK) {
+    *why = std::string("ucp worker on the path: ") + ucs_status_string(st);
+    return nullptr;  // the destructor undoes what was made
+  }
+  if (!p->am.Init(p->worker_, log, faults, why)) return nullptr;
+  p->am_ready_ = true;
+  p->am.UseStagingFrom(p->ucp_);
+  return p;
+}
+
+NetPath::~NetPath() {
+  if (am_ready_) {
+    // Requests served for peers that went away would stay pending, and UCP
+    // refuses to destroy a worker with any (ucx_context.cc does the same).
+    am.ReleaseTargetOps(0, 0);
+    if (am.HasDeferred()) am.RunDeferred();
+    am.Close();
+  }
+  if (worker_ != nullptr) ucp_worker_destroy(worker_);
+  if (ucp_ != nullptr) ucp_cleanup(ucp_);
+}
+
+bool NetPath::Reaches(uint32_t peer_ipv4) const {
+  if (prefix_ == 0) return true;
+  const uint32_t mask = prefix_ >= 32 ? ~uint32_t{0} : ~((uint32_t{1} << (32 - prefix_)) - 1);
+  return (ntohl(peer_ipv4) & mask) == (ntohl(ipv4_) & mask);
+}
