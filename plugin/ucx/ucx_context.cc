@@ -393,9 +393,11 @@ bool UcxParams::ReadEnvironment(std::string *why) {
   rdma_connections = static_cast<unsigned>(conns);
   cma_split_bytes = static_cast<size_t>(split);
   cma_spin_us = static_cast<unsigned>(spin);
-  if (const char *list = getenv("ADXL_UCX_RDMA_PATHS")) {
+  const char *list = getenv("ADXL_UCX_RDMA_PATHS");
+  if (list != nullptr && list[0] != '\0') {
     // "if0,if1,...": distinct interface names (IFNAMSIZ - 1 characters at
-    // most); whether they exist is for NetPath::Open to find out.
+    // most); whether they exist is for NetPath::Open to find out.  Set
+    // empty: as unset.
     rdma_paths.clear();
     std::string s(list);
     for (size_t at = 0; at <= s.size();) {

@@ -47,9 +47,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   dir = argv[1];
-  ucx_blob::Address a{std::string(79, '\x5a'), std::string(16, '\x11')};
+  ucx_blob::Address a{std::string(79, '\x5a'), std::string(16, '\x11'), {}};
   Write("address_ucp_and_cma", Enc(a));
-  Write("address_no_cma", Enc(ucx_blob::Address{std::string(79, '\x5a'), ""}));
+  Write("address_no_cma", Enc(ucx_blob::Address{std::string(79, '\x5a'), "", {}}));
   Write("address_empty_parts", Enc(ucx_blob::Address{}));
   ucx_blob::Address paths = a;
   paths.paths.push_back({0x0105d50a, 24, std::string(40, '\x33')});

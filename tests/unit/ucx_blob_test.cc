@@ -52,8 +52,8 @@ Key SampleKey() {
 }
 
 TEST(UcxBlob, AddressRoundTrip) {
-  for (const Address &a : {Address{"ucp-worker-address", "cma"}, Address{"ucp", ""}, Address{"", ""},
-                           Address{std::string(4096, '\0'), std::string(1, '\xff')}}) {
+  for (const Address &a : {Address{"ucp-worker-address", "cma", {}}, Address{"ucp", "", {}}, Address{"", "", {}},
+                           Address{std::string(4096, '\0'), std::string(1, '\xff'), {}}}) {
     const std::string s = EncA(a);
     EXPECT_EQ(s.size(), 12 + a.ucp.size() + a.cma.size());
     Address b;
@@ -171,7 +171,7 @@ TEST(UcxBlob, KeyLayout) {
 }
 
 TEST(UcxBlob, TruncatedIsRefused) {
-  const std::string a = EncA(Address{"ucp-address", "cma-address"});
+  const std::string a = EncA(Address{"ucp-address", "cma-address", {}});
   const std::string k = EncK(SampleKey());
   for (size_t n = 0; n < a.size(); ++n) {
     Address out;
@@ -186,7 +186,7 @@ TEST(UcxBlob, TruncatedIsRefused) {
 TEST(UcxBlob, TrailingBytesAreRefused) {
   Address a;
   Key k;
-  EXPECT_FALSE(ParseA(EncA(Address{"u", "c"}) + 'x', &a));
+  EXPECT_FALSE(ParseA(EncA(Address{"u", "c", {}}) + 'x', &a));
   EXPECT_FALSE(ParseK(EncK(SampleKey()) + std::string(1, '\0'), &k));
   // Bytes after the path inside the HCCS part.
   Key inner = SampleKey();
@@ -201,7 +201,7 @@ TEST(UcxBlob, TrailingBytesAreRefused) {
 }
 
 TEST(UcxBlob, OversizedLengthsAreRefused) {
-  std::string a = EncA(Address{"ucp", "cma"});
+  std::string a = EncA(Address{"ucp", "cma", {}});
   for (uint32_t bad : {0xffffffffu, 0x80000000u, 8u}) {
     std::string s = a;
     memcpy(&s[0], &bad, 4);
@@ -234,7 +234,7 @@ TEST(UcxBlob, GarbageIsRefused) {
   EXPECT_FALSE(ParseA("hello, world", &a));
   EXPECT_FALSE(ParseK(std::string(64, '\xff'), &k));
   // An address is not a key: its second part is no HCCS part.
-  EXPECT_FALSE(ParseK(EncA(Address{"ucp", "cma"}), &k));
+  EXPECT_FALSE(ParseK(EncA(Address{"ucp", "cma", {}}), &k));
   // A share path with a NUL byte would make open() name another file.
   Key nul = SampleKey();
   nul.share_path = std::string("/tmp/x\0y", 8);
