@@ -15,7 +15,9 @@
 //   byte <index> <offset>            "ok <value>"
 //   connect <remote> <timeout_ms>    Connect
 //   disconnect <remote> <timeout_ms> Disconnect
-//   write|read <remote> <timeout_ms> <local_index> <local_off> <remote_addr> <len>
+//   write|read <remote> <timeout_ms> <local_index> <local_off> <remote_addr> <len> [piece]
+//                                    one TransferSync; with <piece>, a batch of descriptors of
+//                                    <piece> bytes each (the last one shorter) covering <len>
 //   notify <remote> <name> <msg> <timeout_ms>
 //   notifies                         "ok <count> name=msg ..."
 //   lane <remote>                    "ok <lane> <transports>" of the link (adxl_ext.h)
@@ -29,6 +31,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -195,12 +198,23 @@ int main() {
       size_t idx = 0, off = 0, len = 0;
       uintptr_t raddr = 0;
       in >> remote >> timeout >> idx >> off >> raddr >> len;
+      size_t piece = len;
+      if (!(in >> piece)) piece = len;  // absent: one descriptor
       if (idx >= buffers.size()) {
         Reply("err index");
         continue;
       }
-      adxl::TransferOpDesc d{reinterpret_cast<uintptr_t>(buffers[idx].ptr) + off, raddr, len};
-      ReplyStatus(engine.TransferSync(remote.c_str(), cmd == "write" ? adxl::WRITE : adxl::READ, {d}, timeout));
+      if (piece == 0 && len > 0) {
+        Reply("err piece");
+        continue;
+      }
+      const uintptr_t local = reinterpret_cast<uintptr_t>(buffers[idx].ptr) + off;
+      std::vector<adxl::TransferOpDesc> batch;
+      if (len == 0) batch.push_back({local, raddr, 0});  // as the engine gets it, for its checks
+      for (size_t done = 0; done < len; done += piece) {
+        batch.push_back({local + done, raddr + done, std::min(piece, len - done)});
+      }
+      ReplyStatus(engine.TransferSync(remote.c_str(), cmd == "write" ? adxl::WRITE : adxl::READ, batch, timeout));
     } else if (cmd == "notify") {
       std::string remote, name, msg;
       int32_t timeout = 0;
