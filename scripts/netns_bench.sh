@@ -7,10 +7,15 @@
 #     PATHS  veth pairs (default 2)        RATE  tbf rate (default 2gbit; "none": no limit)
 #   env: NET_DEVICES  UCX_NET_DEVICES for both sides: "all" (default: every
 #        interface, what UCX does unset), "first" (the first pair's ends only),
-#        "both" (every pair's ends, named), or a list as UCX takes it; other
-#        UCX_* / ADXL_* variables pass through.
+#        "both" (every pair's ends, named), "paths" (UCX_NET_DEVICES unset;
+#        instead ADXL_UCX_RDMA_PATHS on each side names that side's ends of
+#        every pair: a multi-path link, one UCP connection per path), or a
+#        list as UCX takes it; other UCX_* / ADXL_* variables pass through.
 #
 # Example: UCX_MAX_RNDV_RAILS=2 scripts/netns_bench.sh 2 2gbit -- --block-sizes 1M:1M
+# One path against two, each run alone (same adxl-bench options):
+#   NET_DEVICES=first scripts/netns_bench.sh 2 2gbit -- --block-sizes 1M:4M --transfer-size 64M
+#   NET_DEVICES=paths scripts/netns_bench.sh 2 2gbit -- --block-sizes 1M:4M --transfer-size 64M
 set -euo pipefail
 ADXL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BENCH="${BUILD_DIR:-$ADXL_ROOT/build}/bin/adxl-bench"
@@ -47,19 +52,23 @@ for ((i = 0; i < PATHS; ++i)); do
 done
 ip_a="10.223.$((id % 250 + 1)).1"
 list() { local IFS=,; echo "$*"; }
+# env_a / env_b: what each side's adxl-bench runs with (through env(1)).
+env_a=() env_b=()
 case "${NET_DEVICES:-all}" in
-  all) nd_a=all nd_b=all ;;
-  first) nd_a="${devs_a[0]}" nd_b="${devs_b[0]}" ;;
-  both) nd_a="$(list "${devs_a[@]}")" nd_b="$(list "${devs_b[@]}")" ;;
-  *) nd_a="$NET_DEVICES" nd_b="$NET_DEVICES" ;;
+  all) env_a=(UCX_NET_DEVICES=all) env_b=(UCX_NET_DEVICES=all) ;;
+  first) env_a=("UCX_NET_DEVICES=${devs_a[0]}") env_b=("UCX_NET_DEVICES=${devs_b[0]}") ;;
+  both) env_a=("UCX_NET_DEVICES=$(list "${devs_a[@]}")") env_b=("UCX_NET_DEVICES=$(list "${devs_b[@]}")") ;;
+  paths) env_a=("ADXL_UCX_RDMA_PATHS=$(list "${devs_a[@]}")") env_b=("ADXL_UCX_RDMA_PATHS=$(list "${devs_b[@]}")") ;;
+  *) env_a=("UCX_NET_DEVICES=$NET_DEVICES") env_b=("UCX_NET_DEVICES=$NET_DEVICES") ;;
 esac
-echo "netns_bench: $PATHS path(s) at $RATE; UCX_NET_DEVICES A=$nd_a B=$nd_b"
+echo "netns_bench: $PATHS path(s) at $RATE; A: ${env_a[*]}; B: ${env_b[*]}"
 port=$((27000 + id % 1000))
-UCX_NET_DEVICES="$nd_a" ip netns exec "$ns_a" "$BENCH" --role target --side-channel "$ip_a:$port" \
+clean=(env -u UCX_NET_DEVICES -u ADXL_UCX_RDMA_PATHS)  # the mode alone decides both
+ip netns exec "$ns_a" "${clean[@]}" "${env_a[@]}" "$BENCH" --role target --side-channel "$ip_a:$port" \
   --local-engine "$ip_a:$((port + 1))" >"/tmp/netns_bench_target.$id.log" 2>&1 &
 target=$!
 sleep 1
-UCX_NET_DEVICES="$nd_b" ip netns exec "$ns_b" "$BENCH" --role initiator --side-channel "$ip_a:$port" "$@"
+ip netns exec "$ns_b" "${clean[@]}" "${env_b[@]}" "$BENCH" --role initiator --side-channel "$ip_a:$port" "$@"
 rc=$?
 wait "$target" || true
 exit $rc
