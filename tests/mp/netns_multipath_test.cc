@@ -12,6 +12,8 @@
 //    endpoint already spreads rendezvous data over every device it sees, so
 //    both paths would carry bytes whether the plugin honours the option or
 //    not.
+//  - Paths of different speeds (1 Gbit/s and 250 Mbit/s): the slow path
+//    carries a share near its share of the rate (1/5), not half.
 //  - Batches below the striping threshold (4 KiB descriptors) and striped
 //    batches of odd-sized descriptors arrive intact.
 //  - A name in ADXL_UCX_RDMA_PATHS that is no interface, or an interface
@@ -167,6 +169,35 @@ TEST_F(NetnsMultipathTest, LargeBatchesStripeOverBothPathsVerified) {
       EXPECT_GE(sent, kTotal / 4) << what << ": path " << i + 1 << " sent less than a quarter of the payload";
       EXPECT_GE(got, kTotal / 4) << what << ": path " << i + 1 << " received less than a quarter of the payload";
     }
+  }
+}
+
+// Path 1 at 1 Gbit/s, path 2 at 250 Mbit/s: striped in proportion to the
+// measured rates, path 2 should carry about a fifth of each batch (after
+// the first batches, split before anything was measured); split evenly it
+// carries half, and every batch waits for it.
+class NetnsUnequalPathsTest : public NetnsMultipathTest {
+ protected:
+  std::string PathRateLimit(size_t i) const override { return i == 0 ? "1gbit" : "250mbit"; }
+};
+
+TEST_F(NetnsUnequalPathsTest, SlowPathCarriesItsShareOfTheRate) {
+  constexpr size_t kLen = 128 << 20;  // 16 batches: enough for the rates to be measured and used
+  ASSERT_NO_FATAL_FAILURE(Start(kLen));
+  for (bool write : {true, false}) {
+    const char *what = write ? "WRITE" : "READ";
+    const Snapshot before = Counts();
+    ASSERT_NO_FATAL_FAILURE(VerifiedTransfer(write, write ? 21 : 22, 0, kLen, kBatch, kPiece));
+    const Snapshot after = Counts();
+    const int sender = write ? 1 : 0;
+    const double fast = after[0][sender].tx - before[0][sender].tx;
+    const double slow = after[1][sender].tx - before[1][sender].tx;
+    const double share = slow / (fast + slow);
+    printf("%s of %zu MiB: 1 Gbit/s path sent %.1f MiB, 250 Mbit/s path %.1f MiB (%.0f %%)\n", what, kLen >> 20,
+           fast / 1048576.0, slow / 1048576.0, share * 100);
+    // 20 % when split by rate from the start; up to 50 % while unmeasured.
+    EXPECT_LE(share, 0.35) << what << ": the slow path carried more than its rate's share (split evenly?)";
+    EXPECT_GE(share, 0.08) << what << ": the slow path carried almost nothing (not striped?)";
   }
 }
 

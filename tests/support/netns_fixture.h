@@ -5,7 +5,8 @@
 // up (`ip link set ... down`: a real partition, the sockets stay open and
 // nothing answers) and run engines in either namespace (PeerIn).
 //
-// A subclass chooses the network by overriding Paths() and RateLimit().
+// A subclass chooses the network by overriding Paths() and RateLimit() (or
+// PathRateLimit(i), for paths of different speeds).
 // Where the network cannot be built (not root, no iproute2/tc, no namespace
 // support) SetUp skips the test and says why.
 #ifndef ADXL_TESTS_SUPPORT_NETNS_FIXTURE_H_
@@ -39,6 +40,11 @@ class NetnsFixture : public ::testing::Test {
   virtual int Paths() const { return 1; }
   // A tbf rate for every path ("2gbit", "400mbit"); empty: no limit.
   virtual std::string RateLimit() const { return ""; }
+  // The rate of path i (paths of different speeds); RateLimit() unless overridden.
+  virtual std::string PathRateLimit(size_t i) const {
+    (void)i;
+    return RateLimit();
+  }
 
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
@@ -67,10 +73,11 @@ class NetnsFixture : public ::testing::Test {
           "ip -n " + ns_b_ + " link set " + p.veth_b + " up",
       };
       steps.insert(steps.end(), std::begin(more), std::end(more));
-      if (!RateLimit().empty()) {
+      const std::string rate = PathRateLimit(static_cast<size_t>(i));
+      if (!rate.empty()) {
         // burst: one GSO super-packet (64 KiB) and then some, or tbf drops
         // it; latency bounds the queue, as a NIC's ring does.
-        const std::string tbf = " root tbf rate " + RateLimit() + " burst 256kb latency 20ms";
+        const std::string tbf = " root tbf rate " + rate + " burst 256kb latency 20ms";
         steps.push_back("ip netns exec " + ns_a_ + " tc qdisc add dev " + p.veth_a + tbf);
         steps.push_back("ip netns exec " + ns_b_ + " tc qdisc add dev " + p.veth_b + tbf);
       }
