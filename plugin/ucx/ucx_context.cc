@@ -197,13 +197,6 @@ void PinToCpus(adxl_plugin_context *ctx, pthread_t thread, const std::string &li
            rc == 0 ? "bound" : strerror(rc));
 }
 
-// Progresses the main worker and every path's once; whether any did work.
-bool ProgressAll(adxl_plugin_context *ctx) {
-  bool any = ucp_worker_progress(ctx->worker) != 0;
-  for (const auto &p : ctx->paths) any = (ucp_worker_progress(p->worker()) != 0) || any;
-  return any;
-}
-
 // Runs the work UCP callbacks queued on any AM lane (am_lane.h); whether
 // there was some.
 bool RunAllDeferred(adxl_plugin_context *ctx) {
@@ -233,7 +226,7 @@ void ProgressLoop(adxl_plugin_context *ctx) {
   while (!ctx->stop.load(std::memory_order_acquire)) {
     auto last_event = std::chrono::steady_clock::now();
     while (!ctx->stop.load(std::memory_order_relaxed)) {
-      if (ProgressAll(ctx)) last_event = std::chrono::steady_clock::now();
+      if (ProgressAllWorkers(ctx) != 0) last_event = std::chrono::steady_clock::now();
       // Outside ucp_worker_progress: work UCP callbacks queued (am_lane.h).
       if (RunAllDeferred(ctx)) {
         last_event = std::chrono::steady_clock::now();
@@ -544,6 +537,12 @@ void adxl_plugin_context::Close(adxl_plugin_context *ctx) {
   close(ctx->epoll_fd);
   close(ctx->wake_fd);
   delete ctx;
+}
+
+unsigned ProgressAllWorkers(adxl_plugin_context *ctx) {
+  unsigned n = ucp_worker_progress(ctx->worker);
+  for (const auto &p : ctx->paths) n += ucp_worker_progress(p->worker());
+  return n;
 }
 
 int FromUcs(ucs_status_t st) {

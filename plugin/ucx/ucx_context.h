@@ -116,6 +116,10 @@ struct adxl_plugin_context {
   void Wake() const;
 };
 
+// Progresses the main worker and every network path's once (the progress
+// thread, and the ABI's progress); the number of events UCP reported.
+unsigned ProgressAllWorkers(adxl_plugin_context *ctx);
+
 // UCS status -> ADXL_PLUGIN_* status.
 int FromUcs(ucs_status_t st);
 

@@ -508,9 +508,7 @@ void Release(adxl_plugin_batch_t *batch) {
 
 int Progress(adxl_plugin_context_t *ctx) {
   if (ctx == nullptr) return 0;
-  unsigned n = ucp_worker_progress(ctx->worker);
-  for (const auto &p : ctx->paths) n += ucp_worker_progress(p->worker());
-  return static_cast<int>(n);
+  return static_cast<int>(ProgressAllWorkers(ctx));
 }
 
 const adxl_plugin_ops_t kOps = {
