@@ -38,6 +38,8 @@ std::unique_ptr<NetPath> NetPath::Open(const std::string &device, const std::str
   std::unique_ptr<NetPath> p(new NetPath());
   p->device_ = device;
   if (!LookUpInterface(device, &p->ipv4_, &p->prefix_, why)) return nullptr;
+  p->ifindex_ = if_nametoindex(device.c_str());
+  p->running.store(LinkWatch::Running(p->ifindex_));
   ucp_config_t *config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) {

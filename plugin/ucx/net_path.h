@@ -20,10 +20,12 @@
 // any UCP worker lock -> an AmLane's mu_.
 //
 // Thread-safety: Open and Close from one thread (the plugin's open/close);
-// between them every field is read-only and `am` is used as am_lane.h says.
+// between them every field is read-only but `running` (an atomic), and `am`
+// is used as am_lane.h says.
 #ifndef ADXL_PLUGIN_UCX_NET_PATH_H_
 #define ADXL_PLUGIN_UCX_NET_PATH_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -31,6 +33,7 @@
 #include <ucp/api/ucp.h>
 
 #include "am_lane.h"
+#include "link_watch.h"
 #include "plugin_log.h"
 
 class NetPath {
@@ -57,12 +60,16 @@ class NetPath {
   const std::string &device() const { return device_; }
   uint32_t ipv4() const { return ipv4_; }  // network order
   uint8_t prefix() const { return prefix_; }
+  unsigned ifindex() const { return ifindex_; }
   ucp_context_h ucp() const { return ucp_; }
   ucp_worker_h worker() const { return worker_; }
   // The worker's event fd, for the progress thread's epoll set.
   int event_fd() const { return efd_; }
 
   AmLane am;
+  // Whether the interface has carrier (LinkWatch): read when the path was
+  // opened, then kept by the failover worker (path_failover.h).
+  std::atomic<bool> running{true};
 
  private:
   NetPath() = default;
@@ -70,6 +77,7 @@ class NetPath {
   std::string device_;
   uint32_t ipv4_ = 0;
   uint8_t prefix_ = 0;
+  unsigned ifindex_ = 0;
   ucp_context_h ucp_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   int efd_ = -1;

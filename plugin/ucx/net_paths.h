@@ -5,18 +5,31 @@
 //
 // Pairing (ConnectPaths): local path i takes the first unused peer path
 // whose IPv4 address lies in path i's subnet; a local path with no such peer
-// path, or whose connection cannot be made, is left out (logged).  A link
-// with no pair moves over the context's main worker as without paths.
+// path is left out (logged).  A paired path without carrier, or whose
+// connection cannot be made now, starts down and joins when it can
+// (path_failover.h).  A link with no pair moves over the context's main
+// worker as without paths.
 //
-// A striped batch (PostOnPaths) is one AmLane batch per path under the
-// link's id, each with the batch's deadline; the plugin batch ends when the
-// last of them has, with the first error among them.  A failure of any
-// connection of the link fails the link (EpError tells every lane), as with
-// ADXL_UCX_RDMA_CONNECTIONS: moving the operations of a failed path over
-// the others is not done.
+// A striped batch (PostOnPaths) is one AmLane batch ("part") per connection
+// up, each WRITE part with a slice deadline of its own (a short budget from
+// its size and its path's measured rate, never past the batch's deadline)
+// that the target enforces; the plugin batch ends when the last part has,
+// with the first error among them.  A part that ends with a transport error
+// while the batch's deadline has not passed - its connection failed, or its
+// slice deadline passed - is re-posted by the failover worker on a
+// connection still up (path_failover.h); a re-posted WRITE's batch does not
+// complete (adxl_plugin_batch::ready_at_ns) before no byte of the failed
+// attempt can land at the target any more, so a caller that reuses the
+// region once the batch ended never sees it overwritten by a late copy.
+// READ parts need no wait: Abandon drops late READ data here.  With every
+// connection down, a batch fails with ERR_IO.
 //
-// Locks: none here; each path's AmLane and UCP worker as ucx_context.h
-// states.  Thread-safety: as the ABI entries that call them.
+// The main endpoint of a link with paths carries only the wire-up probe and
+// the remote keys; its failure does not fail the link.
+//
+// Locks: none here; PathLink and PathConn coordinate by atomics
+// (path_link.h); each path's AmLane and UCP worker as ucx_context.h states.
+// Thread-safety: as the ABI entries that call them.
 #ifndef ADXL_PLUGIN_UCX_NET_PATHS_H_
 #define ADXL_PLUGIN_UCX_NET_PATHS_H_
 
@@ -40,25 +53,25 @@ bool RegisterOnPaths(adxl_plugin_context *ctx, adxl_plugin_mem *mem, std::string
 // Undoes RegisterOnPaths: peers can no longer reach the region over a path.
 void DeregisterOnPaths(adxl_plugin_context *ctx, adxl_plugin_mem *mem);
 
-// Pairs this side's paths with the peer's and connects each pair (see above).
-void ConnectPaths(adxl_plugin_ep *ep, const ucx_blob::Address &peer, ucp_err_handler_cb_t on_error);
+// Pairs this side's paths with the peer's and connects each pair (see
+// above); sets ep->paths and returns true when some pair exists.
+bool ConnectPaths(adxl_plugin_ep *ep, const ucx_blob::Address &peer);
 
-// Teardown of a link's path connections, in EpDestroy's order: Fence (no
-// callback sends more), Close, Abandon (no byte of an ended batch lands).
-void FencePaths(adxl_plugin_ep *ep, int why);
+// Teardown of a link's path connections (EpDestroy): the failover worker
+// stops touching the link; then every open connection is fenced (no
+// callback sends more), closed and abandoned (no byte of an ended batch
+// lands here).
 void ClosePaths(adxl_plugin_ep *ep, bool force);
-void AbandonPaths(adxl_plugin_ep *ep, int why);
-// A connection of the link failed (EpError, under that worker's lock).
-void PathsFailed(adxl_plugin_ep *ep, int why);
 
 // Posts a batch of host operations over the link's paths; `batch` (one
 // reference held until the last path's part ends) completes as the header
 // says.  count 0: the wire-up probe (am_lane.h) of every connection of the
-// link, the paths' and the main endpoint's.
+// link up, the paths' and the main endpoint's; it succeeds when one path
+// connection answered (those that did not are failed over).
 void PostOnPaths(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, uint64_t deadline_ns,
                  adxl_plugin_batch *batch);
 
-// "tcp/eth1+tcp/eth2": each path connection's transports.
+// "tcp/eth1+tcp/eth2": each path connection's transports ("down/eth2" for one down).
 std::string DescribePaths(adxl_plugin_ep *ep);
 
 #endif  // ADXL_PLUGIN_UCX_NET_PATHS_H_

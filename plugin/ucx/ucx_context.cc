@@ -228,7 +228,13 @@ void ProgressLoop(adxl_plugin_context *ctx) {
     while (!ctx->stop.load(std::memory_order_relaxed)) {
       if (ProgressAllWorkers(ctx) != 0) last_event = std::chrono::steady_clock::now();
       // Outside ucp_worker_progress: work UCP callbacks queued (am_lane.h).
-      if (RunAllDeferred(ctx)) {
+      bool worked = RunAllDeferred(ctx);
+      // Failed network paths out, returned ones back (path_failover.h).
+      if (!ctx->paths.empty() && ctx->failover.Due()) {
+        ctx->failover.Run();
+        worked = true;
+      }
+      if (worked) {
         last_event = std::chrono::steady_clock::now();
       } else if (std::chrono::steady_clock::now() - last_event > kProgressLinger) {
         break;
@@ -239,8 +245,10 @@ void ProgressLoop(adxl_plugin_context *ctx) {
     if (st != UCS_OK) {
       ctx->log(ADXL_PLUGIN_LOG_ERROR, "ucp_worker_arm failed: %s; progress thread polls", ucs_status_string(st));
     }
-    int n = epoll_wait(ctx->epoll_fd, events, 4, st == UCS_OK ? -1 : 1);
+    const int timeout_ms = st != UCS_OK ? 1 : ctx->paths.empty() ? -1 : ctx->failover.TimeoutMs();
+    int n = epoll_wait(ctx->epoll_fd, events, 4, timeout_ms);
     for (int i = 0; i < n; ++i) {
+      if (events[i].data.fd == ctx->failover.watch_fd()) ctx->failover.WatchReadable();
       if (events[i].data.fd == ctx->wake_fd) {
         uint64_t v;
         ssize_t rc = read(ctx->wake_fd, &v, sizeof(v));
@@ -315,6 +323,13 @@ bool StartProgressThread(adxl_plugin_context *ctx, const UcxParams &params) {
   for (const auto &p : ctx->paths) {
     ev.data.fd = p->event_fd();
     ok = ok && epoll_ctl(ctx->epoll_fd, EPOLL_CTL_ADD, p->event_fd(), &ev) == 0;
+  }
+  if (!ctx->paths.empty()) {
+    ctx->failover.Init(ctx);
+    if (ctx->failover.watch_fd() >= 0) {
+      ev.data.fd = ctx->failover.watch_fd();
+      ok = ok && epoll_ctl(ctx->epoll_fd, EPOLL_CTL_ADD, ctx->failover.watch_fd(), &ev) == 0;
+    }
   }
   if (ok) {
     try {
@@ -526,6 +541,10 @@ void adxl_plugin_context::Close(adxl_plugin_context *ctx) {
   ctx->stop.store(true, std::memory_order_release);
   ctx->Wake();
   if (ctx->progress_thread.joinable()) ctx->progress_thread.join();
+  if (!ctx->paths.empty()) {
+    ctx->failover.Run();  // ends the striped batches still queued for a re-post
+    ctx->failover.Shutdown();
+  }
   // Requests this side serves for peers that went away (a fenced initiator)
   // would stay pending forever; UCP refuses to destroy a worker with any.
   ctx->am.ReleaseTargetOps(0, 0);

@@ -46,6 +46,7 @@
 #include "am_lane.h"
 #include "cma_lane.h"
 #include "net_path.h"
+#include "path_failover.h"
 #include "plugin_log.h"
 #include "ucp_endpoint.h"
 
@@ -93,6 +94,8 @@ struct adxl_plugin_context {
   // context, worker and AM lane; empty: the lane runs on `worker` alone.
   // Made by Open, freed by Close: fixed while the context is open.
   std::vector<std::unique_ptr<NetPath>> paths;
+  // Failed paths out of their links and back (with paths only).
+  PathFailover failover;
   bool device_memory = false;
   ucs_memory_type_t device_mem_type = UCS_MEMORY_TYPE_UNKNOWN;  // CUDA, else ROCM
   std::string device_why;  // why device_memory is false

@@ -22,6 +22,7 @@
 #include "stripe.h"
 
 class NetPath;
+class PathLink;
 
 struct adxl_plugin_mem {
   ucp_mem_h memh = nullptr;
@@ -39,13 +40,6 @@ struct adxl_plugin_mem {
   std::vector<ucp_mem_h> path_memh;
 };
 
-// One connection of a link over one network path (net_paths.h).
-struct PathConn {
-  NetPath *path;
-  size_t index;  // path's index in adxl_plugin_context::paths (and adxl_plugin_mem::path_memh)
-  ucp_ep_h ep;
-};
-
 struct adxl_plugin_ep {
   adxl_plugin_context *ctx = nullptr;
   uint64_t id = 0;  // never reused: names the endpoint to the AM lane
@@ -57,13 +51,12 @@ struct adxl_plugin_ep {
   // a batch's messages take them in turn (AmLane::Post).
   std::vector<ucp_ep_h> more_eps;
   // RDMA lane over active messages with network paths (net_paths.h): one
-  // connection per path paired with the peer's; when not empty, batches
-  // move over these, striped (stripe.h), and not over `ep`.  path_rates is
-  // shared with the striped batches in flight, which may end after the
-  // endpoint is gone.
-  std::vector<PathConn> path_conns;
-  std::shared_ptr<stripe::PathRates> path_rates;
-  std::atomic<uint32_t> next_whole_path{0};  // small batches: the path of the next one
+  // connection per path paired with the peer's (path_link.h); when set,
+  // batches move over these, striped (stripe.h), and not over `ep`.  Shared
+  // with the striped batches in flight and the failover worker
+  // (path_failover.h), which may use it after the endpoint is gone.
+  std::shared_ptr<PathLink> paths;
+  std::atomic<bool> on_paths{false};  // `paths` is set (EpError reads it under a worker lock)
   CmaLane::Peer *cma_ep = nullptr;  // HCCS lane
   std::atomic<int> mapped_regions{0};  // HCCS lane: peer regions reached by direct mapping
   // ... by what they are (MappedLane::Region::kind): memfd, shm, hugetlbfs, file
@@ -86,7 +79,12 @@ struct adxl_plugin_rkey {
 struct adxl_plugin_batch {
   std::atomic<int> status{ADXL_PLUGIN_IN_PROGRESS};
   std::atomic<int> refs{1};
-  int post_error = ADXL_PLUGIN_OK;  // RMA lane: set before the flush is issued
+  int post_error = ADXL_PLUGIN_OK;
+  // Not complete before this CLOCK_MONOTONIC time (ns; 0: no wait), even
+  // once `status` says so: a WRITE re-posted after a network path failed
+  // waits until nothing of the failed attempt can land (net_paths.cc).
+  // Set before `status`.
+  std::atomic<int64_t> ready_at_ns{0};  // RMA lane: set before the flush is issued
   // RMA lane: flushes not ended yet (a wire-up flush covers every UCP
   // endpoint of an endpoint with several connections), and the first error
   // among them; the batch completes when the last one ends.

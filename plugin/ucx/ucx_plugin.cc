@@ -44,6 +44,8 @@
 #include "hccs_lane.h"
 #include "mapped_lane.h"
 #include "net_paths.h"
+#include "path_failover.h"
+#include "path_link.h"
 #include "rma_lane.h"
 #include "ucx_blob.h"
 #include "ucx_context.h"
@@ -243,13 +245,16 @@ void MemDereg(adxl_plugin_context_t *ctx, adxl_plugin_mem_t *mem) {
 void EpError(void *arg, ucp_ep_h, ucs_status_t status) {
   auto *ep = static_cast<adxl_plugin_ep *>(arg);
   const int why = FromUcs(status) == ADXL_PLUGIN_OK ? ADXL_PLUGIN_ERR_IO : FromUcs(status);
-  ep->failed.store(why);
-  ep->ctx->log(ADXL_PLUGIN_LOG_WARN, "UCX endpoint failed: %s", ucs_status_string(status));
+  // A link over network paths moves nothing over its main endpoint (the
+  // paths' own connections report theirs: path_failover.h).
+  const bool paths = ep->on_paths.load();
+  if (!paths) ep->failed.store(why);
+  ep->ctx->log(ADXL_PLUGIN_LOG_WARN, "UCX endpoint failed: %s%s", ucs_status_string(status),
+               paths ? " (the link's main connection; it moves over its network paths)" : "");
   // Inside ucp_worker_progress: the AM lane's batches on this endpoint are
   // ended by the progress thread, outside it.
   if (ep->am) {
     ep->ctx->am.EndpointFailed(ep->id, why);
-    PathsFailed(ep, why);
     ep->ctx->Wake();
   }
 }
@@ -287,11 +292,11 @@ int EpCreate(adxl_plugin_context_t *ctx, const void *address, size_t len, uint32
   if (ep->ep == nullptr) return FromUcs(st);
   // With network paths, batches move over one connection per path
   // (net_paths.h) instead of the connections below.
-  if (ep->am) ConnectPaths(ep.get(), a, EpError);
+  if (ep->am && ConnectPaths(ep.get(), a)) ep->on_paths.store(true);
   // Further connections of the AM lane.  One that cannot be made leaves the
   // link with those that were: closing them now, in mid wire-up, could make
   // the peer's UCP abort (a wire-up reply it owes to a closed connection).
-  for (unsigned i = 1; ep->am && ep->path_conns.empty() && i < ctx->rdma_connections; ++i) {
+  for (unsigned i = 1; ep->am && !ep->paths && i < ctx->rdma_connections; ++i) {
     ucp_ep_h more = CreateUcpEp(ctx, ctx->worker, a.ucp, EpError, ep.get(), &st);
     if (more == nullptr) {
       ctx->log(ADXL_PLUGIN_LOG_WARN, "RDMA lane: %u of %u connections to the peer made (%s); using those",
@@ -311,21 +316,15 @@ void EpDestroy(adxl_plugin_ep_t *ep, int force) {
   adxl_plugin_context *ctx = ep->ctx;
   if (ctx->test_ep_destroy_delay_us > 0) usleep(ctx->test_ep_destroy_delay_us);
   if (ep->cma_ep != nullptr) ctx->cma.Disconnect(ep->cma_ep);  // nothing in flight: cma is synchronous
+  if (ep->paths) ClosePaths(ep, force != 0);  // fenced, closed and abandoned
   if (ep->ep != nullptr) {
     // Nothing more is sent on it from a callback while it closes.
-    if (ep->am) {
-      ctx->am.Fence(ep->id, ADXL_PLUGIN_ERR_CANCELED);
-      FencePaths(ep, ADXL_PLUGIN_ERR_CANCELED);
-    }
-    ClosePaths(ep, force != 0);
+    if (ep->am) ctx->am.Fence(ep->id, ADXL_PLUGIN_ERR_CANCELED);
     for (ucp_ep_h e : ep->more_eps) CloseUcpEp(ctx, ctx->worker, e, force != 0);
     CloseUcpEp(ctx, ctx->worker, ep->ep, force != 0);
     // Batches still waiting for answers over this endpoint end now, and no
     // late READ data of theirs is written.
-    if (ep->am) {
-      ctx->am.Abandon(ep->id, ADXL_PLUGIN_ERR_CANCELED);
-      AbandonPaths(ep, ADXL_PLUGIN_ERR_CANCELED);
-    }
+    if (ep->am) ctx->am.Abandon(ep->id, ADXL_PLUGIN_ERR_CANCELED);
   }
   delete ep;
 }
@@ -342,7 +341,7 @@ int EpDescribe(adxl_plugin_ep_t *ep, char *buf, size_t len) {
     snprintf(buf, len, "%s", s.c_str());
     return ADXL_PLUGIN_OK;
   }
-  snprintf(buf, len, "%s", (ep->path_conns.empty() ? DescribeUcpEp(ep->ep) : DescribePaths(ep)).c_str());
+  snprintf(buf, len, "%s", (ep->paths ? DescribePaths(ep) : DescribeUcpEp(ep->ep)).c_str());
   return ADXL_PLUGIN_OK;
 }
 
@@ -482,7 +481,7 @@ int PostBy(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t co
     RmaLane::Post(ep, put, iov, count, true, batch.get());
   } else if (ep->lane == ADXL_PLUGIN_LANE_HCCS) {
     HccsLane::Post(ep, put, iov, count, batch.get());
-  } else if (ep->am && !ep->path_conns.empty()) {
+  } else if (ep->am && ep->paths) {
     PostOnPaths(ep, put, iov, count, deadline_ns, batch.get());  // count 0: every connection's wire-up probe
   } else if (ep->am) {
     PostAm(ep, put, iov, count, deadline_ns, batch.get());  // count 0: the wire-up probe (am_lane.h)
@@ -499,7 +498,11 @@ int Post(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t coun
 
 int Test(adxl_plugin_batch_t *batch) {
   if (batch == nullptr) return ADXL_PLUGIN_ERR_INVALID;
-  return batch->status.load(std::memory_order_acquire);
+  const int status = batch->status.load(std::memory_order_acquire);
+  // A failed-over WRITE's wait (net_paths.h).
+  const int64_t ready_at = batch->ready_at_ns.load(std::memory_order_relaxed);
+  if (status == ADXL_PLUGIN_OK && ready_at != 0 && PathFailover::NowNs() < ready_at) return ADXL_PLUGIN_IN_PROGRESS;
+  return status;
 }
 
 void Release(adxl_plugin_batch_t *batch) {

@@ -1,0 +1,217 @@
+// Failed network paths out of their links, and back (path_failover.h).
+#include "path_failover.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "net_path.h"
+#include "ucp_endpoint.h"
+#include "ucx_context.h"
+
+namespace {
+
+constexpr int64_t ToNs(std::chrono::nanoseconds d) { return d.count(); }
+
+}  // namespace
+
+int64_t PathFailover::NowNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+void PathFailover::Init(adxl_plugin_context *ctx) {
+  ctx_ = ctx;
+  std::string why;
+  if (!watch_.Open(&why)) {
+    ctx->log(ADXL_PLUGIN_LOG_WARN, "network paths: carrier changes not watched (%s); failed paths are found by UCX",
+             why.c_str());
+  }
+}
+
+void PathFailover::AddLink(const std::shared_ptr<PathLink> &link) {
+  bool timer = false;
+  {
+    adxl::MutexLock l(&mu_);
+    links_.erase(std::remove_if(links_.begin(), links_.end(), [](const std::weak_ptr<PathLink> &w) { return w.expired(); }),
+                 links_.end());
+    links_.push_back(link);
+  }
+  for (const auto &c : link->conns) timer = timer || c->state.load() == PathConn::kDown;
+  if (timer) {
+    next_timer_ns_.store(NowNs());
+    ctx_->Wake();
+  }
+}
+
+void PathFailover::ConnFailed(PathConn *conn) {
+  std::shared_ptr<PathLink> link = conn->link->shared_from_this();
+  {
+    adxl::MutexLock l(&mu_);
+    failed_.emplace_back(std::move(link), conn);
+  }
+  due_.store(true, std::memory_order_release);
+  ctx_->Wake();
+}
+
+void PathFailover::Repost(RepostFn fn, void *part) {
+  {
+    adxl::MutexLock l(&mu_);
+    reposts_.emplace_back(fn, part);
+  }
+  due_.store(true, std::memory_order_release);
+  ctx_->Wake();
+}
+
+int PathFailover::TimeoutMs() const {
+  const int64_t at = next_timer_ns_.load();
+  if (at == INT64_MAX) return -1;
+  const int64_t left = at - NowNs();
+  return left <= 0 ? 0 : static_cast<int>(std::min<int64_t>(left / 1000000 + 1, 1000));
+}
+
+std::vector<std::shared_ptr<PathLink>> PathFailover::Links() {
+  std::vector<std::shared_ptr<PathLink>> out;
+  adxl::MutexLock l(&mu_);
+  for (const auto &w : links_) {
+    if (auto s = w.lock()) out.push_back(std::move(s));
+  }
+  return out;
+}
+
+void PathFailover::Run() {
+  due_.store(false);
+  next_timer_ns_.store(INT64_MAX);
+  // 1. Carrier changes: a path that lost it fails on every link.
+  std::vector<std::pair<unsigned, bool>> changes;
+  watch_.Drain(&changes);
+  std::vector<NetPath *> lost;
+  for (const auto &ch : changes) {
+    for (const auto &p : ctx_->paths) {
+      if (ch.first != 0 && ch.first != p->ifindex()) continue;
+      const bool running = ch.first == 0 ? LinkWatch::Running(p->ifindex()) : ch.second;
+      if (p->running.exchange(running) == running) continue;
+      ctx_->log(running ? ADXL_PLUGIN_LOG_INFO : ADXL_PLUGIN_LOG_WARN, "network path %s: carrier %s",
+                p->device().c_str(), running ? "back" : "lost");
+      if (!running) lost.push_back(p.get());
+    }
+  }
+  const std::vector<std::shared_ptr<PathLink>> links = Links();
+  for (NetPath *p : lost) {
+    for (const auto &link : links) {
+      if (!link->Enter()) continue;
+      for (const auto &c : link->conns) {
+        if (c->path == p) FailConn(*link, *c, "its interface lost carrier");
+      }
+      link->Leave();
+    }
+  }
+  // 2. Connections UCP or a probe reported failed.
+  std::vector<std::pair<std::shared_ptr<PathLink>, PathConn *>> failed;
+  std::vector<std::pair<RepostFn, void *>> reposts;
+  {
+    adxl::MutexLock l(&mu_);
+    failed.swap(failed_);
+  }
+  for (auto &f : failed) {
+    if (!f.first->Enter()) continue;
+    FailConn(*f.first, *f.second, "its connection failed");
+    f.first->Leave();
+  }
+  // 3. Parts ended by those failures (and any others): on the paths left.
+  // Taken after the closes above, whose Abandon queued them.
+  {
+    adxl::MutexLock l(&mu_);
+    reposts.swap(reposts_);
+  }
+  for (const auto &r : reposts) r.first(r.second);
+  // 4. Connections to bring back.
+  const int64_t now = NowNs();
+  int64_t next = INT64_MAX;
+  for (const auto &link : links) {
+    if (!link->Enter()) continue;
+    for (const auto &c : link->conns) {
+      const int s = c->state.load();
+      if (s == PathConn::kUp) {
+        c->backoff_ns.store(0);
+      } else if (s == PathConn::kProbing) {
+        if (now >= c->probe_deadline_ns.load()) {
+          FailConn(*link, *c, "no answer to its probe");
+        } else {
+          next = std::min(next, c->probe_deadline_ns.load());
+        }
+      }
+      if (c->state.load() != PathConn::kDown) continue;
+      if (c->path->running.load() && now >= c->retry_at_ns.load()) Reconnect(*link, *c, now);
+      if (c->state.load() == PathConn::kDown) {
+        next = std::min(next, std::max(c->retry_at_ns.load(), now + ToNs(kRetryMin)));
+      } else if (c->state.load() == PathConn::kProbing) {
+        next = std::min(next, c->probe_deadline_ns.load());
+      }
+    }
+    link->Leave();
+  }
+  if (next != INT64_MAX) {
+    int64_t cur = next_timer_ns_.load();
+    while (next < cur && !next_timer_ns_.compare_exchange_weak(cur, next)) {
+    }
+  }
+}
+
+void PathFailover::FailConn(PathLink &link, PathConn &conn, const char *why) {
+  int s = conn.state.load();
+  while ((s == PathConn::kUp || s == PathConn::kProbing) && !conn.state.compare_exchange_weak(s, PathConn::kClosing)) {
+  }
+  if (s != PathConn::kUp && s != PathConn::kProbing) return;  // down already, or being closed by EpDestroy
+  while (conn.users.load() != 0) std::this_thread::yield();   // posts are short and never wait
+  ctx_->log(ADXL_PLUGIN_LOG_WARN, "network path %s of link %llu failed (%s): its operations move over the others",
+            conn.path->device().c_str(), static_cast<unsigned long long>(link.id), why);
+  conn.path->am.Fence(link.id, ADXL_PLUGIN_ERR_IO);
+  CloseUcpEp(ctx_, conn.path->worker(), conn.ep, true);
+  conn.path->am.Abandon(link.id, ADXL_PLUGIN_ERR_IO);
+  conn.ep = nullptr;
+  conn.backoff_ns.store(std::min(std::max(conn.backoff_ns.load() * 2, ToNs(kRetryMin)), ToNs(kRetryMax)));
+  conn.retry_at_ns.store(NowNs() + conn.backoff_ns.load());
+  conn.state.store(PathConn::kDown);
+}
+
+void PathFailover::Reconnect(PathLink &link, PathConn &conn, int64_t now) {
+  ucs_status_t st = UCS_OK;
+  conn.retry_at_ns.store(now + std::max(conn.backoff_ns.load(), ToNs(kRetryMin)));
+  ucp_ep_h e = CreateUcpEp(ctx_, conn.path->worker(), conn.peer_ucp, PathConnError, &conn, &st);
+  if (e == nullptr) return;  // logged; tried again at retry_at_ns
+  conn.ep = e;
+  const int64_t deadline = NowNs() + ToNs(kProbeBudget);
+  conn.probe_deadline_ns.store(deadline);
+  conn.state.store(PathConn::kProbing);
+  // The probe: one empty READ answered over the peer's reply endpoint
+  // (am_lane.h, "Wire-up"); ProbeDone moves the connection on.
+  if (!conn.path->am.Post(link.id, &conn.ep, 1, false, nullptr, 0, static_cast<uint64_t>(deadline), ProbeDone,
+                          &conn)) {
+    FailConn(link, conn, "its probe could not be sent");
+  }
+  ctx_->Wake();
+}
+
+void PathFailover::ProbeDone(void *arg, int status) {
+  auto *conn = static_cast<PathConn *>(arg);
+  adxl_plugin_context *ctx = conn->link->ctx;
+  if (status == ADXL_PLUGIN_OK) {
+    int s = PathConn::kProbing;
+    if (conn->state.compare_exchange_strong(s, PathConn::kUp)) {
+      ctx->log(ADXL_PLUGIN_LOG_INFO, "network path %s of link %llu is back", conn->path->device().c_str(),
+               static_cast<unsigned long long>(conn->link->id));
+    }
+    return;
+  }
+  if (conn->state.load() == PathConn::kProbing) ctx->failover.ConnFailed(conn);
+}
+
+void PathConnError(void *arg, ucp_ep_h, ucs_status_t status) {
+  auto *conn = static_cast<PathConn *>(arg);
+  conn->link->ctx->log(ADXL_PLUGIN_LOG_WARN, "UCX endpoint of network path %s failed: %s",
+                       conn->path->device().c_str(), ucs_status_string(status));
+  conn->link->ctx->failover.ConnFailed(conn);
+}

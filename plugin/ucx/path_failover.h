@@ -1,0 +1,109 @@
+// PathFailover: takes failed network paths out of the links that use them
+// and puts them back when they return (the RDMA lane over several paths,
+// net_paths.h; connection states in path_link.h).
+//
+// A path connection fails when UCP reports its endpoint's failure, when its
+// wire-up probe fails, or when its interface loses carrier (LinkWatch: the
+// whole path, every link on it).  The worker then, outside any UCP callback:
+//  1. closes the connection (kUp -> kClosing: no new post takes it; Fence,
+//     force-close, Abandon on the path's AM lane: every batch part on it
+//     ends, with ERR_IO, and no READ byte of theirs lands here afterwards);
+//  2. re-posts the ended parts, queued by their completions (Reissue), on
+//     connections still up (net_paths.cc, RepostPart: a WRITE's batch then
+//     completes no earlier than the failed part's target deadline, so no
+//     byte of it can land after the caller saw the batch end);
+//  3. reconnects the connection while its interface has carrier: a new UCP
+//     endpoint to the peer's path and a probe; the probe's answer puts it
+//     back to kUp; a failure, or no answer within kProbeBudget, closes it
+//     again and backs off (kRetryMin doubling to kRetryMax).
+// A path that keeps carrier but stops moving data without its connection
+// failing is not detected here: its parts wait for the call's deadline
+// (TIMEOUT), as on a link of one path.
+//
+// Where it runs: Run() from the plugin's progress thread, between
+// ucp_worker_progress calls; the queues are filled from UCP callbacks (any
+// thread, under a worker lock).
+//
+// Locks: mu_ guards the link registry and the queues; a leaf, taken under
+// any UCP worker lock and any AmLane lock (from callbacks), never held
+// across a call out of this class.
+//
+// Thread-safety: Init/Shutdown from the plugin's open/close; Run from one
+// thread at a time; the rest from any thread.
+#ifndef ADXL_PLUGIN_UCX_PATH_FAILOVER_H_
+#define ADXL_PLUGIN_UCX_PATH_FAILOVER_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include <ucp/api/ucp.h>
+
+#include "common/thread_annotations.h"
+#include "link_watch.h"
+#include "path_link.h"
+
+struct adxl_plugin_context;
+
+class PathFailover {
+ public:
+  // A failed connection's first reconnect attempt, and the longest wait
+  // between attempts (doubling from the first).
+  static constexpr auto kRetryMin = std::chrono::milliseconds(200);
+  static constexpr auto kRetryMax = std::chrono::seconds(5);
+  // How long a reconnect probe may take before the connection counts as
+  // failed again.
+  static constexpr auto kProbeBudget = std::chrono::seconds(5);
+  // A re-post from the queue.
+  using RepostFn = void (*)(void *part);
+
+  // Opens the carrier watch (logged when the kernel refuses it: failures
+  // are then found by UCP alone).  `ctx` outlives this object's use.
+  void Init(adxl_plugin_context *ctx);
+  void Shutdown() { watch_.Close(); }
+  // The carrier watch's fd for the progress thread's epoll set (-1: none).
+  int watch_fd() const { return watch_.fd(); }
+
+  // A link with paths; forgotten when it expires (EpDestroy drops it).
+  void AddLink(const std::shared_ptr<PathLink> &link) ADXL_EXCLUDES(mu_);
+
+  // Queue work for Run() and wake the progress thread.  Callable from UCP
+  // callbacks.
+  void ConnFailed(PathConn *conn) ADXL_EXCLUDES(mu_);
+  void Repost(RepostFn fn, void *part) ADXL_EXCLUDES(mu_);
+  // The carrier watch's fd is readable.
+  void WatchReadable() { due_.store(true); }
+
+  // Whether Run() has work now; the epoll timeout (ms) until it has some
+  // (-1: none pending).
+  bool Due() const { return due_.load(std::memory_order_acquire) || NowNs() >= next_timer_ns_.load(); }
+  int TimeoutMs() const;
+  // Does the queued and timed work (see the header comment).  Outside
+  // ucp_worker_progress.
+  void Run() ADXL_EXCLUDES(mu_);
+
+  static int64_t NowNs();
+
+ private:
+  void FailConn(PathLink &link, PathConn &conn, const char *why);
+  void Reconnect(PathLink &link, PathConn &conn, int64_t now);
+  static void ProbeDone(void *arg, int status);
+  std::vector<std::shared_ptr<PathLink>> Links() ADXL_EXCLUDES(mu_);
+
+  adxl_plugin_context *ctx_ = nullptr;
+  LinkWatch watch_;
+  std::atomic<bool> due_{false};
+  std::atomic<int64_t> next_timer_ns_{INT64_MAX};  // a connection waits to reconnect
+  adxl::Mutex mu_;
+  std::vector<std::weak_ptr<PathLink>> links_ ADXL_GUARDED_BY(mu_);
+  std::vector<std::pair<std::shared_ptr<PathLink>, PathConn *>> failed_ ADXL_GUARDED_BY(mu_);
+  std::vector<std::pair<RepostFn, void *>> reposts_ ADXL_GUARDED_BY(mu_);
+};
+
+// The UCP error callback of a path connection (`arg`: its PathConn).
+void PathConnError(void *arg, ucp_ep_h ep, ucs_status_t status);
+
+#endif  // ADXL_PLUGIN_UCX_PATH_FAILOVER_H_
