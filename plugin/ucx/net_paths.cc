@@ -21,9 +21,11 @@ namespace {
 // earlier attempt, and never past the batch's own deadline.  Short, so that
 // a failed path's part can be re-posted without waiting for the batch's
 // deadline (RepostPart); generous, so that a slow but live path meets it.
-constexpr int64_t kSliceBudgetMinNs = 500 * 1000 * 1000;
-constexpr double kSliceBudgetFactor = 4.0;
-constexpr double kAssumedRate = 50e6;  // bytes/s
+// The budget is also how long a re-posted WRITE's batch waits after the
+// failure at most (RepostPart), hence no more generous than that.
+constexpr int64_t kSliceBudgetMinNs = 250 * 1000 * 1000;
+constexpr double kSliceBudgetFactor = 3.0;
+constexpr double kAssumedRate = 100e6;  // bytes/s
 // Posts of one part at most (the first and the re-posts).
 constexpr int kMaxAttempts = 8;
 
@@ -139,6 +141,10 @@ void RepostPart(void *arg) {
     while (safe > cur && !sb->ready_at_ns.compare_exchange_weak(cur, safe)) {
     }
   }
+  link.ctx->log(ADXL_PLUGIN_LOG_INFO, "link %llu: %zu bytes of a %s re-posted from path %s on path %s (attempt %d)%s",
+                static_cast<unsigned long long>(link.id), part->bytes, sb->put ? "WRITE" : "READ",
+                part->conn != nullptr ? part->conn->path->device().c_str() : "-", to->path->device().c_str(),
+                part->attempts + 1, sb->put ? "; the batch ends after the failed attempt's deadline" : "");
   if (part->conn == nullptr || part->conn->path != to->path) {
     for (AmLane::Op &op : part->ops) op.local_memh = nullptr;  // the old path's registration
   }
