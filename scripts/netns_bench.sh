@@ -10,7 +10,9 @@
 #        "both" (every pair's ends, named), "paths" (UCX_NET_DEVICES unset;
 #        instead ADXL_UCX_RDMA_PATHS on each side names that side's ends of
 #        every pair: a multi-path link, one UCP connection per path), or a
-#        list as UCX takes it; other UCX_* / ADXL_* variables pass through.
+#        list as UCX takes it; every mode but "paths" sets
+#        ADXL_UCX_RDMA_PATHS=none (else the engine would make every veth end a
+#        path by default); other UCX_* / ADXL_* variables pass through.
 #
 # Example: UCX_MAX_RNDV_RAILS=2 scripts/netns_bench.sh 2 2gbit -- --block-sizes 1M:1M
 # One path against two, each run alone (same adxl-bench options):
@@ -55,11 +57,13 @@ list() { local IFS=,; echo "$*"; }
 # env_a / env_b: what each side's adxl-bench runs with (through env(1)).
 env_a=() env_b=()
 case "${NET_DEVICES:-all}" in
-  all) env_a=(UCX_NET_DEVICES=all) env_b=(UCX_NET_DEVICES=all) ;;
-  first) env_a=("UCX_NET_DEVICES=${devs_a[0]}") env_b=("UCX_NET_DEVICES=${devs_b[0]}") ;;
-  both) env_a=("UCX_NET_DEVICES=$(list "${devs_a[@]}")") env_b=("UCX_NET_DEVICES=$(list "${devs_b[@]}")") ;;
+  all) env_a=(UCX_NET_DEVICES=all ADXL_UCX_RDMA_PATHS=none) env_b=(UCX_NET_DEVICES=all ADXL_UCX_RDMA_PATHS=none) ;;
+  first) env_a=("UCX_NET_DEVICES=${devs_a[0]}" ADXL_UCX_RDMA_PATHS=none)
+         env_b=("UCX_NET_DEVICES=${devs_b[0]}" ADXL_UCX_RDMA_PATHS=none) ;;
+  both) env_a=("UCX_NET_DEVICES=$(list "${devs_a[@]}")" ADXL_UCX_RDMA_PATHS=none)
+        env_b=("UCX_NET_DEVICES=$(list "${devs_b[@]}")" ADXL_UCX_RDMA_PATHS=none) ;;
   paths) env_a=("ADXL_UCX_RDMA_PATHS=$(list "${devs_a[@]}")") env_b=("ADXL_UCX_RDMA_PATHS=$(list "${devs_b[@]}")") ;;
-  *) env_a=("UCX_NET_DEVICES=$NET_DEVICES") env_b=("UCX_NET_DEVICES=$NET_DEVICES") ;;
+  *) env_a=("UCX_NET_DEVICES=$NET_DEVICES" ADXL_UCX_RDMA_PATHS=none) env_b=("UCX_NET_DEVICES=$NET_DEVICES" ADXL_UCX_RDMA_PATHS=none) ;;
 esac
 echo "netns_bench: $PATHS path(s) at $RATE; A: ${env_a[*]}; B: ${env_b[*]}"
 port=$((27000 + id % 1000))

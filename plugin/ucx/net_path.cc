@@ -7,6 +7,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -31,6 +32,19 @@ bool NetPath::LookUpInterface(const std::string &device, uint32_t *ipv4, uint8_t
     *why = "network interface '" + device + (exists ? "' has no IPv4 address" : "' does not exist");
   }
   return found;
+}
+
+std::vector<std::string> NetPath::CandidateInterfaces() {
+  std::vector<std::string> out;
+  ifaddrs *list = nullptr;
+  if (getifaddrs(&list) != 0) return out;
+  for (ifaddrs *i = list; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_name == nullptr || i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+    if ((i->ifa_flags & IFF_UP) == 0 || (i->ifa_flags & IFF_LOOPBACK) != 0) continue;
+    if (std::find(out.begin(), out.end(), i->ifa_name) == out.end()) out.emplace_back(i->ifa_name);
+  }
+  freeifaddrs(list);
+  return out;
 }
 
 std::unique_ptr<NetPath> NetPath::Open(const std::string &device, const std::string &rx_seg_size, PluginLog log,

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <ucp/api/ucp.h>
 
@@ -41,6 +42,10 @@ class NetPath {
   // The interface's IPv4 address and prefix length; false with *why when it
   // has none or does not exist.
   static bool LookUpInterface(const std::string &device, uint32_t *ipv4, uint8_t *prefix, std::string *why);
+
+  // This host's interfaces that could be paths when none are named: up, not
+  // loopback, with an IPv4 address; in the kernel's order, each once.
+  static std::vector<std::string> CandidateInterfaces();
 
   // Opens the path over `device`: its context (TCP on that interface only,
   // with `rx_seg_size` as UCX's TCP receive segment unless empty), worker

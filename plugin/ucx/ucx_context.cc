@@ -277,30 +277,45 @@ bool StartAmLane(adxl_plugin_context *ctx, const UcxParams &params) {
   return false;
 }
 
-// The RDMA lane's network paths (ADXL_UCX_RDMA_PATHS, net_path.h): false
-// (logged, nothing left open) when a named path cannot be opened; a user
-// who named paths wants them, not a silent single path.
+// The RDMA lane's network paths (ADXL_UCX_RDMA_PATHS, net_path.h).  Named:
+// false (logged, nothing left open) when one cannot be opened; a user who
+// named paths wants them, not a silent single path.  Not named: every
+// candidate interface (NetPath::CandidateInterfaces) when there are two or
+// more, those that fail to open left out (logged); fewer than two: none,
+// the lane runs on the context's own worker.  "none": no paths either way.
 bool OpenPaths(adxl_plugin_context *ctx, const UcxParams &params) {
-  if (params.rdma_paths.empty()) return true;
+  if (params.rdma_paths_none) return true;
+  const bool named = !params.rdma_paths.empty();
+  const std::vector<std::string> devices = named ? params.rdma_paths : NetPath::CandidateInterfaces();
+  if (devices.size() < (named ? 1u : 2u)) return true;
   if (!ctx->rdma_over_am) {
-    ctx->log(ADXL_PLUGIN_LOG_WARN, "ADXL_UCX_RDMA_PATHS applies to the RDMA lane over active messages; the lane "
-                                   "runs UCP RMA here, whose multi-rail uses the devices itself: paths ignored");
+    if (named) {
+      ctx->log(ADXL_PLUGIN_LOG_WARN, "ADXL_UCX_RDMA_PATHS applies to the RDMA lane over active messages; the lane "
+                                     "runs UCP RMA here, whose multi-rail uses the devices itself: paths ignored");
+    }
     return true;
   }
   AmLane::Faults faults;
   faults.read_data_delay_us = params.test_read_data_delay_us;
   const std::string seg = UserSetUcx("RX_SEG_SIZE") ? std::string() : std::string(kRdmaRxSegSize);
-  for (const std::string &dev : params.rdma_paths) {
+  for (const std::string &dev : devices) {
+    if (ctx->paths.size() == UcxParams::kMaxRdmaPaths) break;
     std::string why;
     std::unique_ptr<NetPath> p = NetPath::Open(dev, seg, ctx->log, faults, &why);
-    if (p == nullptr) {
+    if (p == nullptr && named) {
       ctx->log(ADXL_PLUGIN_LOG_ERROR, "ADXL_UCX_RDMA_PATHS: path over '%s' cannot open: %s", dev.c_str(), why.c_str());
       ctx->paths.clear();
       return false;
     }
-    ctx->log(ADXL_PLUGIN_LOG_INFO, "RDMA lane path %zu: %s", ctx->paths.size(), dev.c_str());
+    if (p == nullptr) {
+      ctx->log(ADXL_PLUGIN_LOG_WARN, "network path over '%s' cannot open (%s); left out", dev.c_str(), why.c_str());
+      continue;
+    }
+    ctx->log(ADXL_PLUGIN_LOG_INFO, "RDMA lane path %zu: %s%s", ctx->paths.size(), dev.c_str(),
+             named ? "" : " (every interface up with IPv4: ADXL_UCX_RDMA_PATHS unset)");
     ctx->paths.push_back(std::move(p));
   }
+  if (!named && ctx->paths.size() < 2) ctx->paths.clear();  // one path: the context's own worker does it
   return true;
 }
 
@@ -402,7 +417,8 @@ bool UcxParams::ReadEnvironment(std::string *why) {
   cma_split_bytes = static_cast<size_t>(split);
   cma_spin_us = static_cast<unsigned>(spin);
   const char *list = getenv("ADXL_UCX_RDMA_PATHS");
-  if (list != nullptr && list[0] != '\0') {
+  rdma_paths_none = list != nullptr && strcmp(list, "none") == 0;
+  if (list != nullptr && list[0] != '\0' && !rdma_paths_none) {
     // "if0,if1,...": distinct interface names (IFNAMSIZ - 1 characters at
     // most); whether they exist is for NetPath::Open to find out.  Set
     // empty: as unset.

@@ -68,11 +68,14 @@ struct UcxParams {
   static constexpr unsigned kMaxRdmaConnections = 16;
   unsigned rdma_connections = 1;
   // ADXL_UCX_RDMA_PATHS: local network interfaces, each a path of the RDMA
-  // lane over active messages (net_path.h); empty: one path, the context's
-  // own worker on whatever interfaces UCX picks.  At most kMaxRdmaPaths
-  // distinct names.
+  // lane over active messages (net_path.h).  Unset (or empty): every
+  // interface that is up, not loopback and has an IPv4 address, when there
+  // are two or more (OpenPaths); "none" (rdma_paths_none): no paths, the
+  // context's own worker on whatever interfaces UCX picks.  At most
+  // kMaxRdmaPaths distinct names.
   static constexpr size_t kMaxRdmaPaths = 16;
   std::vector<std::string> rdma_paths;
+  bool rdma_paths_none = false;
   // "test_ep_destroy_delay_us": ep_destroy sleeps this long first, so that a
   // test sees an endpoint teardown in progress (tests/unit/transport_test.cc).
   unsigned test_ep_destroy_delay_us = 0;

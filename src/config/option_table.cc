@@ -270,12 +270,15 @@ std::vector<OptionSpec> BuildTable() {
                       "RDMA lane over active messages: UCP endpoints (each its own connection) per link; the "
                       "messages of a batch take them in turn, so that one large batch keeps several connections "
                       "busy (default 1)"));
-  t.push_back(EnvOnly("ADXL_UCX_RDMA_PATHS", "up to 16 network interface names, comma-separated",
+  t.push_back(EnvOnly("ADXL_UCX_RDMA_PATHS", "up to 16 network interface names, comma-separated, or none",
                       "RDMA lane over active messages: each named interface of this host is a network path with "
                       "its own UCP context and connection per link; a link pairs its paths with the peer's by "
                       "IPv4 subnet and stripes batches of 1 MiB and more over them in proportion to each path's "
-                      "measured rate (smaller ones go whole on one path); an interface that does not exist or "
-                      "has no IPv4 address makes the engine's initialization fail (default: unset, one path)"));
+                      "measured rate (smaller ones go whole on one path); a path that fails (its connection, or "
+                      "its interface's carrier) leaves its links, its operations re-posted on the others, and "
+                      "rejoins when it returns; a named interface that does not exist or has no IPv4 address "
+                      "makes the engine's initialization fail; none: one path, the interface UCX picks (default: "
+                      "unset, every interface up with an IPv4 address when there are two or more, else one path)"));
   return t;
 }
 

@@ -67,13 +67,21 @@ class NetnsMultipathTest : public NetnsFixture {
     return a ? paths_[0].veth_a + "," + paths_[1].veth_a : paths_[0].veth_b + "," + paths_[1].veth_b;
   }
 
-  // Target A and initiator B (each one registered buffer of `len` bytes),
-  // both naming their own two veth ends; B linked to A.
-  void Start(size_t len) {
+  // How the engines are told about paths: each names its own two veth ends,
+  // or the option is left unset (the default: every interface up with
+  // IPv4), or set to "none".
+  enum class PathsOption { kNamed, kUnset, kNone };
+
+  // Target A and initiator B (each one registered buffer of `len` bytes);
+  // B linked to A.
+  void Start(size_t len, PathsOption option = PathsOption::kNamed) {
     ASSERT_TRUE(made_);
     a_name_ = paths_[0].ip_a + ":26320";
-    a_ = PeerIn(ns_a_, Env(OwnPaths(true)));
-    b_ = PeerIn(ns_b_, Env(OwnPaths(false)));
+    auto value = [&](bool a) {
+      return option == PathsOption::kNamed ? OwnPaths(a) : option == PathsOption::kNone ? "none" : "";
+    };
+    a_ = PeerIn(ns_a_, Env(value(true)));
+    b_ = PeerIn(ns_b_, Env(value(false)));
     ASSERT_EQ(a_->Command("init " + a_name_), "ok");
     ASSERT_EQ(b_->Command("init " + paths_[0].ip_b), "ok");
     auto buf = a_->Ok("alloc " + std::to_string(len));
@@ -177,6 +185,26 @@ TEST_F(NetnsMultipathTest, LargeBatchesStripeOverBothPathsVerified) {
       EXPECT_GE(got, kTotal / 4) << what << ": path " << i + 1 << " received less than a quarter of the payload";
     }
   }
+}
+
+// Without ADXL_UCX_RDMA_PATHS each engine makes every interface that is up
+// with an IPv4 address a path (here its two veth ends): the link stripes
+// over both, every byte verified.  With the option set to "none" the link
+// is one connection, described without a '+'.
+TEST_F(NetnsMultipathTest, UnsetOptionMakesEveryInterfaceAPathAndNoneTurnsThemOff) {
+  constexpr size_t kLen = 32 << 20;
+  ASSERT_NO_FATAL_FAILURE(Start(kLen, PathsOption::kUnset));
+  EXPECT_NE(transports_.find('+'), std::string::npos) << "one connection by default: transports " << transports_;
+  const Snapshot before = Counts();
+  ASSERT_NO_FATAL_FAILURE(VerifiedTransfer(true, 11, 0, kLen, kBatch, kPiece));
+  const Snapshot after = Counts();
+  for (size_t i = 0; i < paths_.size(); ++i) {
+    const uint64_t sent = after[i][1].tx - before[i][1].tx;
+    EXPECT_GE(sent, kLen / 4) << "path " << i + 1 << " sent less than a quarter of the payload by default";
+  }
+  ASSERT_NO_FATAL_FAILURE(Start(kLen, PathsOption::kNone));
+  EXPECT_EQ(transports_.find('+'), std::string::npos) << "paths despite ADXL_UCX_RDMA_PATHS=none: " << transports_;
+  ASSERT_NO_FATAL_FAILURE(VerifiedTransfer(false, 12, 0, kLen, kBatch, kPiece));
 }
 
 // Path 1 at 1 Gbit/s, path 2 at 250 Mbit/s: striped in proportion to the
