@@ -108,7 +108,10 @@ bool Reissuable(const StripedBatch &sb, const Part &part, int status) {
 void RepostPart(void *arg) {
   auto *part = static_cast<Part *>(arg);
   StripedBatch *sb = part->parent;
-  PathLink &link = *sb->link;
+  // Held here: once the part is posted, another thread may end the batch
+  // and free it with its reference.
+  const std::shared_ptr<PathLink> hold = sb->link;
+  PathLink &link = *hold;
   if (!link.Enter()) {
     sb->error.store(ADXL_PLUGIN_ERR_CANCELED);
     FinishPart(sb);
@@ -368,18 +371,25 @@ void PostOnPaths(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, siz
       if (!part.ops.empty()) ++posting;
     }
   }
+  // What to post, listed before the first post: once the last part is
+  // posted, any thread (a completion, the failover worker's re-post) may end
+  // it and free the batch, so the loop below reads only this list.
+  std::vector<std::pair<Part *, PathConn *>> to_post;  // conn null: the main endpoint's probe
+  for (size_t k = 0; k < sb->parts.size(); ++k) {
+    if (count == 0 || !sb->parts[k].ops.empty()) to_post.emplace_back(&sb->parts[k], k < n ? up[k] : nullptr);
+  }
   batch->refs.fetch_add(1);  // held until the last part ends
   sb->remaining.store(posting, std::memory_order_relaxed);
   StripedBatch *owned = sb.release();  // the last part to end frees it
-  for (size_t k = 0; k < owned->parts.size(); ++k) {
-    Part *part = &owned->parts[k];
-    if (count > 0 && part->ops.empty()) continue;
+  const uint64_t link_id = link.id;
+  for (const auto &tp : to_post) {
+    Part *part = tp.first;
     bool posted;
-    if (k < n) {
-      posted = PostPart(owned, part, up[k]);
+    if (tp.second != nullptr) {
+      posted = PostPart(owned, part, tp.second);
     } else {
       part->start_ns = PathFailover::NowNs();
-      posted = ctx->am.Post(link.id, &ep->ep, 1, false, nullptr, 0, deadline_ns, PartDone, part);
+      posted = ctx->am.Post(link_id, &ep->ep, 1, false, nullptr, 0, deadline_ns, PartDone, part);
     }
     if (!posted) PartDone(part, ADXL_PLUGIN_ERR_NO_RESOURCE);  // nothing started on this connection
   }
