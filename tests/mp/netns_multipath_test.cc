@@ -14,23 +14,18 @@
 //    not.
 //  - Paths of different speeds (1 Gbit/s and 250 Mbit/s): the slow path
 //    carries a share near its share of the rate (1/5), not half.
-//  - One path cut (`ip link set down`) while a striped WRITE is on the wire:
-//    every transfer ends in an error within its deadline, none hangs;
-//    nothing of the failed WRITE lands in the target when the path returns
-//    and TCP delivers what the kernel still held (docs/contract.md §6.4, per
-//    path); with the path back a new Connect moves verified bytes.
+//  - Paths cut and returned (failover: transfers go on over the surviving
+//    path, every path cut fails them in time): netns_failover_test.cc.
 //  - Batches below the striping threshold (4 KiB descriptors) and striped
 //    batches of odd-sized descriptors arrive intact.
 //  - A name in ADXL_UCX_RDMA_PATHS that is no interface, or an interface
 //    without an IPv4 address: Initialize fails with a status (the process
 //    lives on) and the log names the interface.
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "mp_fixture.h"
@@ -45,11 +40,6 @@ constexpr size_t kBatch = 8 << 20;     // one TransferSync
 constexpr size_t kPiece = 1 << 20;     // one descriptor
 constexpr int32_t kDeadlineMs = 30000;  // per batch: ~70 ms on the wire over one 1 Gbit/s path
 constexpr int32_t kConnectMs = 10000;
-
-// The byte counters of one interface.
-struct Counters {
-  uint64_t tx = 0, rx = 0;
-};
 
 class NetnsMultipathTest : public NetnsFixture {
  protected:
@@ -120,30 +110,6 @@ class NetnsMultipathTest : public NetnsFixture {
     const std::string hash = "hash 0 " + std::to_string(off) + " " + std::to_string(len);
     EXPECT_EQ(a_->Ok(hash).at(0), b_->Ok(hash).at(0))
         << what << " of " << len << " bytes in descriptors of " << piece << " arrived corrupted";
-  }
-
-  // The counters of interface `dev` in namespace `ns`.
-  static Counters Read(const std::string &ns, const std::string &dev) {
-    Counters c;
-    for (int i = 0; i < 2; ++i) {
-      const std::string cmd = "ip netns exec " + ns + " cat /sys/class/net/" + dev + "/statistics/" +
-                              (i == 0 ? "tx_bytes" : "rx_bytes");
-      FILE *f = popen(cmd.c_str(), "r");
-      unsigned long long v = 0;
-      if (f != nullptr) {
-        if (fscanf(f, "%llu", &v) != 1) v = 0;
-        pclose(f);
-      }
-      (i == 0 ? c.tx : c.rx) = v;
-    }
-    return c;
-  }
-  // [path][0 = A's end, 1 = B's end]
-  using Snapshot = std::vector<std::vector<Counters>>;
-  Snapshot Counts() const {
-    Snapshot s;
-    for (const Path &p : paths_) s.push_back({Read(ns_a_, p.veth_a), Read(ns_b_, p.veth_b)});
-    return s;
   }
 
   std::unique_ptr<PeerProcess> a_, b_;
@@ -234,81 +200,6 @@ TEST_F(NetnsUnequalPathsTest, SlowPathCarriesItsShareOfTheRate) {
     EXPECT_LE(share, 0.35) << what << ": the slow path carried more than its rate's share (split evenly?)";
     EXPECT_GE(share, 0.08) << what << ": the slow path carried almost nothing (not striped?)";
   }
-}
-
-// Runs `cmd` on `p` (answer within `wait_ms`); *ms gets how long it took.
-std::string Timed(PeerProcess &p, const std::string &cmd, int wait_ms, double *ms) {
-  const auto t0 = std::chrono::steady_clock::now();
-  std::string answer = p.Command(cmd, wait_ms);
-  *ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  return answer;
-}
-
-// An answer that must be an error, within its deadline.
-void ExpectFailedInTime(const std::string &answer, double ms, int32_t deadline_ms, const std::string &what) {
-  EXPECT_NE(answer, "ok") << what << ": succeeded with a path down";
-  EXPECT_NE(answer, "") << what << ": no answer (the peer hung or died)";
-  if (answer == "status " + std::to_string(adxl::TIMEOUT)) {
-    EXPECT_TRUE(TimeoutCameOnTime(ms, deadline_ms)) << what;
-  } else {
-    EXPECT_LE(ms, deadline_ms + TimeoutAllowedLateMs()) << what << " -> " << answer << " came after its deadline";
-  }
-}
-
-TEST_F(NetnsMultipathTest, PathCutMidWriteFailsInTimeAndNothingLandsLater) {
-  constexpr size_t kLen = 32 << 20;     // one batch: ~140 ms on the wire over both paths
-  constexpr int32_t kCutDeadlineMs = 2000;
-  // TCP backs its retransmissions off exponentially (0.2 s doubling): after
-  // a cut of a few seconds the next one comes within ~7 s of the return.
-  constexpr int kRetransmitWaitMs = 8000;
-  ASSERT_NO_FATAL_FAILURE(Start(kLen));
-  ASSERT_NO_FATAL_FAILURE(VerifiedTransfer(true, 30, 0, kLen, kLen, kPiece));  // both paths measured
-  const std::string write = "write " + a_name_ + " " + std::to_string(kCutDeadlineMs) + " 0 0 " +
-                            std::to_string(remote_) + " " + std::to_string(kLen) + " " + std::to_string(kPiece);
-  const std::string read = "read" + write.substr(5);
-  const std::string hash = "hash 0 0 " + std::to_string(kLen);
-  // Path 2 goes down while the WRITE is on the wire.  Under load the cut
-  // (two `ip` processes) can come after the WRITE ended: then it succeeded
-  // legitimately, its bytes must all be in A, and the cut is repeated at once.
-  bool cut_mid_write = false;
-  for (int attempt = 0; attempt < 3 && !cut_mid_write; ++attempt) {
-    ASSERT_EQ(b_->Command("fill 0 " + std::to_string(77 + attempt)), "ok");
-    std::thread cut([this, attempt] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(attempt == 0 ? 40 : 0));
-      SetPath(1, false);
-    });
-    double ms = 0;
-    const std::string answer = Timed(*b_, write, kCutDeadlineMs + 20000, &ms);
-    cut.join();
-    if (answer == "ok") {
-      ASSERT_EQ(a_->Ok(hash).at(0), b_->Ok(hash).at(0)) << "a WRITE succeeded without its bytes in the target";
-      ASSERT_TRUE(SetPath(1, true));
-      continue;
-    }
-    cut_mid_write = true;
-    ExpectFailedInTime(answer, ms, kCutDeadlineMs, "the WRITE cut by the path going down");
-  }
-  ASSERT_TRUE(cut_mid_write) << "three WRITEs each ended before the path went down";
-  // B's source now holds another pattern, so nothing that lands later can
-  // match it; every further transfer, either direction, fails in time.
-  ASSERT_EQ(b_->Command("fill 0 90"), "ok");
-  for (const std::string &cmd : {write, read}) {
-    double ms = 0;
-    const std::string answer = Timed(*b_, cmd, kCutDeadlineMs + 20000, &ms);
-    ExpectFailedInTime(answer, ms, kCutDeadlineMs, cmd.substr(0, cmd.find(' ')) + " with path 2 down");
-  }
-  const std::string a_at_failure = a_->Ok(hash).at(0);
-  ASSERT_TRUE(SetPath(1, true));
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kRetransmitWaitMs);
-  while (std::chrono::steady_clock::now() < until) {
-    ASSERT_EQ(a_->Ok(hash).at(0), a_at_failure) << "bytes of a failed WRITE landed after the path returned";
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  // A new link over both paths moves verified bytes.
-  b_->Command("disconnect " + a_name_ + " 2000");
-  ASSERT_EQ(b_->Command("connect " + a_name_ + " " + std::to_string(kConnectMs), kConnectMs + 10000), "ok");
-  ASSERT_NO_FATAL_FAILURE(VerifiedTransfer(true, 40, 0, kLen, kLen, kPiece));
-  ASSERT_NO_FATAL_FAILURE(VerifiedTransfer(false, 41, 0, kLen, kLen, kPiece));
 }
 
 TEST_F(NetnsMultipathTest, SmallAndOddSizedBatchesArriveIntact) {

@@ -7,6 +7,7 @@
 //
 // A subclass chooses the network by overriding Paths() and RateLimit() (or
 // PathRateLimit(i), for paths of different speeds).
+// Counts() reads each path's interface byte counters (what a path carried).
 // Where the network cannot be built (not root, no iproute2/tc, no namespace
 // support) SetUp skips the test and says why.
 #ifndef ADXL_TESTS_SUPPORT_NETNS_FIXTURE_H_
@@ -15,6 +16,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -103,6 +105,36 @@ class NetnsFixture : public ::testing::Test {
     const std::string state = up ? " up" : " down";
     return Shell("ip -n " + ns_a_ + " link set " + paths_.at(i).veth_a + state) == 0 &&
            Shell("ip -n " + ns_b_ + " link set " + paths_.at(i).veth_b + state) == 0;
+  }
+
+  // The byte counters of one interface.
+  struct Counters {
+    uint64_t tx = 0, rx = 0;
+  };
+  // [path][0 = A's end, 1 = B's end]
+  using Snapshot = std::vector<std::vector<Counters>>;
+
+  // The counters of interface `dev` in namespace `ns` (0 where unreadable).
+  static Counters ReadCounters(const std::string &ns, const std::string &dev) {
+    Counters c;
+    for (int i = 0; i < 2; ++i) {
+      const std::string cmd = "ip netns exec " + ns + " cat /sys/class/net/" + dev + "/statistics/" +
+                              (i == 0 ? "tx_bytes" : "rx_bytes");
+      FILE *f = popen(cmd.c_str(), "r");
+      unsigned long long v = 0;
+      if (f != nullptr) {
+        if (fscanf(f, "%llu", &v) != 1) v = 0;
+        pclose(f);
+      }
+      (i == 0 ? c.tx : c.rx) = v;
+    }
+    return c;
+  }
+  // Every path's counters, both ends.
+  Snapshot Counts() const {
+    Snapshot s;
+    for (const Path &p : paths_) s.push_back({ReadCounters(ns_a_, p.veth_a), ReadCounters(ns_b_, p.veth_b)});
+    return s;
   }
 
   // An engine process (adxl_test_peer) in namespace `ns`.
