@@ -38,14 +38,15 @@ using namespace adxl_test;
 
 namespace {
 
-constexpr size_t kControl = 0;           // pair 0: control connections only
-constexpr size_t kPath1 = 1, kPath2 = 2;  // the lane's two paths
-constexpr size_t kBatch = 8 << 20;        // one TransferSync of the streams
-constexpr size_t kPiece = 1 << 20;        // one descriptor
+constexpr size_t kControl = 0;                // pair 0: control connections only
+constexpr size_t kPath1 = 1, kPath2 = 2;      // the lane's two paths
+constexpr size_t kBatch = 8 << 20;            // one TransferSync of the streams
+constexpr size_t kPiece = 1 << 20;            // one descriptor
 constexpr int32_t kStreamDeadlineMs = 30000;  // ~70 ms on the wire over one path: failover has room
 constexpr int32_t kConnectMs = 10000;
 // How long a returned path may take to be reconnected and carry stripes
-// again (the link reconnects it within 1-2 s of the carrier's return).
+// again (the link reconnects it within 1-2 s of the carrier's return);
+// scaled for slow builds (RejoinMs()).
 constexpr int kRejoinMs = 3000;
 // TCP backs its retransmissions off exponentially (0.2 s doubling): after a
 // cut of a few seconds the next one comes within ~7 s of the return.
@@ -71,7 +72,8 @@ void ExpectFailedInTime(const std::string &answer, double ms, int32_t deadline_m
   }
 }
 
-void SleepMs(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+void SleepMs(double ms) { std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(ms))); }
+double RejoinMs() { return ScaledMs(kRejoinMs); }
 
 class NetnsFailoverTest : public NetnsFixture {
  protected:
@@ -84,7 +86,13 @@ class NetnsFailoverTest : public NetnsFixture {
     if (made_ && stream_) {
       for (size_t i = 0; i < paths_.size(); ++i) SetPath(i, true);
     }
-    if (stream_) stream_->Stop();  // before the peers and the network go
+    if (stream_) {
+      const VerifiedStream::Tally &t = stream_->Stop();  // before the peers and the network go
+      if (HasFailure()) {
+        printf("stream at the end: %zu ok, %zu failed, %zu corrupted\n", t.ok, t.failed, t.corrupted);
+        for (const std::string &p : t.problems) printf("  %s\n", p.c_str());
+      }
+    }
     stream_.reset();
     NetnsFixture::TearDown();
   }
@@ -157,8 +165,8 @@ class NetnsFailoverTest : public NetnsFixture {
   // Stops the stream; expects that no transfer failed or arrived corrupted.
   const VerifiedStream::Tally &StopStreamExpectingNoLoss() {
     const VerifiedStream::Tally &t = stream_->Stop();
-    printf("stream: %zu verified, %zu failed, %zu corrupted; longest transfer %.0f ms\n", t.ok - t.corrupted,
-           t.failed, t.corrupted, t.longest_ms);
+    printf("stream: %zu verified, %zu failed, %zu corrupted; longest transfer %.0f ms\n", t.ok - t.corrupted, t.failed,
+           t.corrupted, t.longest_ms);
     std::string problems;
     for (const std::string &p : t.problems) problems += "\n  " + p;
     EXPECT_EQ(t.failed, 0u) << "transfers failed with a path alive:" << problems;
@@ -176,7 +184,7 @@ class NetnsFailoverTest : public NetnsFixture {
   // dead connection (a slice of the batch cut on the wire, one direction),
   // which shows no reconnection; new stripes of WRITEs and READs go both
   // ways.  False after `timeout_ms`.
-  bool AwaitPathCarries(size_t i, uint64_t bytes, int timeout_ms) {
+  bool AwaitPathCarries(size_t i, uint64_t bytes, double timeout_ms) {
     const uint64_t a_from = ReadCounters(ns_a_, paths_[i].veth_a).tx;
     const uint64_t b_from = ReadCounters(ns_b_, paths_[i].veth_b).tx;
     return WaitUntil(
@@ -221,7 +229,7 @@ TEST_F(NetnsFailoverTest, OnePathDownAndUpDuringVerifiedStream) {
 
   stream_->SetPhase(kReturning);
   ASSERT_TRUE(SetPath(kPath1, true));
-  SleepMs(kRejoinMs);
+  SleepMs(RejoinMs());
   stream_->SetPhase(kBothAgain);
   const Snapshot again_from = Counts();
   SleepMs(2000);
@@ -252,7 +260,7 @@ TEST_F(NetnsFailoverTest, OnePathDownAndUpDuringVerifiedStream) {
   const double a1 = Sent(again_from, again_to, kPath1), a2 = Sent(again_from, again_to, kPath2);
   print("both paths again", a1, a2);
   EXPECT_GE(t.phases[kBothAgain].batches, 1u) << "no transfer completed after path 1 returned";
-  EXPECT_GE(a1, 0.2 * (a1 + a2)) << "path 1 carried under a fifth of the bytes " << kRejoinMs / 1000.0
+  EXPECT_GE(a1, 0.2 * (a1 + a2)) << "path 1 carried under a fifth of the bytes " << RejoinMs() / 1000.0
                                  << " s after it returned (not reconnected, or not striped over again)";
 }
 
@@ -290,7 +298,7 @@ TEST_F(NetnsFailoverTest, StaleBytesOfADeadPathNeverOverwriteALaterWrite) {
     cut_mid_write = cut_before_answer;
     if (!cut_mid_write) {
       ASSERT_TRUE(SetPath(kPath1, true));
-      SleepMs(kRejoinMs);
+      SleepMs(RejoinMs());
     }
   }
   ASSERT_TRUE(cut_mid_write) << "three WRITEs each ended before path 1 went down";
@@ -339,7 +347,7 @@ TEST_F(NetnsFailoverTest, BothPathsDownFailsInTimeAndNothingLandsLater) {
     if (answer == "ok") {
       ASSERT_EQ(a_->Ok(HashCmd()).at(0), b_->Ok(HashCmd()).at(0)) << "a WRITE succeeded without its bytes in A";
       ASSERT_TRUE(SetPath(kPath1, true) && SetPath(kPath2, true));
-      SleepMs(kRejoinMs);
+      SleepMs(RejoinMs());
       continue;
     }
     cut_mid_write = true;
@@ -402,9 +410,9 @@ TEST_F(NetnsFailoverTest, LinkFlapCycles) {
   constexpr int kDownMs = 300;
   // Bounds far above what failover and reconnection take (and far below
   // the transfers' deadline): only a link that does neither reaches them.
-  constexpr int kGoesOnWithinMs = 10000;
+  const double goes_on_within_ms = ScaledMs(10000);
   constexpr uint64_t kCarries = 1 << 20;  // bytes each end of a returned path sends to count as back
-  constexpr int kBackWithinMs = 10000;
+  const double back_within_ms = ScaledMs(10000);
   const int cycles = FlapCycles();
   ASSERT_GT(cycles, 0) << "ADXL_TEST_FLAP_CYCLES='" << std::getenv("ADXL_TEST_FLAP_CYCLES")
                        << "' is not a number in [1, 100000]";
@@ -421,12 +429,12 @@ TEST_F(NetnsFailoverTest, LinkFlapCycles) {
     const size_t before = stream_->Verified();
     ASSERT_TRUE(SetPath(path, false)) << "cycle " << done + 1;
     SleepMs(kDownMs);
-    ASSERT_TRUE(WaitUntil([&] { return stream_->Verified() >= before + 2 || stream_->GaveUp(); }, kGoesOnWithinMs))
+    ASSERT_TRUE(WaitUntil([&] { return stream_->Verified() >= before + 2 || stream_->GaveUp(); }, goes_on_within_ms))
         << "cycle " << done + 1 << ": with path " << path << " down the stream completed "
-        << stream_->Verified() - before << " verified transfers in " << kGoesOnWithinMs << " ms (no failover?)";
+        << stream_->Verified() - before << " verified transfers in " << goes_on_within_ms << " ms (no failover?)";
     ASSERT_TRUE(SetPath(path, true)) << "cycle " << done + 1;
-    ASSERT_TRUE(AwaitPathCarries(path, kCarries, kBackWithinMs) || stream_->GaveUp())
-        << "cycle " << done + 1 << ": path " << path << " did not carry the stream within " << kBackWithinMs
+    ASSERT_TRUE(AwaitPathCarries(path, kCarries, back_within_ms) || stream_->GaveUp())
+        << "cycle " << done + 1 << ": path " << path << " did not carry the stream within " << back_within_ms
         << " ms of its return";
   }
   const double s = MsSince(t0) / 1000.0;

@@ -51,8 +51,7 @@ class VerifiedStream {
 
   // `initiator` runs the transfers against `target`; each answer is awaited
   // for up to `answer_wait_ms` (the transfer's deadline and then some).
-  VerifiedStream(PeerProcess &initiator, PeerProcess &target, size_t len, OpCommand op, int answer_wait_ms,
-                 int phases)
+  VerifiedStream(PeerProcess &initiator, PeerProcess &target, size_t len, OpCommand op, int answer_wait_ms, int phases)
       : initiator_(initiator), target_(target), len_(len), op_(std::move(op)), answer_wait_ms_(answer_wait_ms) {
     tally_.phases.resize(static_cast<size_t>(phases));
   }
@@ -60,7 +59,9 @@ class VerifiedStream {
   VerifiedStream(const VerifiedStream &) = delete;
   VerifiedStream &operator=(const VerifiedStream &) = delete;
 
-  void Start() { thread_ = std::thread([this] { Run(); }); }
+  void Start() {
+    thread_ = std::thread([this] { Run(); });
+  }
   // Ends the stream after the round in progress; its tally.
   const Tally &Stop() {
     stop_.store(true);
@@ -95,8 +96,8 @@ class VerifiedStream {
       in_transfer_.store(false);
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       if (ms > tally_.longest_ms) tally_.longest_ms = ms;
-      const std::string where = std::string(what) + " " + std::to_string(tally_.ok + tally_.failed + 1) +
-                                " (phase " + std::to_string(phase) + ", " + std::to_string(ms) + " ms)";
+      const std::string where = std::string(what) + " " + std::to_string(tally_.ok + tally_.failed + 1) + " (phase " +
+                                std::to_string(phase) + ", " + std::to_string(ms) + " ms)";
       if (answer != "ok") {
         ++tally_.failed;
         Note(where + ": '" + (answer.empty() ? "no answer" : answer) + "'");
