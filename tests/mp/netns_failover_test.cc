@@ -319,10 +319,11 @@ TEST_F(NetnsFailoverTest, StaleBytesOfADeadPathNeverOverwriteALaterWrite) {
 
 // Proves: with both paths down (the control pair up, so the peer is alive)
 // every transfer ends in an error within its deadline, none hangs; nothing
-// of a WRITE cut on the wire lands when the paths return and TCP delivers
-// what the kernels still held (docs/contract.md §6.4); then verified bytes
-// move again: over the same link if it recovers by itself, else over a new
-// Connect (which of the two is printed).
+// of a WRITE cut on the wire lands after it failed, though the paths return
+// right after the failure and TCP delivers what the kernels still held
+// (docs/contract.md §6.4; a caller told FAILED may reuse those bytes at
+// once); then verified bytes move again: over the same link if it recovers
+// by itself, else over a new Connect (which of the two is printed).
 TEST_F(NetnsFailoverTest, BothPathsDownFailsInTimeAndNothingLandsLater) {
   constexpr size_t kLen = 32 << 20;  // ~140 ms on the wire over both paths
   constexpr int32_t kCutDeadlineMs = 2000;
@@ -351,22 +352,31 @@ TEST_F(NetnsFailoverTest, BothPathsDownFailsInTimeAndNothingLandsLater) {
       continue;
     }
     cut_mid_write = true;
+    printf("attempt %d: the WRITE cut by both paths going down -> '%s' in %.0f ms\n", attempt + 1, answer.c_str(), ms);
     ExpectFailedInTime(answer, ms, kCutDeadlineMs, "the WRITE cut by both paths going down");
   }
   ASSERT_TRUE(cut_mid_write) << "three WRITEs each ended before the paths went down";
-  // B's source now holds another pattern, so nothing that lands later can
-  // match it; every further transfer, either direction, fails in time.
+  // The target's bytes the moment the failure was known: from now on
+  // nothing of the failed WRITE may land, neither what had reached the
+  // target before the cut nor what the kernels still hold and deliver when
+  // the paths return (a caller told FAILED may write those bytes again at
+  // once).  B's source then holds another pattern, so nothing that lands
+  // later can match it; every further transfer, either direction, fails in
+  // time.
+  const std::string a_at_failure = a_->Ok(HashCmd()).at(0);
   ASSERT_EQ(b_->Command("fill 0 90"), "ok");
   for (const std::string &cmd : {write, read}) {
     double ms = 0;
     const std::string answer = Timed(*b_, cmd, kCutDeadlineMs + 20000, &ms);
     ExpectFailedInTime(answer, ms, kCutDeadlineMs, cmd.substr(0, cmd.find(' ')) + " with both paths down");
   }
-  const std::string a_at_failure = a_->Ok(HashCmd()).at(0);
+  // The paths return at once: a WRITE that failed before whatever it had
+  // on the wire became harmless is caught here, not hidden by a wait.
   ASSERT_TRUE(SetPath(kPath1, true) && SetPath(kPath2, true));
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kRetransmitWaitMs);
   while (std::chrono::steady_clock::now() < until) {
-    ASSERT_EQ(a_->Ok(HashCmd()).at(0), a_at_failure) << "bytes of a failed transfer landed after the paths returned";
+    ASSERT_EQ(a_->Ok(HashCmd()).at(0), a_at_failure)
+        << "bytes of the failed WRITE landed after it failed (the paths returned right after the failure)";
     SleepMs(200);
   }
   // The same link, if it recovered by itself (its paths reconnected); the

@@ -113,7 +113,12 @@ class VerifiedStream {
       }
       ++tally_.ok;
       const std::vector<std::string> want = source.Ok(hash), got = sink.Ok(hash);
-      if (want.empty() || got != want) {
+      if (want.empty() || got.empty()) {
+        GiveUp(where + ": succeeded, then the " + (want.empty() ? "source" : "sink") +
+               " did not answer its hash (died?); stream stopped");
+        return;
+      }
+      if (got != want) {
         ++tally_.corrupted;
         Note(where + ": succeeded, but the bytes arrived corrupted");
         continue;
