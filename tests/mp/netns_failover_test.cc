@@ -23,9 +23,11 @@
 // UCX's own multi-rail striping is off (UCX_MAX_RNDV_RAILS /
 // UCX_MAX_EAGER_RAILS = 1), as in netns_multipath_test.cc.
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -265,15 +267,23 @@ TEST_F(NetnsFailoverTest, OnePathDownAndUpDuringVerifiedStream) {
 }
 
 // Proves: a WRITE failed over from a dead path ends only once nothing of
-// that path can land any more.  P1 is written striped and path 1 is cut
-// while it is on the wire (its kernel still holds P1's bytes, and sends
-// them when the path returns); the WRITE must succeed; P2 is then written
-// to the same bytes over path 2; path 1 returns; the target must hold P2
-// everywhere, while TCP retransmits and afterwards (read back over the link).
+// that path can land any more.  P1 (128 MiB, striped) is written and path 1
+// is cut while it is on the wire: its kernel still holds part of P1 and
+// sends it when the path returns.  The WRITE must succeed with P1 in the
+// target.  The moment it returned, other bytes (P2) are put into the same
+// region (straight into the target's memory: the earliest a later WRITE
+// could land) and path 1 returns, so that TCP retransmits while the dead
+// path's messages might still be placed (the target drops them only after
+// their slice's deadline, about a second: a P2 sent over the wire, or a
+// path left down longer, would let a WRITE that ends too early pass).  The
+// region must hold P2 for 8 s, and P2 is then read back over the link.
 TEST_F(NetnsFailoverTest, StaleBytesOfADeadPathNeverOverwriteALaterWrite) {
-  constexpr size_t kLen = 64 << 20;  // ~280 ms on the wire over both paths
+  constexpr size_t kLen = 128 << 20;  // ~550 ms on the wire over both paths
   ASSERT_NO_FATAL_FAILURE(Start(kLen));
   ASSERT_NO_FATAL_FAILURE(VerifiedWrite(50));  // both paths measured
+  std::vector<uint8_t> p2(kLen), at_return(kLen);
+  FillPattern(p2.data(), kLen, 70);
+  const std::string p2_hash = std::to_string(Hash(p2.data(), kLen));
   const std::string write = Op(true, kStreamDeadlineMs, kLen);
   // Path 1 goes down while P1 is on the wire.  Under load the cut (two `ip`
   // processes) can come after the WRITE ended: then the path returns, is
@@ -292,29 +302,29 @@ TEST_F(NetnsFailoverTest, StaleBytesOfADeadPathNeverOverwriteALaterWrite) {
     cut.join();
     ASSERT_TRUE(cut_done.load()) << "taking path 1 down failed";
     ASSERT_EQ(answer, "ok") << "P1's WRITE failed with path 2 alive (" << ms << " ms)";
-    ASSERT_EQ(a_->Ok(HashCmd()).at(0), b_->Ok(HashCmd()).at(0)) << "P1's WRITE succeeded, its bytes not in A";
+    // A's region as the WRITE left it, and at once P2 over it, path 1 back.
+    ASSERT_TRUE(AccessProcessMemory(a_->pid(), remote_, at_return.data(), kLen, false)) << strerror(errno);
+    cut_mid_write = cut_before_answer;
+    if (cut_mid_write) {
+      ASSERT_TRUE(AccessProcessMemory(a_->pid(), remote_, p2.data(), kLen, true)) << strerror(errno);
+    }
+    ASSERT_TRUE(SetPath(kPath1, true));
+    ASSERT_EQ(std::to_string(Hash(at_return.data(), kLen)), b_->Ok(HashCmd()).at(0))
+        << "P1's WRITE succeeded, its bytes not in A";
     printf("attempt %d: P1's WRITE took %.0f ms, path 1 cut %s it ended\n", attempt + 1, ms,
            cut_before_answer ? "before" : "after");
-    cut_mid_write = cut_before_answer;
-    if (!cut_mid_write) {
-      ASSERT_TRUE(SetPath(kPath1, true));
-      SleepMs(RejoinMs());
-    }
+    if (!cut_mid_write) SleepMs(RejoinMs());
   }
   ASSERT_TRUE(cut_mid_write) << "three WRITEs each ended before path 1 went down";
-  // P2 over path 2 alone, to the same bytes.
-  ASSERT_NO_FATAL_FAILURE(VerifiedWrite(70));
-  const std::string p2 = b_->Ok(HashCmd()).at(0);
-  ASSERT_TRUE(SetPath(kPath1, true));
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kRetransmitWaitMs);
   while (std::chrono::steady_clock::now() < until) {
-    ASSERT_EQ(a_->Ok(HashCmd()).at(0), p2) << "bytes of path 1 landed after it returned, over the later WRITE";
-    SleepMs(500);
+    ASSERT_EQ(a_->Ok(HashCmd()).at(0), p2_hash) << "bytes of P1 landed after its WRITE returned, over later bytes";
+    SleepMs(200);
   }
   // Read back over the link: B's buffer holds another pattern before.
   ASSERT_EQ(b_->Command("fill 0 80"), "ok");
   ASSERT_EQ(b_->Command(Op(false, kStreamDeadlineMs, kLen), kStreamDeadlineMs + 10000), "ok");
-  EXPECT_EQ(b_->Ok(HashCmd()).at(0), p2) << "the region read back is not P2";
+  EXPECT_EQ(b_->Ok(HashCmd()).at(0), p2_hash) << "the region read back is not P2";
 }
 
 // Proves: with both paths down (the control pair up, so the peer is alive)
