@@ -75,6 +75,7 @@ class NetPath {
   // Whether the interface has carrier (LinkWatch): read when the path was
   // opened, then kept by the failover worker (path_failover.h).
   std::atomic<bool> running{true};
+  std::atomic<int64_t> carrier_since_ns{0};  // CLOCK_MONOTONIC: when it last got carrier (0: at open)
 
  private:
   NetPath() = default;

@@ -102,6 +102,20 @@ bool Reissuable(const StripedBatch &sb, const Part &part, int status) {
   return sb.deadline_ns == 0 || static_cast<uint64_t>(PathFailover::NowNs()) < sb.deadline_ns;
 }
 
+// A WRITE part's attempt ended in failure: the batch, however it ends,
+// does not end before nothing of that attempt can land.  Its messages
+// carried the slice deadline as a budget measured when each was sent (after
+// start_ns); the target places none of their bytes later than that budget
+// after the message's header arrived, which was before now.  So nothing of
+// it lands after now + (slice deadline - start).
+void HoldForFailedWrite(StripedBatch *sb, const Part &part) {
+  if (!sb->put || part.slice_deadline_ns == 0) return;
+  const int64_t safe = PathFailover::NowNs() + (part.slice_deadline_ns - part.start_ns);
+  int64_t cur = sb->ready_at_ns.load();
+  while (safe > cur && !sb->ready_at_ns.compare_exchange_weak(cur, safe)) {
+  }
+}
+
 // The failover worker's re-post of a part whose connection failed (or that
 // ended with a transport error): on a connection up now, another than the
 // failed one where there is one.
@@ -132,17 +146,6 @@ void RepostPart(void *arg) {
     sb->error.compare_exchange_strong(none, ADXL_PLUGIN_ERR_IO);
     FinishPart(sb);
     return;
-  }
-  if (sb->put) {
-    // The failed attempt's messages carried the slice deadline as a budget
-    // measured when each was sent (after start_ns); the target places none
-    // of their bytes later than that budget after the message's header
-    // arrived, which was before now.  So nothing of it lands after
-    // now + (slice deadline - start): the batch may not end before.
-    const int64_t safe = PathFailover::NowNs() + (part->slice_deadline_ns - part->start_ns);
-    int64_t cur = sb->ready_at_ns.load();
-    while (safe > cur && !sb->ready_at_ns.compare_exchange_weak(cur, safe)) {
-    }
   }
   link.ctx->log(ADXL_PLUGIN_LOG_INFO, "link %llu: %zu bytes of a %s re-posted from path %s on path %s (attempt %d)%s",
                 static_cast<unsigned long long>(link.id), part->bytes, sb->put ? "WRITE" : "READ",
@@ -176,10 +179,12 @@ void PartDone(void *arg, int status) {
   if (status == ADXL_PLUGIN_OK) {
     const double took = static_cast<double>(PathFailover::NowNs() - part->start_ns) / 1e9;
     sb->link->rates->Record(part->conn->slot, part->bytes, took);
-  } else if (Reissuable(*sb, *part, status)) {
-    sb->link->ctx->failover.Repost(RepostPart, part);
-    return;
   } else {
+    HoldForFailedWrite(sb, *part);  // re-posted or not
+    if (Reissuable(*sb, *part, status)) {
+      sb->link->ctx->failover.Repost(RepostPart, part);
+      return;
+    }
     int none = ADXL_PLUGIN_OK;
     sb->error.compare_exchange_strong(none, status);
   }

@@ -93,6 +93,7 @@ void PathFailover::Run() {
       if (ch.first != 0 && ch.first != p->ifindex()) continue;
       const bool running = ch.first == 0 ? LinkWatch::Running(p->ifindex()) : ch.second;
       if (p->running.exchange(running) == running) continue;
+      if (running) p->carrier_since_ns.store(NowNs());
       ctx_->log(running ? ADXL_PLUGIN_LOG_INFO : ADXL_PLUGIN_LOG_WARN, "network path %s: carrier %s",
                 p->device().c_str(), running ? "back" : "lost");
       if (!running) lost.push_back(p.get());
@@ -144,9 +145,10 @@ void PathFailover::Run() {
         }
       }
       if (c->state.load() != PathConn::kDown) continue;
-      if (c->path->running.load() && now >= c->retry_at_ns.load()) Reconnect(*link, *c, now);
+      const int64_t steady_at = c->path->carrier_since_ns.load() + ToNs(kHoldDown);
+      if (c->path->running.load() && now >= c->retry_at_ns.load() && now >= steady_at) Reconnect(*link, *c, now);
       if (c->state.load() == PathConn::kDown) {
-        next = std::min(next, std::max(c->retry_at_ns.load(), now + ToNs(kRetryMin)));
+        next = std::min(next, std::max({c->retry_at_ns.load(), steady_at, now + ToNs(kRetryMin)}));
       } else if (c->state.load() == PathConn::kProbing) {
         next = std::min(next, c->probe_deadline_ns.load());
       }

@@ -54,6 +54,9 @@ class PathFailover {
   // between attempts (doubling from the first).
   static constexpr auto kRetryMin = std::chrono::milliseconds(200);
   static constexpr auto kRetryMax = std::chrono::seconds(5);
+  // How long an interface must have had carrier again before its
+  // connections are made again: a flapping link is left alone meanwhile.
+  static constexpr auto kHoldDown = std::chrono::milliseconds(500);
   // How long a reconnect probe may take before the connection counts as
   // failed again.
   static constexpr auto kProbeBudget = std::chrono::seconds(5);

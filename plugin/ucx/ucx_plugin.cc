@@ -499,9 +499,12 @@ int Post(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t coun
 int Test(adxl_plugin_batch_t *batch) {
   if (batch == nullptr) return ADXL_PLUGIN_ERR_INVALID;
   const int status = batch->status.load(std::memory_order_acquire);
-  // A failed-over WRITE's wait (net_paths.h).
+  // The wait of a WRITE with a failed attempt (net_paths.h), whether it
+  // then succeeded or not: the caller may reuse the region once it ended.
   const int64_t ready_at = batch->ready_at_ns.load(std::memory_order_relaxed);
-  if (status == ADXL_PLUGIN_OK && ready_at != 0 && PathFailover::NowNs() < ready_at) return ADXL_PLUGIN_IN_PROGRESS;
+  if (status != ADXL_PLUGIN_IN_PROGRESS && ready_at != 0 && PathFailover::NowNs() < ready_at) {
+    return ADXL_PLUGIN_IN_PROGRESS;
+  }
   return status;
 }
 
