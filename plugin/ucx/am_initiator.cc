@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <new>
 #include <utility>
 
 #include "adxl/plugin/adxl_plugin.h"
@@ -70,11 +71,8 @@ void AmLane::MessageDone(uint64_t token, uint32_t msg, int status) {
 void AmLane::ReceiveDone(Message *m, int status) {
   UpdateBatch(m->token, [&](Batch &b) ADXL_REQUIRES(mu_) {
     if (b.receiving > 0) --b.receiving;
-    // Received into staging: placed now, unless the batch ended (then
-    // nothing of it is written here any more).
-    if (!b.ended && status == ADXL_PLUGIN_OK && m->staging.data() != nullptr) {
-      Scatter(m->staging.data(), m->bytes, m->local);
-    }
+    // Placed fragment by fragment (several operations), or by UCP.
+    m->placement.reset();
     Answered(b, *m, status);
   });
 }
@@ -129,15 +127,16 @@ void AmLane::Pump() {
       }
       if (m == nullptr) return;
     }
-    // Only this thread touches *m until it is sent.
-    if (m->local.size() > 1) {
+    // Only this thread touches *m until it is sent.  A READ's answer needs
+    // no staging: it is placed as it arrives (OnReadData).
+    if (write && m->local.size() > 1) {
       m->staging = NewStaging(m->bytes);
       if (m->staging.data() == nullptr) {
         log_(ADXL_PLUGIN_LOG_ERROR, "no memory for a %zu-byte staging buffer", m->bytes);
         SendFailed(m, ADXL_PLUGIN_ERR_NO_RESOURCE);
         return;
       }
-      if (write) Gather(m->local, m->staging.data());
+      Gather(m->local, m->staging.data());
     }
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -361,6 +360,14 @@ void AmLane::RunDeferred() {
 
 // ------------------------------------------------------------ AM handlers
 
+bool AmLane::ReadStillWanted(void *arg) {
+  auto *m = static_cast<Message *>(arg);
+  AmLane *self = m->lane;
+  adxl::MutexLock l(&self->mu_);
+  auto it = self->batches_.find(m->token);
+  return it != self->batches_.end() && !it->second.ended;
+}
+
 ucs_status_t AmLane::OnAck(void *arg, const void *header, size_t header_len, void *, size_t,
                            const ucp_am_recv_param_t *) {
   auto *self = static_cast<AmLane *>(arg);
@@ -428,13 +435,25 @@ ucs_status_t AmLane::OnReadData(void *arg, const void *header, size_t header_len
     msg->lane->ReceiveDone(msg, StatusOf(st));  // may free msg
     ucp_request_free(req);
   };
-  void *buffer = m->staging.data();
-  size_t count = m->bytes;
-  if (buffer == nullptr) {
+  void *buffer = nullptr;
+  size_t count = 0;
+  if (m->local.size() > 1) {
+    // Only this thread touches m->placement until the receive is posted;
+    // then UCP's fragments, then ReceiveDone.
+    m->placement.reset(new (std::nothrow) Placement);
+    if (m->placement == nullptr) {
+      self->ReceiveDone(m, ADXL_PLUGIN_ERR_NO_RESOURCE);  // the data is dropped by UCP
+      return UCS_OK;
+    }
+    try {
+      m->placement->Start(m->local, ReadStillWanted, m);
+    } catch (...) {
+      self->ReceiveDone(m, ADXL_PLUGIN_ERR_NO_RESOURCE);
+      return UCS_OK;
+    }
+    self->placement_type_.SetBuffer(m->placement.get(), &p, &buffer, &count);
+  } else {
     SetBuffer(m->local, m->memh, &p, &buffer, &count);
-  } else if (m->staging.memh() != nullptr) {
-    p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
-    p.memh = m->staging.memh();
   }
   // No lock held: UCP may fail this receive synchronously (an endpoint
   // already purged) and run the callback inside the call.

@@ -22,6 +22,7 @@ bool AmLane::Init(ucp_worker_h worker, PluginLog log, Faults faults, std::string
   worker_ = worker;
   log_ = log;
   faults_ = faults;
+  if (!placement_type_.Create(why)) return false;
   ucp_worker_attr_t attr{};
   attr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
   if (ucp_worker_query(worker_, &attr) == UCS_OK) {

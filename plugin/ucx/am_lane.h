@@ -33,10 +33,15 @@
 // or finalizing right after connecting would otherwise cause in the peer.
 // A single-operation message moves straight between the two buffers.  A
 // message of several operations is gathered into a contiguous staging
-// buffer on the sending side and received into one on the receiving side,
-// then scattered: UCP 1.13 moves contiguous rendezvous data with TCP's
-// zero-copy path but its iov datatype far slower (adxl-bench measured 2-3x),
-// and a memcpy of at most kMaxMessageBytes costs much less than the wire.
+// buffer on the sending side: UCP 1.13 moves contiguous rendezvous data
+// with TCP's zero-copy path but its iov datatype far slower (adxl-bench
+// measured 2-3x), and a memcpy of at most kMaxMessageBytes costs much less
+// than the wire.  The target receives WRITE data of several operations
+// fragment by fragment straight into place (am_placement.h: UCP's generic
+// datatype; over TCP, UCP copies each fragment out of its receive segment
+// anyway, so this is the same single copy a contiguous receive makes).  A
+// READ answer of several operations is placed the same way on the
+// initiator, fragment by fragment while its batch has not ended.
 //
 // Life of a batch (initiator side).  Post() sends the first kWindowMessages
 // messages; each answer lets the next one go (from the callback, outside
@@ -58,11 +63,19 @@
 // carries in its header the time left until it, measured when the message
 // is sent; the target, when the header arrives (before any of the
 // message's data moves), sets its own deadline = now + that budget, on its
-// clock.  Such a write is always received into staging and placed only if
-// that deadline has not passed when its data is complete (eager data: on
-// arrival); otherwise it is dropped and answered with ERR_IO.  The target's
-// deadline is later than the initiator's by at most the header's one-way
-// delay.  Writes without a deadline move as before (no extra copy).
+// clock.  Such a write is received fragment by fragment (am_placement.h):
+// each fragment is copied into place only if that deadline has not passed
+// when it arrives (eager data: the whole message, on arrival); from the
+// first late fragment on, the rest of the message is dropped and the
+// message is answered with ERR_IO.  What was placed before the deadline
+// stays, as with the earlier messages of the batch.  The target's deadline
+// is later than the initiator's by at most the header's one-way delay.
+// The check costs no copy; receiving such a write into staging and copying
+// it into place instead costs a third copy of every byte on the target's
+// busiest thread (adxl-bench measured WRITE at about half of a plain TCP
+// stream that way).
+// Writes without a deadline of one operation move as before, received by
+// UCP into place.
 //
 // Target side.  WRITE data is received by ucp_am_recv_data_nbx, and a READ
 // answered by a send, on the reply endpoint UCP made for the initiator.  When
@@ -111,6 +124,7 @@
 #include <ucp/api/ucp.h>
 
 #include "common/thread_annotations.h"
+#include "am_placement.h"
 #include "plugin_log.h"
 #include "staging_pool.h"
 
@@ -154,9 +168,13 @@ class AmLane {
   // Registered staging buffers come from `ucp` (optional: without it staging
   // is heap memory).  Call once, after Init.
   void UseStagingFrom(ucp_context_h ucp) { staging_pool_.Init(ucp, kStagingBuffers); }
-  // Releases the staging pool; call when no batch or target request is left
-  // (after ReleaseTargetOps), before the UCP context goes.
-  void Close() { staging_pool_.Close(); }
+  // Releases the staging pool and the placement datatype; call when no
+  // batch or target request is left (after ReleaseTargetOps), before the UCP
+  // context goes.
+  void Close() {
+    staging_pool_.Close();
+    placement_type_.Destroy();
+  }
 
   // Memory this process registered: the only memory peers may reach.
   void AddRegion(void *addr, size_t len, ucp_mem_h memh) ADXL_EXCLUDES(regions_mu_);
@@ -226,9 +244,11 @@ class AmLane {
     std::vector<ucp_dt_iov_t> local;   // the local side of its operations
     size_t bytes = 0;
     ucp_mem_h memh = nullptr;          // single-operation messages: its memh
-    // Several operations: the contiguous image of their bytes (WRITE: the
-    // gathered source; READ: where the answer is received before scatter).
+    // WRITE of several operations: their bytes gathered, the message's data.
     Staging staging;
+    // READ of several operations: places the answer's fragments into
+    // `local` while the batch has not ended (set when the answer arrives).
+    std::unique_ptr<Placement> placement;
     bool answered = false;   // acknowledged / its data placed (or failed)
     bool send_done = false;  // UCP no longer holds its send
   };
@@ -347,11 +367,16 @@ class AmLane {
   bool TargetOpLive(uint64_t id) ADXL_EXCLUDES(mu_);
   // The request ended; returns whether it may be answered (not released).
   bool TargetOpDone(uint64_t id) ADXL_EXCLUDES(mu_);
+  // Placement gate of a READ answer (arg: its Message): whether its batch
+  // still takes data, i.e. has not ended.  Abandon waits for the receive
+  // before it returns, so a fragment let through is copied before that.
+  static bool ReadStillWanted(void *arg) ADXL_EXCLUDES(mu_);
 
   ucp_worker_h worker_ = nullptr;
   PluginLog log_;
   Faults faults_;
   StagingPool staging_pool_;
+  PlacementType placement_type_;  // WRITE receives placed fragment by fragment (am_placement.h)
   size_t max_message_ops_ = kMaxMessageOps;  // also bounded by UCP's AM header limit
 
   adxl::Mutex regions_mu_;

@@ -220,40 +220,44 @@ ucs_status_t AmLane::OnWrite(void *arg, const void *header, size_t header_len, v
     uint64_t token;
     uint32_t msg;
     uint64_t op;
-    std::vector<ucp_dt_iov_t> iov;
-    // Several operations, or a deadline: received here, then scattered.
-    Staging staging;
     size_t len;
     uint64_t until_ns;  // this side's deadline (0: none)
-    // Places staged data (unless the request was released: its memory may be
-    // going away, or its deadline passed), ends the request, and
-    // acknowledges it.
+    // Several operations, or a deadline: each fragment is placed by
+    // Placement, and only while MayPlace says so.  Otherwise UCP receives
+    // into the one contiguous range itself.
+    Placement placement;
+    uint64_t late_ns = 0;  // when a fragment was refused for the deadline (0: none was)
+    static bool MayPlace(void *arg) {
+      auto *pd = static_cast<Pending *>(arg);
+      if (pd->until_ns != 0) {
+        const uint64_t now = MonotonicNs();
+        if (now > pd->until_ns) {
+          pd->late_ns = now;
+          return false;
+        }
+      }
+      // Released: its memory may be going away (TargetOpLive).
+      return pd->self->TargetOpLive(pd->op);
+    }
+    // Ends the request and acknowledges it (unless it was released).
     void Finish(ucs_status_t st) {
       int status = StatusOf(st);
-      if (status == ADXL_PLUGIN_OK && self->Late(until_ns, len)) status = ADXL_PLUGIN_ERR_IO;
-      if (staging.data() != nullptr && status == ADXL_PLUGIN_OK && self->TargetOpLive(op)) {
-        Scatter(staging.data(), len, iov);
+      if (status == ADXL_PLUGIN_OK && late_ns != 0) {
+        self->log_(ADXL_PLUGIN_LOG_WARN,
+                   "AM write of %zu bytes cut short: its data still arriving %.1f ms after its deadline was dropped",
+                   len, static_cast<double>(late_ns - until_ns) / 1e6);
+        status = ADXL_PLUGIN_ERR_IO;
       }
       if (self->TargetOpDone(op)) self->SendAck(reply_ep, token, msg, status);
     }
   };
   std::unique_ptr<Pending> pending(
-      new (std::nothrow) Pending{self, param->reply_ep, token, msg, 0, {}, {}, len, until_ns});
+      new (std::nothrow) Pending{self, param->reply_ep, token, msg, 0, len, until_ns, {}});
   if (pending == nullptr) {
     self->SendAck(param->reply_ep, token, msg, ADXL_PLUGIN_ERR_NO_RESOURCE);
     return UCS_OK;
   }
-  pending->iov.swap(iov);
-  // With a deadline the data never goes straight into place: bytes that
-  // arrive after it must not land.
-  if (pending->iov.size() > 1 || until_ns != 0) {
-    pending->staging = self->NewStaging(len);
-    if (pending->staging.data() == nullptr) {
-      self->SendAck(param->reply_ep, token, msg, ADXL_PLUGIN_ERR_NO_RESOURCE);
-      return UCS_OK;
-    }
-  }
-  pending->op = self->TargetOpStart(param->reply_ep, pending->iov);
+  pending->op = self->TargetOpStart(param->reply_ep, iov);
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   p.user_data = pending.get();
@@ -262,13 +266,15 @@ ucs_status_t AmLane::OnWrite(void *arg, const void *header, size_t header_len, v
     pd->Finish(st);
     ucp_request_free(req);
   };
-  void *buffer = pending->staging.data();
-  size_t count = len;
-  if (buffer == nullptr) {
-    SetBuffer(pending->iov, memh, &p, &buffer, &count);
-  } else if (pending->staging.memh() != nullptr) {
-    p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
-    p.memh = pending->staging.memh();
+  void *buffer = nullptr;
+  size_t count = 0;
+  // With a deadline the data never goes straight into place: bytes that
+  // arrive after it must not land.
+  if (iov.size() > 1 || until_ns != 0) {
+    pending->placement.Start(std::move(iov), Pending::MayPlace, pending.get());
+    self->placement_type_.SetBuffer(&pending->placement, &p, &buffer, &count);
+  } else {
+    SetBuffer(iov, memh, &p, &buffer, &count);
   }
   ucs_status_ptr_t r = ucp_am_recv_data_nbx(self->worker_, data, buffer, count, &p);
   if (r != nullptr && !UCS_PTR_IS_ERR(r)) {

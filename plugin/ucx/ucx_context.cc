@@ -5,7 +5,6 @@
 #include <dirent.h>
 #include <net/if.h>
 #include <pthread.h>
-#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -225,8 +224,11 @@ void ProgressLoop(adxl_plugin_context *ctx) {
   epoll_event events[4];
   while (!ctx->stop.load(std::memory_order_acquire)) {
     auto last_event = std::chrono::steady_clock::now();
+    ctx->progress_polling.store(true, std::memory_order_relaxed);
     while (!ctx->stop.load(std::memory_order_relaxed)) {
-      if (ProgressAllWorkers(ctx) != 0) last_event = std::chrono::steady_clock::now();
+      const unsigned events = ProgressAllWorkers(ctx);
+      ctx->progress_pass_events.store(events, std::memory_order_relaxed);
+      if (events != 0) last_event = std::chrono::steady_clock::now();
       // Outside ucp_worker_progress: work UCP callbacks queued (am_lane.h).
       bool worked = RunAllDeferred(ctx);
       // Failed network paths out, returned ones back (path_failover.h).
@@ -240,6 +242,9 @@ void ProgressLoop(adxl_plugin_context *ctx) {
         break;
       }
     }
+    // From here until it polls again, callers of the ABI's progress drive
+    // the workers themselves (ucx_context.h).
+    ctx->progress_polling.store(false, std::memory_order_relaxed);
     ucs_status_t st = ArmAll(ctx);
     if (st == UCS_ERR_BUSY) continue;  // events arrived meanwhile
     if (st != UCS_OK) {

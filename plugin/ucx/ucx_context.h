@@ -10,6 +10,16 @@
 // and on wake_fd (Wake(): posted work, endpoint failures, Close).  An idle
 // engine sleeps.  It calls AmLane::RunDeferred() *outside*
 // ucp_worker_progress: that is where work queued by UCP callbacks runs.
+// While it polls, the ABI's progress() (application threads call it while
+// they wait, BatchWait) leaves the workers to it: it yields the CPU and
+// returns the events of the thread's latest pass (so "progress until idle"
+// still means until the workers are idle).  UCP's worker lock is a spin
+// lock: a waiter in ucp_worker_progress beside the progress thread spent
+// spinning the CPU that the progress thread and the peer needed (on two
+// cores about a fifth of the CPU time of a WRITE test, adxl-bench under
+// perf), or made the progress thread spin while it held the lock.  While
+// the thread sleeps in epoll, callers progress the workers themselves,
+// which keeps small transfers fast.
 //
 // With network paths (ADXL_UCX_RDMA_PATHS, net_path.h) the progress thread
 // drives each path's worker the same way, all of them from one epoll set.
@@ -106,6 +116,11 @@ struct adxl_plugin_context {
   int wake_fd = -1;
   std::atomic<bool> stop{false};
   std::thread progress_thread;
+  // The progress thread is awake and polling the workers (not in epoll):
+  // the ABI's progress() then leaves the workers to it (ucx_plugin.cc).
+  std::atomic<bool> progress_polling{false};
+  // The events its latest pass over the workers reported.
+  std::atomic<unsigned> progress_pass_events{0};
   std::atomic<uint64_t> next_ep_id{1};  // adxl_plugin_ep::id
   PluginLog log;  // the engine's logger (plugin_log.h), set by Open
   // What Open configured, for Query: "cma,mapped" on the HCCS lane when it

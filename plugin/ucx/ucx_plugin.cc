@@ -33,6 +33,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <sched.h>
 #include <unistd.h>
 #include <vector>
 
@@ -514,6 +515,17 @@ void Release(adxl_plugin_batch_t *batch) {
 
 int Progress(adxl_plugin_context_t *ctx) {
   if (ctx == nullptr) return 0;
+  // Hints, read without ordering: a stale answer costs one redundant
+  // progress call or one yield, never an event (the progress thread polls
+  // until kProgressLinger after the last one, and sleeps only when armed).
+  if (ctx->progress_polling.load(std::memory_order_relaxed)) {
+    // The progress thread drives the workers (ucx_context.h): leave the CPU
+    // to it and to the peer, and report its latest pass, so that a caller
+    // progressing "until idle" (the engine's fence drain) waits until that
+    // thread's passes find nothing.
+    sched_yield();
+    return static_cast<int>(ctx->progress_pass_events.load(std::memory_order_relaxed));
+  }
   return static_cast<int>(ProgressAllWorkers(ctx));
 }
 
