@@ -25,9 +25,8 @@
 # of a two-path link (NetnsFailoverTest.LinkFlapCycles: path 1 and path 2 in
 # turn taken down and up 5 times under a verified WRITE/READ stream, no
 # transfer may fail or arrive corrupted), ITERATIONS/10 runs of fresh
-# processes (skipped without root too).  One process through 100 cycles
-# (ADXL_TEST_FLAP_CYCLES=100) is not run here: UCX 1.13's TCP transport
-# crashes it after 10-27 cycles (README, "Multi-path links").
+# processes (skipped without root too).  One process through 100 cycles:
+# ADXL_TEST_FLAP_CYCLES=100 on that test (README, "Multi-path links").
 # BUILD_DIR (default build/) must hold a build (scripts/test.sh makes one).
 set -uo pipefail
 ADXL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

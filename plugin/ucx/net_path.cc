@@ -64,6 +64,14 @@ std::unique_ptr<NetPath> NetPath::Open(const std::string &device, const std::str
   // a path is TCP over this one interface, or it is not a path.
   st = ucp_config_modify(config, "TLS", "tcp");
   if (st == UCS_OK) st = ucp_config_modify(config, "NET_DEVICES", device.c_str());
+  // No UCP keepalive rounds on a path: under link flaps UCX 1.13 crashed
+  // the process in them (an event of a freed TCP endpoint handled in
+  // uct_tcp_iface_progress, 22 of 28 runs of 100 down/up cycles, the first
+  // crash about 20 s - one keepalive interval - in; with a 1 s interval at
+  // the first cycle; with keepalive off 0 of 5).  A path's failure is found
+  // by its carrier, TCP's own keepalive and UCP's errors (path_failover.h);
+  // the peer's by the engine's heartbeat.
+  if (st == UCS_OK) st = ucp_config_modify(config, "KEEPALIVE_INTERVAL", "inf");
   if (st == UCS_OK && !rx_seg_size.empty()) st = ucp_config_modify(config, "RX_SEG_SIZE", rx_seg_size.c_str());
   if (st != UCS_OK) {
     ucp_config_release(config);
