@@ -56,6 +56,11 @@ void AmLane::Answered(Batch &b, Message &m, int status) {
   if (b.ended) return;
   if (status != ADXL_PLUGIN_OK && b.status == ADXL_PLUGIN_OK) b.status = status;
   if (b.remaining > 0) --b.remaining;
+  if (status == ADXL_PLUGIN_OK) {
+    const auto now = static_cast<int64_t>(MonotonicNs());
+    last_answer_ns_.store(now, std::memory_order_relaxed);
+    if (b.answered_ns != nullptr) b.answered_ns->store(now, std::memory_order_relaxed);
+  }
 }
 
 void AmLane::MessageDone(uint64_t token, uint32_t msg, int status) {
@@ -175,7 +180,7 @@ void AmLane::Pump() {
 }
 
 bool AmLane::Post(uint64_t ep_id, const ucp_ep_h *eps, size_t n_eps, bool write, const Op *ops, size_t count,
-                  uint64_t deadline_ns, DoneFn done, void *arg) {
+                  uint64_t deadline_ns, DoneFn done, void *arg, std::atomic<int64_t> *answered_ns) {
   if (eps == nullptr || n_eps == 0) return false;
   if (count == 0) write = false;  // the wire-up probe is a READ of nothing
   // Cut the batch into messages (outside the lock: only this thread sees them).
@@ -236,6 +241,7 @@ bool AmLane::Post(uint64_t ep_id, const ucp_ep_h *eps, size_t n_eps, bool write,
     b.status = ADXL_PLUGIN_OK;
     b.done = done;
     b.arg = arg;
+    b.answered_ns = answered_ns;
     b.messages.swap(messages);
     try {
       auto it = batches_.emplace(token, std::move(b)).first;

@@ -191,10 +191,17 @@ class AmLane {
   // count 0: the wire-up probe ("Wire-up" above; `write` is ignored).
   // deadline_ns: CLOCK_MONOTONIC nanoseconds (0: none); each WRITE message
   // tells the target the time left until it, and the target places nothing
-  // after that ("Deadlines" above).  Returns false when nothing was started
-  // (done is then not called).
+  // after that ("Deadlines" above).  answered_ns (optional; must outlive the
+  // batch) gets the CLOCK_MONOTONIC time of each answer of a message of the
+  // batch that succeeded: the caller's sign that its connection moves.
+  // Returns false when nothing was started (done is then not called).
   bool Post(uint64_t ep_id, const ucp_ep_h *eps, size_t n_eps, bool write, const Op *ops, size_t count,
-            uint64_t deadline_ns, DoneFn done, void *arg) ADXL_EXCLUDES(mu_);
+            uint64_t deadline_ns, DoneFn done, void *arg, std::atomic<int64_t> *answered_ns = nullptr)
+      ADXL_EXCLUDES(mu_);
+
+  // CLOCK_MONOTONIC time of the last successful answer to any message this
+  // side sent on the lane (0: none yet).
+  int64_t LastAnswerNs() const { return last_answer_ns_.load(std::memory_order_relaxed); }
 
   // Stops every batch on ep_id (status `why`): nothing more of them is sent
   // and no answer of theirs is accepted.  No UCP call: call it before
@@ -263,6 +270,7 @@ class AmLane {
     int status = 0;        // first error, or ADXL_PLUGIN_OK
     DoneFn done = nullptr;
     void *arg = nullptr;
+    std::atomic<int64_t> *answered_ns = nullptr;  // see Post()
     bool posting = true;    // Post() still sends it
     bool ended = false;     // abandoned / endpoint failed: nothing more is accepted
     bool done_called = false;  // Abandon() gave up waiting and reported it already
@@ -389,6 +397,7 @@ class AmLane {
   size_t in_flight_ ADXL_GUARDED_BY(mu_) = 0;          // messages sent and not answered
   std::vector<std::pair<uint64_t, int>> failed_eps_ ADXL_GUARDED_BY(mu_);  // for RunDeferred
   std::atomic<bool> deferred_pending_{false};
+  std::atomic<int64_t> last_answer_ns_{0};  // LastAnswerNs()
   std::unordered_map<uint64_t, TargetOp> target_ops_ ADXL_GUARDED_BY(mu_);
   uint64_t next_target_op_ ADXL_GUARDED_BY(mu_) = 1;
 };

@@ -72,6 +72,12 @@ std::unique_ptr<NetPath> NetPath::Open(const std::string &device, const std::str
   // by its carrier, TCP's own keepalive and UCP's errors (path_failover.h);
   // the peer's by the engine's heartbeat.
   if (st == UCS_OK) st = ucp_config_modify(config, "KEEPALIVE_INTERVAL", "inf");
+  // Connections made without blocking: UCX 1.13 connects a TCP endpoint
+  // with a blocking connect() by default, inside ucp_ep_create under the
+  // worker's lock, and over a silent path (carrier up, packets dropped)
+  // that waited for TCP's SYN retransmissions: 6 s in which the progress
+  // thread moved nothing on any path (netns_failover_test, SilentPath...).
+  if (st == UCS_OK) st = ucp_config_modify(config, "CONN_NB", "y");
   if (st == UCS_OK && !rx_seg_size.empty()) st = ucp_config_modify(config, "RX_SEG_SIZE", rx_seg_size.c_str());
   if (st != UCS_OK) {
     ucp_config_release(config);

@@ -71,13 +71,19 @@ uint64_t SliceDeadline(const StripedBatch &sb, const Part &part, size_t slot) {
 }
 
 // Posts `part` on `conn`, which the caller acquired; false: nothing started.
+// Counted in conn->inflight until PartDone (the silent-path check,
+// path_failover.h).
 bool PostPart(StripedBatch *sb, Part *part, PathConn *conn) {
   part->conn = conn;
   ++part->attempts;
   part->start_ns = PathFailover::NowNs();
   part->slice_deadline_ns = static_cast<int64_t>(SliceDeadline(*sb, *part, conn->slot));
+  if (conn->inflight.fetch_add(1) == 0) {
+    conn->alive_ns.store(part->start_ns);  // idle until now: silent from here on at most
+    sb->link->ctx->failover.ArmStallCheck();
+  }
   return conn->path->am.Post(sb->link->id, &conn->ep, 1, sb->put, part->ops.data(), part->ops.size(),
-                             static_cast<uint64_t>(part->slice_deadline_ns), PartDone, part);
+                             static_cast<uint64_t>(part->slice_deadline_ns), PartDone, part, &conn->alive_ns);
 }
 
 // One part ended for good; the last ends the plugin batch.
@@ -165,6 +171,7 @@ void RepostPart(void *arg) {
 void PartDone(void *arg, int status) {
   auto *part = static_cast<Part *>(arg);
   StripedBatch *sb = part->parent;
+  if (part->conn != nullptr) part->conn->inflight.fetch_sub(1);  // counted by PostPart
   if (sb->probe) {
     if (part->conn != nullptr) {
       if (status == ADXL_PLUGIN_OK) {

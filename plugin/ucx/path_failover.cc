@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <thread>
 
 #include "net_path.h"
@@ -63,6 +64,13 @@ void PathFailover::Repost(RepostFn fn, void *part) {
   }
   due_.store(true, std::memory_order_release);
   ctx_->Wake();
+}
+
+void PathFailover::ArmStallCheck() {
+  const int64_t at = NowNs() + ToNs(kStallTick);
+  int64_t cur = next_timer_ns_.load();
+  while (at < cur && !next_timer_ns_.compare_exchange_weak(cur, at)) {
+  }
 }
 
 int PathFailover::TimeoutMs() const {
@@ -133,6 +141,7 @@ void PathFailover::Run() {
   int64_t next = INT64_MAX;
   for (const auto &link : links) {
     if (!link->Enter()) continue;
+    CheckStalls(*link, now, &next);
     for (const auto &c : link->conns) {
       const int s = c->state.load();
       if (s == PathConn::kUp) {
@@ -162,6 +171,50 @@ void PathFailover::Run() {
   }
 }
 
+void PathFailover::CheckStalls(PathLink &link, int64_t now, int64_t *next) {
+  if (link.conns.size() < 2) return;
+  const std::vector<double> rates = link.rates->Weights();
+  for (const auto &c : link.conns) {
+    if (c->state.load() != PathConn::kUp || c->inflight.load() == 0) {
+      c->behind_since_ns.store(0);
+      continue;
+    }
+    *next = std::min(*next, now + ToNs(kStallTick));  // checked while busy
+    const int64_t alive = c->alive_ns.load();
+    // (b): another connection answered after this one's last sign of life
+    // and is idle (all answered) or still answered recently.
+    const PathConn *witness = nullptr;
+    for (const auto &o : link.conns) {
+      if (o.get() == c.get() || o->state.load() != PathConn::kUp) continue;
+      const int64_t o_alive = o->alive_ns.load();
+      if (o_alive > alive && (o->inflight.load() == 0 || now - o_alive < ToNs(kStallAfter))) witness = o.get();
+    }
+    if (witness == nullptr) {
+      c->behind_since_ns.store(0);
+      continue;
+    }
+    int64_t since = c->behind_since_ns.load();
+    if (since == 0 || since < alive) {
+      since = now;
+      c->behind_since_ns.store(now);
+    }
+    const double rate = c->slot < rates.size() ? rates[c->slot] : 0.0;
+    const int64_t budget =
+        ToNs(kStallAfter) + (rate > 0 ? static_cast<int64_t>(3e9 * AmLane::kMaxMessageBytes / rate) : 0);
+    // (a) silent for the budget since the witness was seen, (c) its path
+    // silent as long.
+    const int64_t path_quiet_since = std::max(alive, c->path->am.LastAnswerNs());
+    if (now - since >= budget && now - path_quiet_since >= budget) {
+      char why[160];
+      snprintf(why, sizeof why, "no answer for %.1f s while path %s of the same peer answered",
+               static_cast<double>(now - alive) / 1e9, witness->path->device().c_str());
+      FailConn(link, *c, why);
+    } else {
+      *next = std::min(*next, std::max(since, path_quiet_since) + budget);
+    }
+  }
+}
+
 void PathFailover::FailConn(PathLink &link, PathConn &conn, const char *why) {
   int s = conn.state.load();
   while ((s == PathConn::kUp || s == PathConn::kProbing) && !conn.state.compare_exchange_weak(s, PathConn::kClosing)) {
@@ -176,6 +229,7 @@ void PathFailover::FailConn(PathLink &link, PathConn &conn, const char *why) {
   conn.ep = nullptr;
   conn.backoff_ns.store(std::min(std::max(conn.backoff_ns.load() * 2, ToNs(kRetryMin)), ToNs(kRetryMax)));
   conn.retry_at_ns.store(NowNs() + conn.backoff_ns.load());
+  conn.behind_since_ns.store(0);
   conn.state.store(PathConn::kDown);
 }
 

@@ -16,9 +16,23 @@
 //     endpoint to the peer's path and a probe; the probe's answer puts it
 //     back to kUp; a failure, or no answer within kProbeBudget, closes it
 //     again and backs off (kRetryMin doubling to kRetryMax).
-// A path that keeps carrier but stops moving data without its connection
-// failing is not detected here: its parts wait for the call's deadline
-// (TIMEOUT), as on a link of one path.
+// Silent paths.  A path can keep its carrier and stop moving data without
+// its connection failing (a dead switch port further on, a route or filter
+// that drops everything): TCP keeps retransmitting for minutes, and every
+// part striped over it would wait for its call's deadline.  A connection
+// therefore also fails when it has parts in flight and, for kStallAfter
+// (plus three 1 MiB messages' time at its path's rate), (a) none of its
+// messages was answered while (b) another connection of the same link,
+// i.e. the same peer, was answered after this one's last answer and is idle
+// or still being answered (the peer is alive and reachable), and (c) its
+// path answered no message of any link (a path busy with other peers'
+// batches is slow for this link, not dead).  A peer that stops, or a
+// machine too loaded to run it, shows on every path at once and fails
+// nothing; only where another path of the link had just finished all its
+// work when the peer stopped can a live path be judged silent, which costs
+// that path a reconnection (its parts move over the others meanwhile), not
+// a transfer.  A peer silent on one path while that path is busy with other
+// peers is not detected: its parts wait for the call's deadline.
 //
 // Where it runs: Run() from the plugin's progress thread, between
 // ucp_worker_progress calls; the queues are filled from UCP callbacks (any
@@ -60,6 +74,13 @@ class PathFailover {
   // How long a reconnect probe may take before the connection counts as
   // failed again.
   static constexpr auto kProbeBudget = std::chrono::seconds(5);
+  // How long a connection with parts in flight may show no life while its
+  // link's other connections move before it counts as failed (above,
+  // "Silent paths"): above TCP's retransmission back-off for a loss or two
+  // on a live path (0.2 s, then 0.4 s).  kStallTick: how often it is checked
+  // while parts are in flight.
+  static constexpr auto kStallAfter = std::chrono::seconds(1);
+  static constexpr auto kStallTick = std::chrono::milliseconds(100);
   // A re-post from the queue.
   using RepostFn = void (*)(void *part);
 
@@ -79,6 +100,9 @@ class PathFailover {
   void Repost(RepostFn fn, void *part) ADXL_EXCLUDES(mu_);
   // The carrier watch's fd is readable.
   void WatchReadable() { due_.store(true); }
+  // A connection went busy: the stall check runs within kStallTick.  The
+  // caller wakes the progress thread (or is it).
+  void ArmStallCheck();
 
   // Whether Run() has work now; the epoll timeout (ms) until it has some
   // (-1: none pending).
@@ -93,6 +117,9 @@ class PathFailover {
  private:
   void FailConn(PathLink &link, PathConn &conn, const char *why);
   void Reconnect(PathLink &link, PathConn &conn, int64_t now);
+  // Fails the silent connections of `link` ("Silent paths"); lowers *next
+  // to when to look again.
+  void CheckStalls(PathLink &link, int64_t now, int64_t *next);
   static void ProbeDone(void *arg, int status);
   std::vector<std::shared_ptr<PathLink>> Links() ADXL_EXCLUDES(mu_);
 

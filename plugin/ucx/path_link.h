@@ -59,6 +59,14 @@ struct PathConn {
   std::atomic<int64_t> retry_at_ns{0};
   std::atomic<int64_t> backoff_ns{0};
   std::atomic<int64_t> probe_deadline_ns{0};
+  // Silent-path detection (path_failover.h, "Silent paths"): parts posted
+  // on this connection and not ended; when it last showed life (an answer
+  // to a message of one of its parts, or its first part after being idle);
+  // since when the failover worker has seen another connection of the link
+  // move while this one showed none (0: not seen).
+  std::atomic<int> inflight{0};
+  std::atomic<int64_t> alive_ns{0};
+  std::atomic<int64_t> behind_since_ns{0};
 
   // Takes the connection for one post: true (and `ep` may be used until
   // Release) when it is up.

@@ -17,6 +17,9 @@
 //  - both paths down: every transfer fails within its deadline, none hangs,
 //    nothing of them lands when the paths return; then the link (or a new
 //    one) moves verified bytes;
+//  - a path that goes silent (carrier kept, every packet dropped): the
+//    link stops using it within seconds, transfers go on over the other,
+//    none fails; when it passes packets again it rejoins;
 //  - paths going down and up over and over under a verified stream: no
 //    transfer fails or arrives corrupted (scripts/stress.sh runs it with
 //    100 cycles).
@@ -87,6 +90,7 @@ class NetnsFailoverTest : public NetnsFixture {
     // it: the paths come back first, so that the stream ends soon.
     if (made_ && stream_) {
       for (size_t i = 0; i < paths_.size(); ++i) SetPath(i, true);
+      for (size_t i : {kPath1, kPath2}) SetPathSilent(i, false);
     }
     if (stream_) {
       const VerifiedStream::Tally &t = stream_->Stop();  // before the peers and the network go
@@ -404,6 +408,46 @@ TEST_F(NetnsFailoverTest, BothPathsDownFailsInTimeAndNothingLandsLater) {
   }
   ASSERT_NO_FATAL_FAILURE(VerifiedWrite(40));
   ASSERT_NO_FATAL_FAILURE(VerifiedRead(41));
+}
+
+// Proves: a path that keeps its carrier but drops every packet (nothing
+// tells the sockets; TCP would retransmit for minutes) is found silent
+// while the other path of the link answers, failed and left (path_failover.h,
+// "Silent paths"): the stream goes on over the other path within a few
+// seconds, no transfer fails or arrives corrupted (each has 30 s: without
+// the detection the transfer caught on the silent path waits all of it,
+// and every later one striped over it too); when the path passes packets
+// again it is reconnected and striped over again.
+TEST_F(NetnsFailoverTest, SilentPathIsLeftAndRejoins) {
+  // Far above detection (about 1 s) plus the re-post, far below the
+  // transfers' deadline.
+  const double goes_on_within_ms = ScaledMs(8000);
+  // A reconnection probe sent while the path was silent may wait for TCP's
+  // next SYN retransmission or its 5 s budget, then back off (up to 5 s).
+  const double back_within_ms = ScaledMs(20000);
+  ASSERT_NO_FATAL_FAILURE(Start(kBatch));
+  StartStream(1);
+  ASSERT_TRUE(WaitUntil([this] { return stream_->Verified() >= 4 || stream_->GaveUp(); }, 30000, 20) &&
+              !stream_->GaveUp())
+      << "the stream did not start with both paths up";
+  AwaitTransferOnTheWire();
+  const size_t before = stream_->Verified();
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(SetPathSilent(kPath1, true));
+  ASSERT_TRUE(WaitUntil([&] { return stream_->Verified() >= before + 3 || stream_->GaveUp(); }, goes_on_within_ms))
+      << "with path 1 silent the stream completed " << stream_->Verified() - before << " verified transfers in "
+      << goes_on_within_ms << " ms (the silent path not left?)";
+  printf("path 1 silent: 3 more transfers verified after %.0f ms\n", MsSince(t0));
+  // Left for good while silent: the stream keeps going.
+  const size_t mid = stream_->Verified();
+  SleepMs(3000);
+  EXPECT_GE(stream_->Verified(), mid + 3) << "the stream stalled while path 1 stayed silent";
+  const auto t1 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(SetPathSilent(kPath1, false));
+  EXPECT_TRUE(AwaitPathCarries(kPath1, 1 << 20, back_within_ms))
+      << "path 1 did not carry the stream within " << back_within_ms << " ms of passing packets again";
+  printf("path 1 carries the stream again %.0f ms after passing packets again\n", MsSince(t1));
+  StopStreamExpectingNoLoss();
 }
 
 // The number of down/up cycles of LinkFlapCycles: ADXL_TEST_FLAP_CYCLES

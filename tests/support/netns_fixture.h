@@ -3,7 +3,8 @@
 // each optionally rate-limited with a tc tbf qdisc on both ends, so that a
 // path behaves like a NIC of a fixed bandwidth.  Tests take a path down and
 // up (`ip link set ... down`: a real partition, the sockets stay open and
-// nothing answers) and run engines in either namespace (PeerIn).
+// nothing answers), make it silent (carrier kept, every packet dropped) and
+// run engines in either namespace (PeerIn).
 //
 // A subclass chooses the network by overriding Paths() and RateLimit() (or
 // PathRateLimit(i), for paths of different speeds).
@@ -75,13 +76,10 @@ class NetnsFixture : public ::testing::Test {
           "ip -n " + ns_b_ + " link set " + p.veth_b + " up",
       };
       steps.insert(steps.end(), std::begin(more), std::end(more));
-      const std::string rate = PathRateLimit(static_cast<size_t>(i));
-      if (!rate.empty()) {
-        // burst: one GSO super-packet (64 KiB) and then some, or tbf drops
-        // it; latency bounds the queue, as a NIC's ring does.
-        const std::string tbf = " root tbf rate " + rate + " burst 256kb latency 20ms";
-        steps.push_back("ip netns exec " + ns_a_ + " tc qdisc add dev " + p.veth_a + tbf);
-        steps.push_back("ip netns exec " + ns_b_ + " tc qdisc add dev " + p.veth_b + tbf);
+      const std::string qdisc = PathQdisc(static_cast<size_t>(i));
+      if (!qdisc.empty()) {
+        steps.push_back("ip netns exec " + ns_a_ + " tc qdisc add dev " + p.veth_a + " root " + qdisc);
+        steps.push_back("ip netns exec " + ns_b_ + " tc qdisc add dev " + p.veth_b + " root " + qdisc);
       }
       paths_.push_back(p);
     }
@@ -105,6 +103,20 @@ class NetnsFixture : public ::testing::Test {
     const std::string state = up ? " up" : " down";
     return Shell("ip -n " + ns_a_ + " link set " + paths_.at(i).veth_a + state) == 0 &&
            Shell("ip -n " + ns_b_ + " link set " + paths_.at(i).veth_b + state) == 0;
+  }
+
+  // Makes path i silent (or not): both ends keep their carrier and drop
+  // every packet they would send (a queue of length 0), as a dead switch
+  // port further on would; no socket is told.  Back, the path's rate limit
+  // is restored.
+  bool SetPathSilent(size_t i, bool silent) {
+    const std::string qdisc = PathQdisc(i);
+    const auto set = [&](const std::string &ns, const std::string &dev) {
+      const std::string tc = "ip netns exec " + ns + " tc qdisc ";
+      if (silent) return Shell(tc + "replace dev " + dev + " root pfifo limit 0") == 0;
+      return Shell(qdisc.empty() ? tc + "del dev " + dev + " root" : tc + "replace dev " + dev + " root " + qdisc) == 0;
+    };
+    return set(ns_a_, paths_.at(i).veth_a) && set(ns_b_, paths_.at(i).veth_b);
   }
 
   // The byte counters of one interface.
@@ -140,6 +152,14 @@ class NetnsFixture : public ::testing::Test {
   // An engine process (adxl_test_peer) in namespace `ns`.
   std::unique_ptr<PeerProcess> PeerIn(const std::string &ns, const std::vector<std::string> &env = {}) {
     return std::make_unique<PeerProcess>(env, std::vector<std::string>{"ip", "netns", "exec", ns});
+  }
+
+  // Path i's root qdisc (empty: none): tbf at its rate.  burst: one GSO
+  // super-packet (64 KiB) and then some, or tbf drops it; latency bounds the
+  // queue, as a NIC's ring does.
+  std::string PathQdisc(size_t i) const {
+    const std::string rate = PathRateLimit(i);
+    return rate.empty() ? "" : "tbf rate " + rate + " burst 256kb latency 20ms";
   }
 
   std::string ns_a_, ns_b_;
