@@ -23,10 +23,13 @@
 # failing in time, then up and a verified reconnect), one down/up cycle per
 # run, ITERATIONS/5 runs (skipped, and so passing, without root); failover
 # of a two-path link (NetnsFailoverTest.LinkFlapCycles: path 1 and path 2 in
-# turn taken down and up 5 times under a verified WRITE/READ stream, no
+# turn taken down and up 20 times under a verified WRITE/READ stream, no
 # transfer may fail or arrive corrupted), ITERATIONS/10 runs of fresh
-# processes (skipped without root too).  One process through 100 cycles:
-# ADXL_TEST_FLAP_CYCLES=100 on that test (README, "Multi-path links").
+# processes, so 100 cycles at CI's 50 iterations (skipped without root too);
+# a path gone silent (NetnsFailoverTest.SilentPathIsLeftAndRejoins: carrier
+# kept, every packet dropped, under the same stream), ITERATIONS/10 runs.
+# One process through 100 cycles: ADXL_TEST_FLAP_CYCLES=100 on the flap test
+# (README, "Multi-path links").
 # BUILD_DIR (default build/) must hold a build (scripts/test.sh makes one).
 set -uo pipefail
 ADXL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -55,11 +58,13 @@ for c in StoppedTargetWrite StoppedTargetRead LiveTargetWrite LiveTargetRead Sto
   PER_CASE_CASES+=("NetworkTimeout/$c|Cases/NetworkTimeoutTest.*/$c")
 done
 PARTITION_CASE='Partition/LinkDownUp|NetnsPartitionTest.LinkDown*'
-FLAP_CASE='Failover/LinkFlap5|NetnsFailoverTest.LinkFlapCycles'
+FLAP_CASE='Failover/LinkFlap20|NetnsFailoverTest.LinkFlapCycles'
+SILENT_CASE='Failover/SilentPath|NetnsFailoverTest.SilentPathIsLeftAndRejoins'
 # In $CONFORMANCE, not $TESTS.
 FINALIZE_CASE='FinalizeStoppedTarget/rdma_am|Lanes/Conformance.S3_3_FinalizeEndsOutstandingRequests*/rdma_am'
 unmatched=0
-for c in "${KILL_CASES[@]}" "${PER_CASE_CASES[@]}" "$PARTITION_CASE" "$FLAP_CASE" "$FINALIZE_CASE"; do
+for c in "${KILL_CASES[@]}" "${PER_CASE_CASES[@]}" "$PARTITION_CASE" "$FLAP_CASE" "$SILENT_CASE" \
+  "$FINALIZE_CASE"; do
   filter="${c#*|}"
   binary="$TESTS"
   [[ "$c" == "$FINALIZE_CASE" ]] && binary="$CONFORMANCE"
@@ -121,7 +126,9 @@ for c in "${PER_CASE_CASES[@]}"; do
   run_case "${c%%|*}" "${c#*|}" "$per_case" ADXL_FAULT_ROUNDS=1
 done
 run_case "${PARTITION_CASE%%|*}" "${PARTITION_CASE#*|}" "$per_case"
-run_case "${FLAP_CASE%%|*}" "${FLAP_CASE#*|}" $(( ITERATIONS / 10 > 0 ? ITERATIONS / 10 : 1 )) ADXL_TEST_FLAP_CYCLES=5
+per_tenth=$(( ITERATIONS / 10 > 0 ? ITERATIONS / 10 : 1 ))
+run_case "${FLAP_CASE%%|*}" "${FLAP_CASE#*|}" "$per_tenth" ADXL_TEST_FLAP_CYCLES=20
+run_case "${SILENT_CASE%%|*}" "${SILENT_CASE#*|}" "$per_tenth"
 run_command "${FINALIZE_CASE%%|*}" "$ITERATIONS" "$CONFORMANCE" --gtest_filter="${FINALIZE_CASE#*|}"
 storm_runs=$(( ITERATIONS / 100 > 2 ? ITERATIONS / 100 : 2 ))
 for lane in hccs rdma; do
