@@ -59,41 +59,7 @@
 #include "path_failover.h"
 #include "plugin_log.h"
 #include "ucp_endpoint.h"
-
-// The plugin parameters of open() (adxl_plugin_config_t::params) this
-// plugin knows; unknown keys are ignored.
-struct UcxParams {
-  unsigned hccs_copy_threads = 1;      // "hccs_copy_threads": cma stripes (>= 1)
-  std::string progress_cpus;           // "progress_cpus": "a-b,c,..." for the plugin's threads
-  std::string rdma_traffic_class;      // "rdma_traffic_class" -> UCX IB_TRAFFIC_CLASS
-  std::string rdma_service_level;      // "rdma_service_level" -> UCX IB_SL
-  unsigned test_read_data_delay_us = 0;  // "test_read_data_delay_us": AmLane::Faults
-  // Environment settings (listed by adxl-info: src/config/option_table.cc).
-  size_t cma_split_bytes = CmaLane::kSplitMinBytes;  // ADXL_UCX_CMA_SPLIT_BYTES
-  unsigned cma_spin_us = CmaLane::kSpinUs;           // ADXL_UCX_CMA_SPIN_US
-  enum class RdmaProtocol { kAuto, kAm, kRma };
-  RdmaProtocol rdma_protocol = RdmaProtocol::kAuto;  // ADXL_UCX_RDMA_PROTOCOL
-  // ADXL_UCX_RDMA_CONNECTIONS: UCP endpoints (each its own TCP connection)
-  // per link on the RDMA lane over active messages, in [1, kMaxRdmaConnections].
-  static constexpr unsigned kMaxRdmaConnections = 16;
-  unsigned rdma_connections = 1;
-  // ADXL_UCX_RDMA_PATHS: local network interfaces, each a path of the RDMA
-  // lane over active messages (net_path.h).  Unset (or empty): every
-  // interface that is up, not loopback and has an IPv4 address, when there
-  // are two or more (OpenPaths); "none" (rdma_paths_none): no paths, the
-  // context's own worker on whatever interfaces UCX picks.  At most
-  // kMaxRdmaPaths distinct names.
-  static constexpr size_t kMaxRdmaPaths = 16;
-  std::vector<std::string> rdma_paths;
-  bool rdma_paths_none = false;
-  // "test_ep_destroy_delay_us": ep_destroy sleeps this long first, so that a
-  // test sees an endpoint teardown in progress (tests/unit/transport_test.cc).
-  unsigned test_ep_destroy_delay_us = 0;
-  static UcxParams Parse(const adxl_plugin_config_t *cfg);
-  // Reads the environment settings into *this; false (and *why, naming the
-  // variable) when one is set to a value it does not accept.
-  bool ReadEnvironment(std::string *why);
-};
+#include "ucx_params.h"
 
 struct adxl_plugin_context {
   CmaLane cma;  // HCCS lane, host memory (with mapped_lane.h)

@@ -274,8 +274,9 @@ std::vector<OptionSpec> BuildTable() {
                       "RDMA lane over active messages: each named interface of this host is a network path with "
                       "its own UCP context and connection per link; a link pairs its paths with the peer's by "
                       "IPv4 subnet and stripes batches of 1 MiB and more over them in proportion to each path's "
-                      "measured rate (smaller ones go whole on one path); a path that fails (its connection, or "
-                      "its interface's carrier) leaves its links, its operations re-posted on the others, and "
+                      "measured rate (smaller ones go whole on one path); a path that fails (its connection, its "
+                      "interface's carrier, or it goes silent: no answer for 1 s while another path of the same "
+                      "peer answers) leaves its links, its operations re-posted on the others, and "
                       "rejoins when it returns; a named interface that does not exist or has no IPv4 address "
                       "makes the engine's initialization fail; none: one path, the interface UCX picks (default: "
                       "unset, every interface up with an IPv4 address when there are two or more, else one path)"));
