@@ -115,26 +115,12 @@ class NetnsFailoverTest : public NetnsFixture {
   // Target A and initiator B, each one registered buffer of `len` bytes,
   // named by their pair-0 addresses; B linked to A over both paths.
   void Start(size_t len) {
-    ASSERT_TRUE(made_);
     len_ = len;
-    a_name_ = paths_[kControl].ip_a + ":26330";
-    a_ = PeerIn(ns_a_, Env(true));
-    b_ = PeerIn(ns_b_, Env(false));
-    ASSERT_EQ(a_->Command("init " + a_name_), "ok");
-    ASSERT_EQ(b_->Command("init " + paths_[kControl].ip_b), "ok");
-    auto buf = a_->Ok("alloc " + std::to_string(len));
-    ASSERT_EQ(buf.size(), 2u);
-    remote_ = std::stoull(buf[1]);
-    ASSERT_EQ(a_->Ok("reg 0").size(), 1u);
-    ASSERT_EQ(b_->Ok("alloc " + std::to_string(len)).size(), 2u);
-    ASSERT_EQ(b_->Ok("reg 0").size(), 1u);
-    ASSERT_EQ(b_->Command("connect " + a_name_ + " " + std::to_string(kConnectMs), kConnectMs + 10000), "ok");
-    auto lane = b_->Ok("lane " + a_name_);
-    ASSERT_EQ(lane.size(), 2u);
-    ASSERT_EQ(lane[0], "rdma") << "transports " << lane[1];
+    StartLinkedPair(paths_[kControl].ip_a + ":26330", Env(true), Env(false), len, kConnectMs);
     // Failover needs two paths to fail over between.
-    ASSERT_NE(lane[1].find(paths_[kPath1].veth_b), std::string::npos) << "path 1 not in the link: " << lane[1];
-    ASSERT_NE(lane[1].find(paths_[kPath2].veth_b), std::string::npos) << "path 2 not in the link: " << lane[1];
+    if (HasFatalFailure()) return;
+    ASSERT_NE(transports_.find(paths_[kPath1].veth_b), std::string::npos) << "path 1 not in the link: " << transports_;
+    ASSERT_NE(transports_.find(paths_[kPath2].veth_b), std::string::npos) << "path 2 not in the link: " << transports_;
   }
 
   // A transfer of [0, len) of both buffers in descriptors of kPiece bytes.
@@ -201,10 +187,7 @@ class NetnsFailoverTest : public NetnsFixture {
         timeout_ms, 100);
   }
 
-  std::unique_ptr<PeerProcess> a_, b_;
   std::unique_ptr<VerifiedStream> stream_;
-  std::string a_name_;
-  uint64_t remote_ = 0;
   size_t len_ = 0;
 };
 

@@ -65,26 +65,10 @@ class NetnsMultipathTest : public NetnsFixture {
   // Target A and initiator B (each one registered buffer of `len` bytes);
   // B linked to A.
   void Start(size_t len, PathsOption option = PathsOption::kNamed) {
-    ASSERT_TRUE(made_);
-    a_name_ = paths_[0].ip_a + ":26320";
     auto value = [&](bool a) {
       return option == PathsOption::kNamed ? OwnPaths(a) : option == PathsOption::kNone ? "none" : "";
     };
-    a_ = PeerIn(ns_a_, Env(value(true)));
-    b_ = PeerIn(ns_b_, Env(value(false)));
-    ASSERT_EQ(a_->Command("init " + a_name_), "ok");
-    ASSERT_EQ(b_->Command("init " + paths_[0].ip_b), "ok");
-    auto buf = a_->Ok("alloc " + std::to_string(len));
-    ASSERT_EQ(buf.size(), 2u);
-    remote_ = std::stoull(buf[1]);
-    ASSERT_EQ(a_->Ok("reg 0").size(), 1u);
-    ASSERT_EQ(b_->Ok("alloc " + std::to_string(len)).size(), 2u);
-    ASSERT_EQ(b_->Ok("reg 0").size(), 1u);
-    ASSERT_EQ(b_->Command("connect " + a_name_ + " " + std::to_string(kConnectMs), kConnectMs + 10000), "ok");
-    auto lane = b_->Ok("lane " + a_name_);
-    ASSERT_EQ(lane.size(), 2u);
-    ASSERT_EQ(lane[0], "rdma") << "transports " << lane[1];
-    transports_ = lane[1];
+    StartLinkedPair(paths_[0].ip_a + ":26320", Env(value(true)), Env(value(false)), len, kConnectMs);
   }
 
   // One batch: `len` bytes at offset `off` of both buffers, as descriptors
@@ -112,9 +96,6 @@ class NetnsMultipathTest : public NetnsFixture {
         << what << " of " << len << " bytes in descriptors of " << piece << " arrived corrupted";
   }
 
-  std::unique_ptr<PeerProcess> a_, b_;
-  std::string a_name_, transports_;
-  uint64_t remote_ = 0;
 };
 
 TEST_F(NetnsMultipathTest, LargeBatchesStripeOverBothPathsVerified) {

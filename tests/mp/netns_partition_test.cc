@@ -71,7 +71,7 @@ class NetnsPartitionTest : public NetnsFixture {
   }
   std::string Op(const char *what, int buf) const {
     return std::string(what) + " " + a_name_ + " " + std::to_string(kDeadlineMs) + " " + std::to_string(buf) +
-           " 0 " + remote_[buf] + " " + std::to_string(kLen);
+           " 0 " + remotes_[buf] + " " + std::to_string(kLen);
   }
   static std::string Fill(int buf, int seed) { return "fill " + std::to_string(buf) + " " + std::to_string(seed); }
   static std::string Hash(int buf) { return "hash " + std::to_string(buf) + " 0 " + std::to_string(kLen); }
@@ -92,7 +92,7 @@ class NetnsPartitionTest : public NetnsFixture {
     for (int buf = 0; buf < 2; ++buf) {
       auto words = a_->Ok("alloc " + std::to_string(kLen));
       ASSERT_EQ(words.size(), 2u);
-      remote_[buf] = words[1];
+      remotes_[buf] = words[1];
       ASSERT_EQ(a_->Ok("reg " + std::to_string(buf)).size(), 1u);
       ASSERT_EQ(b_->Ok("alloc " + std::to_string(kLen)).size(), 2u);
       ASSERT_EQ(b_->Ok("reg " + std::to_string(buf)).size(), 1u);
@@ -131,8 +131,7 @@ class NetnsPartitionTest : public NetnsFixture {
     ExpectFailsInTime(*b_, Op("read", 0));
   }
 
-  std::unique_ptr<PeerProcess> a_, b_;
-  std::string a_name_, remote_[2];
+  std::string remotes_[2];  // A's buffers (a_, b_, a_name_: NetnsFixture's)
 };
 
 TEST_F(NetnsPartitionTest, LinkDownFailsEveryTransferInTimeAndLinkUpConnectsAgain) {

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -149,6 +150,33 @@ class NetnsFixture : public ::testing::Test {
     return s;
   }
 
+  // Two engines linked over the network: target A in namespace A, named
+  // `a_name` (an address of A's end of a pair), and initiator B named by
+  // its end of pair 0, each with one registered buffer of `len` bytes
+  // (buffer 0); B connected to A within `connect_ms` over the RDMA lane.
+  // Sets a_, b_, a_name_, remote_ (A's buffer) and transports_ (the link's
+  // description); a fatal failure names the step that failed.
+  void StartLinkedPair(const std::string &a_name, const std::vector<std::string> &env_a,
+                       const std::vector<std::string> &env_b, size_t len, int32_t connect_ms) {
+    ASSERT_TRUE(made_);
+    a_name_ = a_name;
+    a_ = PeerIn(ns_a_, env_a);
+    b_ = PeerIn(ns_b_, env_b);
+    ASSERT_EQ(a_->Command("init " + a_name_), "ok");
+    ASSERT_EQ(b_->Command("init " + paths_.at(0).ip_b), "ok");
+    auto buf = a_->Ok("alloc " + std::to_string(len));
+    ASSERT_EQ(buf.size(), 2u);
+    remote_ = std::stoull(buf[1]);
+    ASSERT_EQ(a_->Ok("reg 0").size(), 1u);
+    ASSERT_EQ(b_->Ok("alloc " + std::to_string(len)).size(), 2u);
+    ASSERT_EQ(b_->Ok("reg 0").size(), 1u);
+    ASSERT_EQ(b_->Command("connect " + a_name_ + " " + std::to_string(connect_ms), connect_ms + 10000), "ok");
+    auto lane = b_->Ok("lane " + a_name_);
+    ASSERT_EQ(lane.size(), 2u);
+    ASSERT_EQ(lane[0], "rdma") << "transports " << lane[1];
+    transports_ = lane[1];
+  }
+
   // An engine process (adxl_test_peer) in namespace `ns`.
   std::unique_ptr<PeerProcess> PeerIn(const std::string &ns, const std::vector<std::string> &env = {}) {
     return std::make_unique<PeerProcess>(env, std::vector<std::string>{"ip", "netns", "exec", ns});
@@ -165,6 +193,10 @@ class NetnsFixture : public ::testing::Test {
   std::string ns_a_, ns_b_;
   std::vector<Path> paths_;
   bool made_ = false;
+  // StartLinkedPair's engines (a test may make its own instead).
+  std::unique_ptr<PeerProcess> a_, b_;
+  std::string a_name_, transports_;
+  uint64_t remote_ = 0;
 };
 
 }  // namespace adxl_test
