@@ -36,6 +36,7 @@ struct StripedBatch;
 struct Part {
   StripedBatch *parent = nullptr;
   PathConn *conn = nullptr;  // null: the main endpoint's wire-up probe
+  ucp_ep_h ep = nullptr;     // conn's endpoint when posted (a failure names it)
   size_t bytes = 0;
   std::vector<AmLane::Op> ops;
   int64_t start_ns = 0;
@@ -75,6 +76,7 @@ uint64_t SliceDeadline(const StripedBatch &sb, const Part &part, size_t slot) {
 // path_failover.h).
 bool PostPart(StripedBatch *sb, Part *part, PathConn *conn) {
   part->conn = conn;
+  part->ep = conn->ep;  // acquired: stable
   ++part->attempts;
   part->start_ns = PathFailover::NowNs();
   part->slice_deadline_ns = static_cast<int64_t>(SliceDeadline(*sb, *part, conn->slot));
@@ -177,7 +179,7 @@ void PartDone(void *arg, int status) {
       if (status == ADXL_PLUGIN_OK) {
         sb->probes_ok.fetch_add(1);
       } else {
-        sb->link->ctx->failover.ConnFailed(part->conn);
+        sb->link->ctx->failover.ConnFailed(part->conn, part->ep);
       }
     }
     FinishPart(sb);

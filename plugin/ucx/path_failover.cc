@@ -47,11 +47,11 @@ void PathFailover::AddLink(const std::shared_ptr<PathLink> &link) {
   }
 }
 
-void PathFailover::ConnFailed(PathConn *conn) {
+void PathFailover::ConnFailed(PathConn *conn, ucp_ep_h ep) {
   std::shared_ptr<PathLink> link = conn->link->shared_from_this();
   {
     adxl::MutexLock l(&mu_);
-    failed_.emplace_back(std::move(link), conn);
+    failed_.push_back({std::move(link), conn, ep});
   }
   due_.store(true, std::memory_order_release);
   ctx_->Wake();
@@ -118,16 +118,17 @@ void PathFailover::Run() {
     }
   }
   // 2. Connections UCP or a probe reported failed.
-  std::vector<std::pair<std::shared_ptr<PathLink>, PathConn *>> failed;
+  std::vector<Failed> failed;
   std::vector<std::pair<RepostFn, void *>> reposts;
   {
     adxl::MutexLock l(&mu_);
     failed.swap(failed_);
   }
-  for (auto &f : failed) {
-    if (!f.first->Enter()) continue;
-    FailConn(*f.first, *f.second, "its connection failed");
-    f.first->Leave();
+  for (Failed &f : failed) {
+    if (!f.link->Enter()) continue;
+    // `ep` is written only here (and by EpDestroy, once the link is closing).
+    if (f.ep == nullptr || f.conn->ep == f.ep) FailConn(*f.link, *f.conn, "its connection failed");
+    f.link->Leave();
   }
   // 3. Parts ended by those failures (and any others): on the paths left.
   // Taken after the closes above, whose Abandon queued them.
@@ -262,12 +263,12 @@ void PathFailover::ProbeDone(void *arg, int status) {
     }
     return;
   }
-  if (conn->state.load() == PathConn::kProbing) ctx->failover.ConnFailed(conn);
+  if (conn->state.load() == PathConn::kProbing) ctx->failover.ConnFailed(conn, nullptr);
 }
 
-void PathConnError(void *arg, ucp_ep_h, ucs_status_t status) {
+void PathConnError(void *arg, ucp_ep_h ep, ucs_status_t status) {
   auto *conn = static_cast<PathConn *>(arg);
   conn->link->ctx->log(ADXL_PLUGIN_LOG_WARN, "UCX endpoint of network path %s failed: %s",
                        conn->path->device().c_str(), ucs_status_string(status));
-  conn->link->ctx->failover.ConnFailed(conn);
+  conn->link->ctx->failover.ConnFailed(conn, ep);
 }

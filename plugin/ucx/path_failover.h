@@ -96,7 +96,11 @@ class PathFailover {
 
   // Queue work for Run() and wake the progress thread.  Callable from UCP
   // callbacks.
-  void ConnFailed(PathConn *conn) ADXL_EXCLUDES(mu_);
+  // `ep`: the UCP endpoint that failed; a report about an endpoint the
+  // connection no longer has (closed, or replaced by a reconnection) is
+  // dropped.  Null: whichever it has (a reconnection probe of the current
+  // one failed).
+  void ConnFailed(PathConn *conn, ucp_ep_h ep) ADXL_EXCLUDES(mu_);
   void Repost(RepostFn fn, void *part) ADXL_EXCLUDES(mu_);
   // The carrier watch's fd is readable.
   void WatchReadable() { due_.store(true); }
@@ -129,7 +133,12 @@ class PathFailover {
   std::atomic<int64_t> next_timer_ns_{INT64_MAX};  // a connection waits to reconnect
   adxl::Mutex mu_;
   std::vector<std::weak_ptr<PathLink>> links_ ADXL_GUARDED_BY(mu_);
-  std::vector<std::pair<std::shared_ptr<PathLink>, PathConn *>> failed_ ADXL_GUARDED_BY(mu_);
+  struct Failed {
+    std::shared_ptr<PathLink> link;
+    PathConn *conn;
+    ucp_ep_h ep;  // see ConnFailed
+  };
+  std::vector<Failed> failed_ ADXL_GUARDED_BY(mu_);
   std::vector<std::pair<RepostFn, void *>> reposts_ ADXL_GUARDED_BY(mu_);
 };
 
