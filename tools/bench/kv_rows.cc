@@ -55,7 +55,7 @@ std::vector<Row> MeasureRows(const Options &o, const std::vector<Session *> &pee
 
 void RunKvRows(const Options &o, const std::vector<Session *> &peers, std::vector<Row> *rows) {
   Session &first = *peers[0];
-  const bool ucp = first.KvHas(KvKind::kUcp), tcp = first.KvHas(KvKind::kTcp);
+  const bool ucp = first.KvHas(KvKind::kUcp), tcp = first.KvHas(KvKind::kTcp), cma = first.KvHas(KvKind::kCma);
   const int per_direction = static_cast<int>(o.modes.size()) + (ucp ? 1 : 0) + (tcp ? 1 : 0);
   Progress progress(per_direction * static_cast<int>(o.directions.size()));
   for (const std::string &name : o.directions) {
@@ -66,8 +66,16 @@ void RunKvRows(const Options &o, const std::vector<Session *> &peers, std::vecto
     auto add = [&](const std::vector<Row> &measured) { group.insert(group.end(), measured.begin(), measured.end()); };
     for (Mode m : o.modes) {
       const std::string mode = ModeName(m);
-      progress.Row(label + "engine_" + mode + " + uniform_" + mode);
-      add(MeasureRows(o, peers, d, {KvKind::kEngine, KvKind::kUniform}, {"engine_" + mode, "uniform_" + mode}, m));
+      std::vector<KvKind> kinds = {KvKind::kEngine, KvKind::kUniform};
+      std::vector<std::string> names = {"engine_" + mode, "uniform_" + mode};
+      // The cma rows take turns with the first mode's engine rows: the
+      // kernel's own layout/uniform ratio under the same load.
+      if (cma && m == o.modes.front()) {
+        kinds.insert(kinds.end(), {KvKind::kCma, KvKind::kCmaUniform});
+        names.insert(names.end(), {"cma", "uniform_cma"});
+      }
+      progress.Row(label + names[0] + " + " + names[1] + (kinds.size() > 2 ? " + cma + uniform_cma" : ""));
+      add(MeasureRows(o, peers, d, kinds, names, m));
     }
     if (ucp) {
       progress.Row(label + "ucp");

@@ -2,7 +2,8 @@
 // A row is the engine moving the model's plan, the engine moving the plan's
 // uniform reference (same keys, calls and descriptors per call, every block
 // the plan's average size, contiguous), or the ucp or tcp baseline moving the
-// very same (offset, length) list as the engine.  The verify pass checks the
+// very same (offset, length) list as the engine, or the cma baseline moving
+// the plan's or the uniform reference's list.  The verify pass checks the
 // whole destination pool against its expected image: the destination
 // segments hold the source's bytes and every gap still holds the poison.
 #include <cstring>
@@ -119,10 +120,20 @@ uint64_t Session::KvExpectedHash(const Direction &d, const KvPlan &plan) {
 }
 
 bool Session::KvHas(KvKind k) const {
-  return k == KvKind::kUcp ? ucp_ != nullptr : k == KvKind::kTcp ? tcp_ != nullptr : true;
+  switch (k) {
+    case KvKind::kUcp: return ucp_ != nullptr;
+    case KvKind::kTcp: return tcp_ != nullptr;
+    case KvKind::kCma:
+    case KvKind::kCmaUniform: return cma_ != nullptr;
+    case KvKind::kEngine:
+    case KvKind::kUniform: return true;
+  }
+  return false;
 }
 
-const KvPlan &Session::KvPlanOf(KvKind k) const { return k == KvKind::kUniform ? kv_->uniform : kv_->plan; }
+const KvPlan &Session::KvPlanOf(KvKind k) const {
+  return k == KvKind::kUniform || k == KvKind::kCmaUniform ? kv_->uniform : kv_->plan;
+}
 
 void Session::KvPrepare(const Direction &d) {
   if (!kv_) {
@@ -149,7 +160,7 @@ void Session::KvPoison(const Direction &d, KvKind k) {
 
 bool Session::KvCheck(const Direction &d, KvKind k) {
   if (!o_.verify) return true;
-  const uint64_t expected = k == KvKind::kUniform ? kv_->expected_uniform : kv_->expected;
+  const uint64_t expected = &KvPlanOf(k) == &kv_->uniform ? kv_->expected_uniform : kv_->expected;
   return DestinationHash(RemoteSideDestination(d), KvPlanOf(k).pool_bytes) == expected;
 }
 
@@ -159,6 +170,8 @@ StepResult Session::KvStep(const Direction &d, KvKind k, Mode m) {
     case KvKind::kUniform: return RunKvEngineStep(d.op, kv_->uniform_descs, m);
     case KvKind::kUcp: return ucp_->RunKeys(d.op, Local(d).addr(), remote_addr_, kv_->plan, o_.timeout_ms);
     case KvKind::kTcp: return tcp_->RunKeys(d.op, Local(d).addr(), kv_->plan);
+    case KvKind::kCma: return cma_->RunKeys(d.op, Local(d).addr(), remote_addr_, kv_->plan);
+    case KvKind::kCmaUniform: return cma_->RunKeys(d.op, Local(d).addr(), remote_addr_, kv_->uniform);
   }
   return StepResult{};
 }
@@ -195,6 +208,12 @@ void Session::AppendKvInfo(RunInfo *info) const {
   info->emplace_back("kv uniform ref", std::to_string(uniform.descriptors) + " contiguous blocks of " +
                                            std::to_string(uniform.average_block()) +
                                            " B, same keys, calls and descriptors per call (uniform_* rows)");
+  if (cma_) {
+    info->emplace_back("kv cma", "process_vm_writev/readv on the plan's list (cma) and the uniform reference's "
+                                 "(uniform_cma), measured in turn with the engine rows; per call, " +
+                                     std::to_string(cma_->threads()) +
+                                     " part(s) cut by bytes at descriptor boundaries, adjacent ranges merged");
+  }
 }
 
 }  // namespace bench

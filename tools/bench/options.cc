@@ -257,8 +257,9 @@ void ApplyQuickDefaults(const std::set<std::string> &given, Options *o) {
 }
 
 // --workload kv: the pool of the model's layout is the buffer of each side
-// (--transfer-size does not apply); the memcpy and cma baselines and the
-// latency rows are uniform-only.
+// (--transfer-size does not apply); the memcpy baseline and the latency rows
+// are uniform-only; the cma baseline runs only where --baselines names it
+// (two more rows, measured in turn with the engine's).
 bool ApplyKv(const std::set<std::string> &given, Options *o, std::string *why) {
   for (const char *kv_only : {"--model", "--tokens", "--keys", "--kv-call", "--peers"}) {
     if (o->workload != Workload::kKv && given.count(kv_only) != 0) {
@@ -285,7 +286,7 @@ bool ApplyKv(const std::set<std::string> &given, Options *o, std::string *why) {
   if (!LoadKvModel(o->kv_model, &model, why) || !KvPoolBytes(model, s, &pool, why)) return false;
   o->transfer_size = static_cast<size_t>(pool);
   o->memcpy_baseline = false;
-  o->cma_baseline = false;
+  if (given.count("--baselines") == 0) o->cma_baseline = false;
   o->run_latency = false;
   o->run_bandwidth = true;
   return true;

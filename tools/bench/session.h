@@ -62,8 +62,10 @@ struct Destination {
 void FillRatios(std::vector<Row> *group);
 
 // The rows of --workload kv: the engine on the model's plan, the engine on
-// its uniform reference (BuildUniformPlan), the ucp and tcp baselines.
-enum class KvKind { kEngine, kUniform, kUcp, kTcp };
+// its uniform reference (BuildUniformPlan), the ucp and tcp baselines, and
+// the cma baseline (the kernel's cross-memory copy, no engine) on the plan
+// and on the uniform reference.
+enum class KvKind { kEngine, kUniform, kUcp, kTcp, kCma, kCmaUniform };
 using KvKeyDescs = std::vector<std::vector<adxl::TransferOpDesc>>;  // one key: its calls
 
 class Session {
