@@ -45,7 +45,7 @@ void AmLane::UpdateBatch(uint64_t token, Body &&body) {
 
 // Message `m` of batch `b` was answered (or failed): it leaves the window,
 // and its staging buffer goes back once UCP no longer holds its send.
-void AmLane::Answered(Batch &b, Message &m, int status) {
+void AmLane::Answered(Batch &b, Message &m, int status, bool from_peer) {
   if (m.answered) return;
   m.answered = true;
   if (m.send_done) m.staging = Staging();
@@ -56,7 +56,8 @@ void AmLane::Answered(Batch &b, Message &m, int status) {
   if (b.ended) return;
   if (status != ADXL_PLUGIN_OK && b.status == ADXL_PLUGIN_OK) b.status = status;
   if (b.remaining > 0) --b.remaining;
-  if (status == ADXL_PLUGIN_OK) {
+  // The peer answered (whatever it said), or its data arrived.
+  if (from_peer || status == ADXL_PLUGIN_OK) {
     const auto now = static_cast<int64_t>(MonotonicNs());
     last_answer_ns_.store(now, std::memory_order_relaxed);
     if (b.answered_ns != nullptr) b.answered_ns->store(now, std::memory_order_relaxed);
@@ -66,7 +67,7 @@ void AmLane::Answered(Batch &b, Message &m, int status) {
 void AmLane::MessageDone(uint64_t token, uint32_t msg, int status) {
   UpdateBatch(token, [&](Batch &b) ADXL_REQUIRES(mu_) {
     if (msg < b.messages.size()) {
-      Answered(b, b.messages[msg], status);
+      Answered(b, b.messages[msg], status, true);
     } else if (!b.ended && b.status == ADXL_PLUGIN_OK) {
       b.status = ADXL_PLUGIN_ERR_INVALID;  // an answer naming no message of ours
     }
@@ -78,7 +79,7 @@ void AmLane::ReceiveDone(Message *m, int status) {
     if (b.receiving > 0) --b.receiving;
     // Placed fragment by fragment (several operations), or by UCP.
     m->placement.reset();
-    Answered(b, *m, status);
+    Answered(b, *m, status, false);
   });
 }
 
@@ -94,7 +95,7 @@ void AmLane::SendFailed(Message *m, int status) {
   UpdateBatch(m->token, [&](Batch &b) ADXL_REQUIRES(mu_) {
     if (b.sending > 0) --b.sending;
     m->send_done = true;
-    Answered(b, *m, status);
+    Answered(b, *m, status, false);
     // The rest will not go either: none of it is sent, none answered.
     const size_t unsent = b.messages.size() - b.next_send;
     b.next_send = b.messages.size();

@@ -191,16 +191,17 @@ class AmLane {
   // count 0: the wire-up probe ("Wire-up" above; `write` is ignored).
   // deadline_ns: CLOCK_MONOTONIC nanoseconds (0: none); each WRITE message
   // tells the target the time left until it, and the target places nothing
-  // after that ("Deadlines" above).  answered_ns (optional; must outlive the
-  // batch) gets the CLOCK_MONOTONIC time of each answer of a message of the
-  // batch that succeeded: the caller's sign that its connection moves.
+  // after that ("Deadlines" above).  answered_ns (optional; must stay valid
+  // until `done` runs) gets the CLOCK_MONOTONIC time of each answer the peer
+  // sends to a message of the batch (an error too) and of each READ answer's
+  // data received: the caller's sign that its connection moves.
   // Returns false when nothing was started (done is then not called).
   bool Post(uint64_t ep_id, const ucp_ep_h *eps, size_t n_eps, bool write, const Op *ops, size_t count,
             uint64_t deadline_ns, DoneFn done, void *arg, std::atomic<int64_t> *answered_ns = nullptr)
       ADXL_EXCLUDES(mu_);
 
-  // CLOCK_MONOTONIC time of the last successful answer to any message this
-  // side sent on the lane (0: none yet).
+  // CLOCK_MONOTONIC time of the last answer (as for answered_ns) to any
+  // message this side sent on the lane (0: none yet).
   int64_t LastAnswerNs() const { return last_answer_ns_.load(std::memory_order_relaxed); }
 
   // Stops every batch on ep_id (status `why`): nothing more of them is sent
@@ -346,7 +347,8 @@ class AmLane {
   void SendDone(Message *m) ADXL_EXCLUDES(mu_);
   void SendFailed(Message *m, int status) ADXL_EXCLUDES(mu_);
   void PostDone(uint64_t token) ADXL_EXCLUDES(mu_);
-  void Answered(Batch &b, Message &m, int status) ADXL_REQUIRES(mu_);
+  // from_peer: the peer's answer (any status), not a local failure.
+  void Answered(Batch &b, Message &m, int status, bool from_peer) ADXL_REQUIRES(mu_);
   // Sends the next messages of the posted batches while the window has room.
   void Pump() ADXL_EXCLUDES(mu_);
   // Marks the batches of ep_id ended; returns their tokens.

@@ -177,6 +177,7 @@ void PartDone(void *arg, int status) {
   if (sb->probe) {
     if (part->conn != nullptr) {
       if (status == ADXL_PLUGIN_OK) {
+        part->conn->heard.store(true);
         sb->probes_ok.fetch_add(1);
       } else {
         sb->link->ctx->failover.ConnFailed(part->conn, part->ep);
@@ -188,6 +189,8 @@ void PartDone(void *arg, int status) {
   if (status == ADXL_PLUGIN_OK) {
     const double took = static_cast<double>(PathFailover::NowNs() - part->start_ns) / 1e9;
     sb->link->rates->Record(part->conn->slot, part->bytes, took);
+    part->conn->heard.store(true);
+    part->conn->backoff_ns.store(0);  // the path moves data: a next failure retries soon
   } else {
     HoldForFailedWrite(sb, *part);  // re-posted or not
     if (Reissuable(*sb, *part, status)) {

@@ -140,14 +140,16 @@ void PathFailover::Run() {
   // 4. Connections to bring back.
   const int64_t now = NowNs();
   int64_t next = INT64_MAX;
+  // A pass that comes late (this thread starved, or held up by a close)
+  // judges no connection silent: their answers may be waiting unread.
+  const bool late = last_run_ns_ != 0 && now - last_run_ns_ > 3 * ToNs(kStallTick);
+  last_run_ns_ = now;
   for (const auto &link : links) {
     if (!link->Enter()) continue;
-    CheckStalls(*link, now, &next);
+    CheckStalls(*link, now, late, &next);
     for (const auto &c : link->conns) {
       const int s = c->state.load();
-      if (s == PathConn::kUp) {
-        c->backoff_ns.store(0);
-      } else if (s == PathConn::kProbing) {
+      if (s == PathConn::kProbing) {
         if (now >= c->probe_deadline_ns.load()) {
           FailConn(*link, *c, "no answer to its probe");
         } else {
@@ -172,12 +174,13 @@ void PathFailover::Run() {
   }
 }
 
-void PathFailover::CheckStalls(PathLink &link, int64_t now, int64_t *next) {
+void PathFailover::CheckStalls(PathLink &link, int64_t now, bool late, int64_t *next) {
   if (link.conns.size() < 2) return;
-  const std::vector<double> rates = link.rates->Weights();
+  std::vector<double> rates;
   for (const auto &c : link.conns) {
-    if (c->state.load() != PathConn::kUp || c->inflight.load() == 0) {
+    if (c->state.load() != PathConn::kUp || c->inflight.load() == 0 || late) {
       c->behind_since_ns.store(0);
+      if (late && c->inflight.load() != 0) *next = std::min(*next, now + ToNs(kStallTick));
       continue;
     }
     *next = std::min(*next, now + ToNs(kStallTick));  // checked while busy
@@ -199,9 +202,11 @@ void PathFailover::CheckStalls(PathLink &link, int64_t now, int64_t *next) {
       since = now;
       c->behind_since_ns.store(now);
     }
+    if (rates.empty()) rates = link.rates->Weights();
     const double rate = c->slot < rates.size() ? rates[c->slot] : 0.0;
-    const int64_t budget =
-        ToNs(kStallAfter) + (rate > 0 ? static_cast<int64_t>(3e9 * AmLane::kMaxMessageBytes / rate) : 0);
+    const int64_t budget = ToNs(kStallAfter) +
+                           (rate > 0 ? static_cast<int64_t>(3e9 * AmLane::kMaxMessageBytes / rate) : 0) +
+                           (c->heard.load() ? 0 : ToNs(kFirstAnswerExtra));
     // (a) silent for the budget since the witness was seen, (c) its path
     // silent as long.
     const int64_t path_quiet_since = std::max(alive, c->path->am.LastAnswerNs());
@@ -231,6 +236,7 @@ void PathFailover::FailConn(PathLink &link, PathConn &conn, const char *why) {
   conn.backoff_ns.store(std::min(std::max(conn.backoff_ns.load() * 2, ToNs(kRetryMin)), ToNs(kRetryMax)));
   conn.retry_at_ns.store(NowNs() + conn.backoff_ns.load());
   conn.behind_since_ns.store(0);
+  conn.heard.store(false);
   conn.state.store(PathConn::kDown);
 }
 
@@ -257,6 +263,7 @@ void PathFailover::ProbeDone(void *arg, int status) {
   adxl_plugin_context *ctx = conn->link->ctx;
   if (status == ADXL_PLUGIN_OK) {
     int s = PathConn::kProbing;
+    conn->heard.store(true);
     if (conn->state.compare_exchange_strong(s, PathConn::kUp)) {
       ctx->log(ADXL_PLUGIN_LOG_INFO, "network path %s of link %llu is back", conn->path->device().c_str(),
                static_cast<unsigned long long>(conn->link->id));

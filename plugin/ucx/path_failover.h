@@ -21,20 +21,24 @@
 // that drops everything): TCP keeps retransmitting for minutes, and every
 // part striped over it would wait for its call's deadline.  A connection
 // therefore also fails when it has parts in flight and, for kStallAfter
-// (plus three 1 MiB messages' time at its path's rate), (a) none of its
-// messages was answered while (b) another connection of the same link,
-// i.e. the same peer, was answered after this one's last answer and is idle
-// or still being answered (the peer is alive and reachable), and (c) its
-// path answered no message of any link (a path busy with other peers'
-// batches is slow for this link, not dead).  A peer that stops, or a
-// machine too loaded to run it, shows on every path at once and fails
-// nothing; only where another path of the link had just finished all its
-// work when the peer stopped can a live path be judged silent, which costs
-// that path a reconnection (its parts move over the others meanwhile), not
-// a transfer.  A peer silent on one path while that path is busy with other
-// peers is not detected: its parts wait for the call's deadline.
-//
-// Where it runs: Run() from the plugin's progress thread, between
+// (plus three 1 MiB messages' time at its path's rate, plus
+// kFirstAnswerExtra until it was first answered), (a) the peer answered
+// none of its messages while (b) another connection of the same link, i.e.
+// the same peer, was answered after this one's last sign of life and is
+// idle or still being answered (the peer is alive and reachable), and (c)
+// its path answered no message of any link (a path busy with other peers'
+// batches is slow for this link, not dead).  A pass of the check that comes
+// late (this thread starved) judges nobody.  A peer that stops, or a
+// machine too loaded to run it, mostly shows on every path at once; but in
+// a striped call one connection finishes its part first, and a peer that
+// stops in that tail for longer than the budget gets the other connection
+// judged silent: that costs a reconnection and, for a WRITE, the failed
+// part's hold (its slice budget), not a transfer.  Not detected: a peer
+// silent on one path while that path answers other peers, and a path that
+// goes silent under calls small enough to go whole on one connection (no
+// other connection moves meanwhile: the call times out, and the link's
+// next wire-up finds the path).
+//// Where it runs: Run() from the plugin's progress thread, between
 // ucp_worker_progress calls; the queues are filled from UCP callbacks (any
 // thread, under a worker lock).
 //
@@ -81,6 +85,10 @@ class PathFailover {
   // while parts are in flight.
   static constexpr auto kStallAfter = std::chrono::seconds(1);
   static constexpr auto kStallTick = std::chrono::milliseconds(100);
+  // Added to a connection's budget until it was first answered (after it
+  // was made or remade): over a non-blocking connect, TCP retransmits a
+  // lost SYN after 1 s, then 2 s more.
+  static constexpr auto kFirstAnswerExtra = std::chrono::seconds(3);
   // A re-post from the queue.
   using RepostFn = void (*)(void *part);
 
@@ -123,7 +131,8 @@ class PathFailover {
   void Reconnect(PathLink &link, PathConn &conn, int64_t now);
   // Fails the silent connections of `link` ("Silent paths"); lowers *next
   // to when to look again.
-  void CheckStalls(PathLink &link, int64_t now, int64_t *next);
+  // late: this pass came long after the last one; judges nobody.
+  void CheckStalls(PathLink &link, int64_t now, bool late, int64_t *next);
   static void ProbeDone(void *arg, int status);
   std::vector<std::shared_ptr<PathLink>> Links() ADXL_EXCLUDES(mu_);
 
@@ -131,6 +140,7 @@ class PathFailover {
   LinkWatch watch_;
   std::atomic<bool> due_{false};
   std::atomic<int64_t> next_timer_ns_{INT64_MAX};  // a connection waits to reconnect
+  int64_t last_run_ns_ = 0;  // Run's thread only
   adxl::Mutex mu_;
   std::vector<std::weak_ptr<PathLink>> links_ ADXL_GUARDED_BY(mu_);
   struct Failed {

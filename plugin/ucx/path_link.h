@@ -54,8 +54,10 @@ struct PathConn {
   ucp_ep_h ep = nullptr;     // see the header comment
   std::atomic<int> state{kDown};
   std::atomic<int> users{0};
-  // Failover worker: when to try to reconnect next, the back-off, and when
-  // a reconnect probe (kProbing) counts as failed.
+  // Failover worker: when to try to reconnect next, the back-off (reset by
+  // a part that moved data, not by a probe: a path that answers probes but
+  // loses data is not retried at the shortest interval), and when a
+  // reconnect probe (kProbing) counts as failed.
   std::atomic<int64_t> retry_at_ns{0};
   std::atomic<int64_t> backoff_ns{0};
   std::atomic<int64_t> probe_deadline_ns{0};
@@ -67,6 +69,9 @@ struct PathConn {
   std::atomic<int> inflight{0};
   std::atomic<int64_t> alive_ns{0};
   std::atomic<int64_t> behind_since_ns{0};
+  // A part or probe on this connection was answered since it was made (or
+  // remade); until then its silence is judged with a longer budget.
+  std::atomic<bool> heard{false};
 
   // Takes the connection for one post: true (and `ep` may be used until
   // Release) when it is up.
