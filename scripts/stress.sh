@@ -26,8 +26,9 @@
 # turn taken down and up 20 times under a verified WRITE/READ stream, no
 # transfer may fail or arrive corrupted), ITERATIONS/10 runs of fresh
 # processes, so 100 cycles at CI's 50 iterations (skipped without root too);
-# a path gone silent (NetnsFailoverTest.SilentPathIsLeftAndRejoins: carrier
-# kept, every packet dropped, under the same stream), ITERATIONS/10 runs.
+# a path gone silent (NetnsFailoverTest.SilentPath*: carrier
+# kept, every packet dropped, under striped and under whole-on-one-path
+# streams), ITERATIONS/10 runs (skipped without root too).
 # One process through 100 cycles: ADXL_TEST_FLAP_CYCLES=100 on the flap test
 # (README, "Multi-path links").
 # BUILD_DIR (default build/) must hold a build (scripts/test.sh makes one).
@@ -59,7 +60,7 @@ for c in StoppedTargetWrite StoppedTargetRead LiveTargetWrite LiveTargetRead Sto
 done
 PARTITION_CASE='Partition/LinkDownUp|NetnsPartitionTest.LinkDown*'
 FLAP_CASE='Failover/LinkFlap20|NetnsFailoverTest.LinkFlapCycles'
-SILENT_CASE='Failover/SilentPath|NetnsFailoverTest.SilentPathIsLeftAndRejoins'
+SILENT_CASE='Failover/SilentPath|NetnsFailoverTest.SilentPath*'
 # In $CONFORMANCE, not $TESTS.
 FINALIZE_CASE='FinalizeStoppedTarget/rdma_am|Lanes/Conformance.S3_3_FinalizeEndsOutstandingRequests*/rdma_am'
 unmatched=0

@@ -371,7 +371,7 @@ void PostOnPaths(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, siz
     const std::vector<double> all = link.rates->Weights();
     std::vector<double> weights(n);
     for (size_t k = 0; k < n; ++k) weights[k] = all[up[k]->slot];
-    const size_t whole_on = link.next_whole.fetch_add(1, std::memory_order_relaxed) % n;
+    const size_t whole_on = link.next_whole[put ? 1 : 0].fetch_add(1, std::memory_order_relaxed) % n;
     const std::vector<std::vector<stripe::Piece>> slices = stripe::StripeOps(lens.data(), count, weights, whole_on);
     posting = 0;
     for (size_t k = 0; k < n; ++k) {

@@ -174,6 +174,38 @@ void PathFailover::Run() {
   }
 }
 
+namespace {
+
+// A probe of an idle connection for CheckStalls: holds the link until it ends.
+struct SiblingProbe {
+  std::shared_ptr<PathLink> link;
+  PathConn *conn;
+};
+
+void SiblingProbeDone(void *arg, int) {
+  std::unique_ptr<SiblingProbe> p(static_cast<SiblingProbe *>(arg));
+  p->conn->sibling_probe.store(false);
+}
+
+}  // namespace
+
+void PathFailover::ProbeSiblings(PathLink &link, const PathConn &silent, int64_t now) {
+  for (const auto &o : link.conns) {
+    if (o.get() == &silent || o->inflight.load() != 0 || o->sibling_probe.exchange(true)) continue;
+    bool posted = false;
+    if (o->Acquire()) {  // `ep` stays while acquired
+      auto probe = std::make_unique<SiblingProbe>(SiblingProbe{link.shared_from_this(), o.get()});
+      // Its answer is stamped into alive_ns, as a part's would be.
+      posted = o->path->am.Post(link.id, &o->ep, 1, false, nullptr, 0,
+                                static_cast<uint64_t>(now + ToNs(kProbeBudget)), SiblingProbeDone, probe.get(),
+                                &o->alive_ns);
+      if (posted) probe.release();  // SiblingProbeDone frees it
+      o->Release();
+    }
+    if (!posted) o->sibling_probe.store(false);
+  }
+}
+
 void PathFailover::CheckStalls(PathLink &link, int64_t now, bool late, int64_t *next) {
   if (link.conns.size() < 2) return;
   std::vector<double> rates;
@@ -195,6 +227,10 @@ void PathFailover::CheckStalls(PathLink &link, int64_t now, bool late, int64_t *
     }
     if (witness == nullptr) {
       c->behind_since_ns.store(0);
+      // Silent for the budget's base and no other connection moving: a
+      // call small enough to go whole on this one.  Probe the idle others;
+      // an answer makes a witness.
+      if (now - std::max(alive, c->path->am.LastAnswerNs()) >= ToNs(kStallAfter)) ProbeSiblings(link, *c, now);
       continue;
     }
     int64_t since = c->behind_since_ns.load();

@@ -33,12 +33,14 @@
 // a striped call one connection finishes its part first, and a peer that
 // stops in that tail for longer than the budget gets the other connection
 // judged silent: that costs a reconnection and, for a WRITE, the failed
-// part's hold (its slice budget), not a transfer.  Not detected: a peer
-// silent on one path while that path answers other peers, and a path that
-// goes silent under calls small enough to go whole on one connection (no
-// other connection moves meanwhile: the call times out, and the link's
-// next wire-up finds the path).
-//// Where it runs: Run() from the plugin's progress thread, between
+// part's hold (its slice budget), not a transfer.  Where no other
+// connection moves (a call small enough to go whole on one connection), a
+// connection silent for kStallAfter has the link's idle connections sent an
+// empty probe each, whose answer is the witness (a stopped peer answers
+// none).  Not detected: a peer silent on one path while that path answers
+// other peers.
+//
+// Where it runs: Run() from the plugin's progress thread, between
 // ucp_worker_progress calls; the queues are filled from UCP callbacks (any
 // thread, under a worker lock).
 //
@@ -133,6 +135,9 @@ class PathFailover {
   // to when to look again.
   // late: this pass came long after the last one; judges nobody.
   void CheckStalls(PathLink &link, int64_t now, bool late, int64_t *next);
+  // Posts an empty probe on each idle connection of `link` but `silent`
+  // (one at a time per connection), so that a live one shows it.
+  void ProbeSiblings(PathLink &link, const PathConn &silent, int64_t now);
   static void ProbeDone(void *arg, int status);
   std::vector<std::shared_ptr<PathLink>> Links() ADXL_EXCLUDES(mu_);
 

@@ -72,6 +72,8 @@ struct PathConn {
   // A part or probe on this connection was answered since it was made (or
   // remade); until then its silence is judged with a longer budget.
   std::atomic<bool> heard{false};
+  // An empty probe posted by the silent-path check is pending on it.
+  std::atomic<bool> sibling_probe{false};
 
   // Takes the connection for one post: true (and `ep` may be used until
   // Release) when it is up.
@@ -93,7 +95,10 @@ class PathLink : public std::enable_shared_from_this<PathLink> {
   // Fixed once ConnectPaths made them (each connection's own state changes).
   std::vector<std::unique_ptr<PathConn>> conns;
   std::unique_ptr<stripe::PathRates> rates;
-  std::atomic<uint32_t> next_whole{0};  // small batches: the connection of the next one
+  // Small batches: the connection of the next one, per direction (0 READ,
+  // 1 WRITE): with one counter, calls alternating WRITE and READ put every
+  // WRITE on one path and every READ on the other.
+  std::atomic<uint32_t> next_whole[2] = {{0}, {0}};
   std::atomic<bool> closing{false};
   std::atomic<int> busy{0};
 

@@ -143,9 +143,9 @@ class NetnsFailoverTest : public NetnsFixture {
   }
 
   // A stream of verified 8 MiB batches (Start(kBatch) first), in `phases` phases.
-  void StartStream(int phases) {
+  void StartStream(int phases, size_t batch = kBatch) {
     stream_ = std::make_unique<VerifiedStream>(
-        *b_, *a_, kBatch, [this](bool write) { return Op(write, kStreamDeadlineMs, kBatch); },
+        *b_, *a_, batch, [this, batch](bool write) { return Op(write, kStreamDeadlineMs, batch); },
         kStreamDeadlineMs + 10000, phases);
     stream_->Start();
   }
@@ -186,6 +186,9 @@ class NetnsFailoverTest : public NetnsFixture {
         },
         timeout_ms, 100);
   }
+
+  // The silent-path tests, with a stream of `batch`-byte transfers.
+  void RunSilentPath(size_t batch);
 
   std::unique_ptr<VerifiedStream> stream_;
   size_t len_ = 0;
@@ -400,16 +403,21 @@ TEST_F(NetnsFailoverTest, BothPathsDownFailsInTimeAndNothingLandsLater) {
 // seconds, no transfer fails or arrives corrupted (each has 30 s: without
 // the detection the transfer caught on the silent path waits all of it,
 // and every later one striped over it too); when the path passes packets
-// again it is reconnected and striped over again.
-TEST_F(NetnsFailoverTest, SilentPathIsLeftAndRejoins) {
-  // Far above detection (about 1 s) plus the re-post, far below the
-  // transfers' deadline.
+// again it is reconnected and carries the stream again.  `batch`: the
+// stream's transfer size (8 MiB are striped over both paths; under 1 MiB a
+// transfer goes whole on one path, and the other is idle: it is probed).
+TEST_F(NetnsFailoverTest, SilentPathIsLeftAndRejoins) { RunSilentPath(kBatch); }
+TEST_F(NetnsFailoverTest, SilentPathIsLeftUnderCallsThatGoWholeOnOnePath) { RunSilentPath(512 << 10); }
+
+void NetnsFailoverTest::RunSilentPath(size_t batch) {
+  // Far above detection (1-2 s) plus the re-post, far below the transfers'
+  // deadline.
   const double goes_on_within_ms = ScaledMs(8000);
   // A reconnection probe sent while the path was silent may wait for TCP's
   // next SYN retransmission or its 5 s budget, then back off (up to 5 s).
   const double back_within_ms = ScaledMs(20000);
   ASSERT_NO_FATAL_FAILURE(Start(kBatch));
-  StartStream(1);
+  StartStream(1, batch);
   ASSERT_TRUE(WaitUntil([this] { return stream_->Verified() >= 4 || stream_->GaveUp(); }, 30000, 20) &&
               !stream_->GaveUp())
       << "the stream did not start with both paths up";
