@@ -323,22 +323,37 @@ uint64_t Session::DestinationHash(const Destination &dest, size_t len) {
 
 // ---------------------------------------------------------------- measuring
 
-// One untimed warm-up step, then o_.loops timed steps.  With --verify, every
-// step (warm-up included) starts from a poisoned destination and ends with a
-// hash comparison.  A failed step ends the row: its link needs resetting.
-void Session::RunSteps(const Destination &dest, uint64_t expected, size_t span, size_t bytes, size_t ops,
-                       const std::function<StepResult()> &step, RowAccumulator *acc) {
+// The rows of a group step by step in turn (engine, ucp, tcp, ..., engine,
+// ucp, ...): each a warm-up step, then o_.loops timed steps.  In turn, every
+// row sees the same machine load, so that their ratios hold on a host whose
+// load changes during the run (measured one after the other, a 2-core VM
+// moved the engine / TCP ratio at 256 KiB between 0.5 and 1.5 from run to
+// run).  With --verify, every step (warm-up included) starts from a
+// poisoned destination and ends with a hash comparison.  A failed step ends
+// its row (its link needs resetting, EndGroup); the others go on.
+void Session::RunInTurn(const BlockBatch &b, std::vector<Turn> *turns) {
+  const size_t span = b.block * b.count;
+  std::vector<RowAccumulator> acc(turns->size());
+  std::vector<bool> failed(turns->size(), false);
   for (int i = 0; i <= o_.loops; ++i) {
-    if (o_.verify) PoisonDestination(dest, span);
-    StepResult r = step();
-    if (i == 0) {
-      if (r.errors > 0) acc->AddError(r.first_error);
-    } else {
-      acc->AddStep(r, bytes, ops);
+    for (size_t t = 0; t < turns->size(); ++t) {
+      if (failed[t]) continue;
+      const Turn &turn = (*turns)[t];
+      if (o_.verify) PoisonDestination(turn.dest, span);
+      StepResult r = turn.step();
+      if (i == 0) {
+        if (r.errors > 0) acc[t].AddError(r.first_error);
+      } else {
+        acc[t].AddStep(r, span, b.count);
+      }
+      if (r.errors > 0) {
+        failed[t] = true;
+        continue;
+      }
+      if (o_.verify) acc[t].AddCheck(DestinationHash(turn.dest, span) == turn.expected);
     }
-    if (r.errors > 0) return;
-    if (o_.verify) acc->AddCheck(DestinationHash(dest, span) == expected);
   }
+  for (size_t t = 0; t < turns->size(); ++t) acc[t].FillRow(&(*turns)[t].row);
 }
 
 Row Session::NewRow(const std::string &benchmark, const char *pattern, const Direction &d, size_t block,
@@ -358,60 +373,6 @@ Row Session::NewRow(const std::string &benchmark, const char *pattern, const Dir
   // memcpy's stand-in for the target is its own mmap scratch buffer.
   r.target_memory = MemoryLabel(d.target_memory, benchmark == "memcpy" ? Memory::kHost : o_.memory);
   return r;
-}
-
-Row Session::MeasureEngine(const Direction &d, const BlockBatch &b, Mode mode) {
-  EngineSettings s{mode, o_.threads, o_.async_batch, o_.timeout_ms};
-  Row row = NewRow(std::string("engine_") + ModeName(mode), "seq", d, b.block, EngineRunner::CallSize(b, s),
-                   o_.threads);
-  const size_t span = b.block * b.count;
-  RowAccumulator acc;
-  RunSteps(RemoteSideDestination(d), o_.verify ? SourceHash(d, span) : 0, span, span, b.count,
-           [&] { return runner_->RunStep(b, s); }, &acc);
-  acc.FillRow(&row);
-  return row;
-}
-
-Row Session::MeasureUcp(const Direction &d, const BlockBatch &b) {
-  Row row = NewRow("ucp", "seq", d, b.block, b.count, 1);
-  const size_t span = b.block * b.count;
-  RowAccumulator acc;
-  RunSteps(RemoteSideDestination(d), o_.verify ? SourceHash(d, span) : 0, span, span, b.count,
-           [&] { return ucp_->RunStep(b, o_.timeout_ms); }, &acc);
-  acc.FillRow(&row);
-  return row;
-}
-
-Row Session::MeasureTcp(const Direction &d, const BlockBatch &b) {
-  Row row = NewRow("tcp", "seq", d, b.block, b.count, 1);
-  const size_t span = b.block * b.count;
-  RowAccumulator acc;
-  RunSteps(RemoteSideDestination(d), o_.verify ? SourceHash(d, span) : 0, span, span, b.count,
-           [&] { return tcp_->RunStep(b); }, &acc);
-  acc.FillRow(&row);
-  return row;
-}
-
-Row Session::MeasureCma(const Direction &d, const BlockBatch &b) {
-  Row row = NewRow("cma", "seq", d, b.block, b.count, cma_->threads());
-  const size_t span = b.block * b.count;
-  RowAccumulator acc;
-  RunSteps(RemoteSideDestination(d), o_.verify ? SourceHash(d, span) : 0, span, span, b.count,
-           [&] { return cma_->RunStep(b); }, &acc);
-  acc.FillRow(&row);
-  return row;
-}
-
-Row Session::MeasureMemcpy(const Direction &d, const BlockBatch &b) {
-  Row row = NewRow("memcpy", "seq", d, b.block, b.count, 1);
-  const size_t span = b.block * b.count;
-  const Destination dest = MemcpyDestination(d);
-  const PageBuffer &src = MemcpySource(d);
-  RowAccumulator acc;
-  RunSteps(dest, o_.verify ? SourceHashOf(src, span) : 0, span, span, b.count,
-           [&] { return MemcpyStep(dest.local->data(), src.data(), b.block, b.count, UsesDevice(d)); }, &acc);
-  acc.FillRow(&row);
-  return row;
 }
 
 // Ends a group of rows: ratios, then into the report; then, since a failed
@@ -439,28 +400,44 @@ void Session::ResetLinkAfterFailure(const std::vector<Row> &group) {
 void Session::RunBandwidth(const Direction &d, Progress &progress, std::vector<Row> *rows) {
   for (size_t block : o_.block_sizes) {
     const BlockBatch b{d.op, Local(d).addr(), RemoteAddr(d), block, o_.transfer_size / block};
-    const std::string label = std::string(d.name) + " " + FormatSize(block) + " ";
-    std::vector<Row> group;
+    const size_t span = b.block * b.count;
+    const Destination remote_side = RemoteSideDestination(d);
+    const uint64_t expected = o_.verify ? SourceHash(d, span) : 0;
+    const bool host_only = !UsesDevice(d);  // the ucp, tcp and cma baselines have host buffers only
+    std::vector<Turn> turns;
     for (Mode m : o_.modes) {
-      progress.Row(label + "engine_" + ModeName(m));
-      group.push_back(MeasureEngine(d, b, m));
+      EngineSettings s{m, o_.threads, o_.async_batch, o_.timeout_ms};
+      turns.push_back({NewRow(std::string("engine_") + ModeName(m), "seq", d, block, EngineRunner::CallSize(b, s),
+                              o_.threads),
+                       remote_side, expected, [this, b, s] { return runner_->RunStep(b, s); }});
     }
-    if (ucp_ && !UsesDevice(d)) {  // the ucp baseline has host buffers only
-      progress.Row(label + "ucp");
-      group.push_back(MeasureUcp(d, b));
+    if (ucp_ && host_only) {
+      turns.push_back({NewRow("ucp", "seq", d, block, b.count, 1), remote_side, expected,
+                       [this, b] { return ucp_->RunStep(b, o_.timeout_ms); }});
     }
-    if (tcp_ && !UsesDevice(d)) {  // so has the tcp baseline
-      progress.Row(label + "tcp");
-      group.push_back(MeasureTcp(d, b));
+    if (tcp_ && host_only) {
+      turns.push_back({NewRow("tcp", "seq", d, block, b.count, 1), remote_side, expected,
+                       [this, b] { return tcp_->RunStep(b); }});
     }
-    if (cma_ && !UsesDevice(d)) {
-      progress.Row(label + "cma");
-      group.push_back(MeasureCma(d, b));
+    if (cma_ && host_only) {
+      turns.push_back({NewRow("cma", "seq", d, block, b.count, cma_->threads()), remote_side, expected,
+                       [this, b] { return cma_->RunStep(b); }});
     }
     if (o_.memcpy_baseline) {
-      progress.Row(label + "memcpy");
-      group.push_back(MeasureMemcpy(d, b));
+      const Destination dest = MemcpyDestination(d);
+      const PageBuffer &src = MemcpySource(d);
+      const bool device = UsesDevice(d);
+      turns.push_back({NewRow("memcpy", "seq", d, block, b.count, 1), dest, o_.verify ? SourceHashOf(src, span) : 0,
+                       [dest, &src, b, device] {
+                         return MemcpyStep(dest.local->data(), src.data(), b.block, b.count, device);
+                       }});
     }
+    std::vector<std::string> names;
+    for (const Turn &t : turns) names.push_back(t.row.benchmark);
+    progress.Row(std::string(d.name) + " " + FormatSize(block) + " " + Join(names, " + "));
+    RunInTurn(b, &turns);
+    std::vector<Row> group;
+    for (Turn &t : turns) group.push_back(std::move(t.row));
     EndGroup(&group, rows);
   }
 }
@@ -522,9 +499,7 @@ void Session::RunAll(std::vector<Row> *rows) {
     const bool host_only = !UsesDevice(*FindDirection(name.c_str()));
     const int baselines = (ucp_ && host_only ? 1 : 0) + (tcp_ && host_only ? 1 : 0) +
                           (cma_ && host_only ? 1 : 0) + (o_.memcpy_baseline ? 1 : 0);
-    if (o_.run_bandwidth) {
-      total += static_cast<int>(o_.block_sizes.size()) * (baselines + static_cast<int>(o_.modes.size()));
-    }
+    if (o_.run_bandwidth) total += static_cast<int>(o_.block_sizes.size());  // a group at a time
     if (o_.run_latency) total += 1 + baselines;
   }
   Progress progress(total);

@@ -1,7 +1,7 @@
 // The initiator's session: sets both sides up over the side channel, then
-// measures every row -- the engine, then the ucp, tcp and memcpy baselines on
-// the same buffers and blocks -- with the optional verify pass around each
-// step.
+// measures every row -- the engine and the ucp, tcp, cma and memcpy
+// baselines on the same buffers and blocks, a bandwidth group's rows step by
+// step in turn -- with the optional verify pass around each step.
 #ifndef ADXL_TOOLS_BENCH_SESSION_H_
 #define ADXL_TOOLS_BENCH_SESSION_H_
 
@@ -120,13 +120,16 @@ class Session {
   void EndGroup(std::vector<Row> *group, std::vector<Row> *rows);
   Row NewRow(const std::string &benchmark, const char *pattern, const Direction &d, size_t block, size_t batch,
              int threads) const;
-  Row MeasureEngine(const Direction &d, const BlockBatch &b, Mode mode);
-  Row MeasureUcp(const Direction &d, const BlockBatch &b);
-  Row MeasureTcp(const Direction &d, const BlockBatch &b);
-  Row MeasureMemcpy(const Direction &d, const BlockBatch &b);
-  Row MeasureCma(const Direction &d, const BlockBatch &b);
-  void RunSteps(const Destination &dest, uint64_t expected, size_t span, size_t bytes, size_t ops,
-                const std::function<StepResult()> &step, RowAccumulator *acc);
+  // One row of a bandwidth group: what it reports, where its bytes land and
+  // what they hash to there (the verify pass), and one step of it.
+  struct Turn {
+    Row row;
+    Destination dest;
+    uint64_t expected = 0;
+    std::function<StepResult()> step;
+  };
+  // Measures the rows of a group step by step in turn (RunBandwidth).
+  void RunInTurn(const BlockBatch &b, std::vector<Turn> *turns);
 
   StepResult RunKvEngineStep(adxl::TransferOp op, const std::vector<KvKeyDescs> &keys, Mode mode);
   // What the destination pool hashes to after a correct step of `plan`:
