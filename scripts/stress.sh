@@ -14,7 +14,10 @@
 # which both sides must finalize cleanly (NetworkTimeoutTest, one round per
 # run: ITERATIONS/5 runs per case, so 100 each at the default); the connect
 # storm (tools/storm: 64 peer processes connect at once, every byte
-# verified, half killed) on both lanes, ITERATIONS/100 runs each, at least 2;
+# verified, half killed) on both lanes, ITERATIONS/100 runs each, at least 2,
+# and the same on the network lane with two network paths per link
+# (scripts/netns_storm.sh: a namespace with two veth pairs; skipped, and so
+# passing, without root);
 # Finalize with requests outstanding against a stopped target on the network
 # lane, then the target resumed and checked alive (conformance S3_3 on
 # rdma_am: the peer must not abort in UCX's wire-up), ITERATIONS runs;
@@ -139,6 +142,7 @@ for lane in hccs rdma; do
   # which scripts/test.sh leaves to this script.
   run_command "ConnectStorm64/$lane" "$storm_runs" "$STORM" --peers 64 --lane "$lane" --idle-ms 500
 done
+run_command "ConnectStorm64/rdma-2paths" "$storm_runs" env BUILD_DIR="$BUILD_DIR" "$ADXL_ROOT/scripts/netns_storm.sh"
 if ((total_fail > 0)); then
   echo "stress: $total_fail run(s) failed or hung" >&2
   exit 1
