@@ -36,7 +36,7 @@ struct StripedBatch;
 struct Part {
   StripedBatch *parent = nullptr;
   PathConn *conn = nullptr;  // null: the main endpoint's wire-up probe
-  ucp_ep_h ep = nullptr;     // conn's endpoint when posted (a failure names it)
+  uint64_t generation = 0;   // conn's endpoint's when posted (a failure names it)
   size_t bytes = 0;
   std::vector<AmLane::Op> ops;
   int64_t start_ns = 0;
@@ -76,7 +76,7 @@ uint64_t SliceDeadline(const StripedBatch &sb, const Part &part, size_t slot) {
 // path_failover.h).
 bool PostPart(StripedBatch *sb, Part *part, PathConn *conn) {
   part->conn = conn;
-  part->ep = conn->ep;  // acquired: stable
+  part->generation = conn->generation.load();  // acquired: stable
   ++part->attempts;
   part->start_ns = PathFailover::NowNs();
   part->slice_deadline_ns = static_cast<int64_t>(SliceDeadline(*sb, *part, conn->slot));
@@ -180,7 +180,7 @@ void PartDone(void *arg, int status) {
         part->conn->heard.store(true);
         sb->probes_ok.fetch_add(1);
       } else {
-        sb->link->ctx->failover.ConnFailed(part->conn, part->ep);
+        sb->link->ctx->failover.ConnFailed(part->conn, part->generation);
       }
     }
     FinishPart(sb);
@@ -288,6 +288,7 @@ bool ConnectPaths(adxl_plugin_ep *ep, const ucx_blob::Address &peer) {
     // worker reconnects it); so does one whose connection cannot be made.
     if (p->running.load()) {
       ucs_status_t st = UCS_OK;
+      c->generation.store(1);  // before the endpoint exists (path_failover.cc, Reconnect)
       c->ep = CreateUcpEp(ctx, p->worker(), c->peer_ucp, PathConnError, c.get(), &st);
       if (c->ep == nullptr) {
         ctx->log(ADXL_PLUGIN_LOG_WARN, "RDMA lane: no connection over path %s (%s) for now",

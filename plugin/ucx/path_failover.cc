@@ -47,11 +47,11 @@ void PathFailover::AddLink(const std::shared_ptr<PathLink> &link) {
   }
 }
 
-void PathFailover::ConnFailed(PathConn *conn, ucp_ep_h ep) {
+void PathFailover::ConnFailed(PathConn *conn, uint64_t generation) {
   std::shared_ptr<PathLink> link = conn->link->shared_from_this();
   {
     adxl::MutexLock l(&mu_);
-    failed_.push_back({std::move(link), conn, ep});
+    failed_.push_back({std::move(link), conn, generation});
   }
   due_.store(true, std::memory_order_release);
   ctx_->Wake();
@@ -126,8 +126,15 @@ void PathFailover::Run() {
   }
   for (Failed &f : failed) {
     if (!f.link->Enter()) continue;
-    // `ep` is written only here (and by EpDestroy, once the link is closing).
-    if (f.ep == nullptr || f.conn->ep == f.ep) FailConn(*f.link, *f.conn, "its connection failed");
+    // A new endpoint is made only here (and by EpDestroy, once the link is
+    // closing): a report about an earlier one is stale.
+    if (f.conn->generation.load() == f.generation) {
+      FailConn(*f.link, *f.conn, "its connection failed");
+    } else {
+      ctx_->log(ADXL_PLUGIN_LOG_INFO, "network path %s of link %llu: a failure of an endpoint it has since closed, "
+                "not of its current one", f.conn->path->device().c_str(),
+                static_cast<unsigned long long>(f.link->id));
+    }
     f.link->Leave();
   }
   // 3. Parts ended by those failures (and any others): on the paths left.
@@ -180,6 +187,14 @@ namespace {
 struct SiblingProbe {
   std::shared_ptr<PathLink> link;
   PathConn *conn;
+};
+
+// The probe of a reconnected connection for ProbeDone: which endpoint it
+// probes (generation); holds the link until it ends.
+struct ReconnectProbe {
+  std::shared_ptr<PathLink> link;
+  PathConn *conn;
+  uint64_t generation;
 };
 
 void SiblingProbeDone(void *arg, int) {
@@ -279,6 +294,9 @@ void PathFailover::FailConn(PathLink &link, PathConn &conn, const char *why) {
 void PathFailover::Reconnect(PathLink &link, PathConn &conn, int64_t now) {
   ucs_status_t st = UCS_OK;
   conn.retry_at_ns.store(now + std::max(conn.backoff_ns.load(), ToNs(kRetryMin)));
+  // Raised before the endpoint exists: its error callback may run on
+  // another thread as soon as it does, and reads the generation.
+  const uint64_t generation = conn.generation.fetch_add(1) + 1;
   ucp_ep_h e = CreateUcpEp(ctx_, conn.path->worker(), conn.peer_ucp, PathConnError, &conn, &st);
   if (e == nullptr) return;  // logged; tried again at retry_at_ns
   conn.ep = e;
@@ -287,16 +305,23 @@ void PathFailover::Reconnect(PathLink &link, PathConn &conn, int64_t now) {
   conn.state.store(PathConn::kProbing);
   // The probe: one empty READ answered over the peer's reply endpoint
   // (am_lane.h, "Wire-up"); ProbeDone moves the connection on.
-  if (!conn.path->am.Post(link.id, &conn.ep, 1, false, nullptr, 0, static_cast<uint64_t>(deadline), ProbeDone,
-                          &conn)) {
+  auto probe = std::make_unique<ReconnectProbe>(ReconnectProbe{link.shared_from_this(), &conn, generation});
+  if (conn.path->am.Post(link.id, &conn.ep, 1, false, nullptr, 0, static_cast<uint64_t>(deadline), ProbeDone,
+                         probe.get())) {
+    probe.release();  // ProbeDone's
+  } else {
     FailConn(link, conn, "its probe could not be sent");
   }
   ctx_->Wake();
 }
 
 void PathFailover::ProbeDone(void *arg, int status) {
-  auto *conn = static_cast<PathConn *>(arg);
+  std::unique_ptr<ReconnectProbe> probe(static_cast<ReconnectProbe *>(arg));
+  PathConn *conn = probe->conn;
   adxl_plugin_context *ctx = conn->link->ctx;
+  // The probe of an endpoint the connection has since closed (and maybe
+  // replaced): it says nothing about the current one.
+  if (conn->generation.load() != probe->generation) return;
   if (status == ADXL_PLUGIN_OK) {
     int s = PathConn::kProbing;
     conn->heard.store(true);
@@ -306,12 +331,15 @@ void PathFailover::ProbeDone(void *arg, int status) {
     }
     return;
   }
-  if (conn->state.load() == PathConn::kProbing) ctx->failover.ConnFailed(conn, nullptr);
+  if (conn->state.load() == PathConn::kProbing) ctx->failover.ConnFailed(conn, probe->generation);
 }
 
-void PathConnError(void *arg, ucp_ep_h ep, ucs_status_t status) {
+void PathConnError(void *arg, ucp_ep_h, ucs_status_t status) {
   auto *conn = static_cast<PathConn *>(arg);
   conn->link->ctx->log(ADXL_PLUGIN_LOG_WARN, "UCX endpoint of network path %s failed: %s",
                        conn->path->device().c_str(), ucs_status_string(status));
-  conn->link->ctx->failover.ConnFailed(conn, ep);
+  // UCP calls this only for an endpoint not closed yet, under its worker
+  // lock, which closing takes too; a next endpoint is made only after this
+  // one is closed.  So the endpoint that failed is the current generation.
+  conn->link->ctx->failover.ConnFailed(conn, conn->generation.load());
 }

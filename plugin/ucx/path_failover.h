@@ -106,11 +106,10 @@ class PathFailover {
 
   // Queue work for Run() and wake the progress thread.  Callable from UCP
   // callbacks.
-  // `ep`: the UCP endpoint that failed; a report about an endpoint the
-  // connection no longer has (closed, or replaced by a reconnection) is
-  // dropped.  Null: whichever it has (a reconnection probe of the current
-  // one failed).
-  void ConnFailed(PathConn *conn, ucp_ep_h ep) ADXL_EXCLUDES(mu_);
+  // `generation`: that of the endpoint that failed (PathConn::generation);
+  // a report about an endpoint the connection no longer has (closed, or
+  // replaced by a reconnection) is dropped.
+  void ConnFailed(PathConn *conn, uint64_t generation) ADXL_EXCLUDES(mu_);
   void Repost(RepostFn fn, void *part) ADXL_EXCLUDES(mu_);
   // The carrier watch's fd is readable.
   void WatchReadable() { due_.store(true); }
@@ -151,7 +150,7 @@ class PathFailover {
   struct Failed {
     std::shared_ptr<PathLink> link;
     PathConn *conn;
-    ucp_ep_h ep;  // see ConnFailed
+    uint64_t generation;  // see ConnFailed
   };
   std::vector<Failed> failed_ ADXL_GUARDED_BY(mu_);
   std::vector<std::pair<RepostFn, void *>> reposts_ ADXL_GUARDED_BY(mu_);

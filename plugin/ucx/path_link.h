@@ -15,6 +15,9 @@
 // sees kClosing and stays off, or the closer sees its count and waits.)
 // `ep` is written only by the thread that holds the connection in a state
 // no poster reads it in (kDown, kClosing; kProbing by the failover worker).
+// `generation` names which endpoint `ep` is: raised before each new one is
+// made, so that a failure reported about an earlier one is told apart even
+// when UCP hands the new endpoint the old one's address (it reuses them).
 //
 // The link's `closing` flag (EpDestroy) stops the failover worker from
 // touching the link: the worker counts itself in `busy` around every use and
@@ -52,6 +55,7 @@ struct PathConn {
   size_t slot = 0;           // this connection's in PathLink::conns (and the link's rates)
   std::string peer_ucp;      // the peer path's worker address, for reconnecting
   ucp_ep_h ep = nullptr;     // see the header comment
+  std::atomic<uint64_t> generation{0};  // of `ep` (header comment); 0: none made yet
   std::atomic<int> state{kDown};
   std::atomic<int> users{0};
   // Failover worker: when to try to reconnect next, the back-off (reset by
