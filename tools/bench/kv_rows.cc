@@ -6,41 +6,35 @@
 namespace bench {
 namespace {
 
-// Rows of several kinds measured step by step in turn (kind A, kind B, A,
-// B, ...): a warm-up step and o.loops timed steps each, every step on every
-// peer at once.  Interleaved, the engine and its uniform reference see the
-// same machine load, so their ratio holds on a busy host too.
+// Rows of several kinds measured in turn (MeasureInTurn), every step on
+// every peer at once: the engine and its uniform reference see the same
+// load, so their ratio holds on a busy host too.
 std::vector<Row> MeasureRows(const Options &o, const std::vector<Session *> &peers, const Direction &d,
                              const std::vector<KvKind> &kinds, const std::vector<std::string> &names, Mode mode) {
   const int n = static_cast<int>(peers.size());
-  std::vector<RowAccumulator> acc(kinds.size());
-  std::vector<bool> failed(kinds.size(), false);
-  for (int i = 0; i <= o.loops; ++i) {
-    for (size_t k = 0; k < kinds.size(); ++k) {
-      if (failed[k]) continue;  // its links need resetting (RunKvRows)
-      size_t bytes = 0, keys = 0;
-      for (Session *p : peers) {
-        bytes += p->KvPlanOf(kinds[k]).bytes;
-        keys += p->KvPlanOf(kinds[k]).keys.size();
-        p->KvPoison(d, kinds[k]);
-      }
-      StepResult r = RunParallel(n, [&](int peer, StepResult *out) {
-        *out = peers[static_cast<size_t>(peer)]->KvStep(d, kinds[k], mode);
-      });
-      if (i == 0) {
-        if (r.errors > 0) acc[k].AddError(r.first_error);
-      } else {
-        acc[k].AddStep(r, bytes, keys);
-      }
-      if (r.errors > 0) {
-        failed[k] = true;
-        continue;
-      }
-      bool matched = true;
-      for (Session *p : peers) matched = p->KvCheck(d, kinds[k]) && matched;
-      if (o.verify) acc[k].AddCheck(matched);
+  std::vector<TurnRow> turns;
+  for (KvKind kind : kinds) {
+    TurnRow t;
+    for (Session *p : peers) {
+      t.bytes += p->KvPlanOf(kind).bytes;
+      t.ops += p->KvPlanOf(kind).keys.size();
     }
+    t.step = [&peers, d, kind, mode, n] {
+      for (Session *p : peers) p->KvPoison(d, kind);
+      return RunParallel(n, [&](int peer, StepResult *out) {
+        *out = peers[static_cast<size_t>(peer)]->KvStep(d, kind, mode);
+      });
+    };
+    if (o.verify) {
+      t.check = [&peers, d, kind] {
+        bool matched = true;
+        for (Session *p : peers) matched = p->KvCheck(d, kind) && matched;
+        return matched;
+      };
+    }
+    turns.push_back(std::move(t));
   }
+  const std::vector<RowAccumulator> acc = MeasureInTurn(o.loops, turns);
   std::vector<Row> rows;
   for (size_t k = 0; k < kinds.size(); ++k) {
     Row row = peers[0]->KvRow(names[k], d, kinds[k]);

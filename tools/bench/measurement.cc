@@ -29,4 +29,26 @@ void RowAccumulator::FillRow(Row *row) const {
   row->note = note_;
 }
 
+std::vector<RowAccumulator> MeasureInTurn(int loops, const std::vector<TurnRow> &rows) {
+  std::vector<RowAccumulator> acc(rows.size());
+  std::vector<bool> failed(rows.size(), false);
+  for (int i = 0; i <= loops; ++i) {
+    for (size_t k = 0; k < rows.size(); ++k) {
+      if (failed[k]) continue;
+      StepResult r = rows[k].step();
+      if (i == 0) {
+        if (r.errors > 0) acc[k].AddError(r.first_error);
+      } else {
+        acc[k].AddStep(r, rows[k].bytes, rows[k].ops);
+      }
+      if (r.errors > 0) {
+        failed[k] = true;
+        continue;
+      }
+      if (rows[k].check) acc[k].AddCheck(rows[k].check());
+    }
+  }
+  return acc;
+}
+
 }  // namespace bench

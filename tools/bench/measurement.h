@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,23 @@ class RowAccumulator {
 
 // Nearest-rank percentile of unsorted samples (0 when empty).
 double Percentile(std::vector<double> samples, double pct);
+
+// One row measured in turn with others (MeasureInTurn): a step of it, and
+// after a step that had no error whether its destination matched (null: no
+// verify pass); what a step moves.
+struct TurnRow {
+  std::function<StepResult()> step;
+  std::function<bool()> check;
+  size_t bytes = 0;
+  size_t ops = 0;
+};
+
+// Measures rows step by step in turn (A, B, ..., A, B, ...): each a warm-up
+// step, then `loops` timed steps.  In turn, every row sees the same machine
+// load, so that their ratios hold on a host whose load changes during the
+// run.  A row whose step fails takes no more steps (its link needs
+// resetting); the others go on.  One accumulator per row, in order.
+std::vector<RowAccumulator> MeasureInTurn(int loops, const std::vector<TurnRow> &rows);
 
 }  // namespace bench
 

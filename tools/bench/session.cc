@@ -323,37 +323,26 @@ uint64_t Session::DestinationHash(const Destination &dest, size_t len) {
 
 // ---------------------------------------------------------------- measuring
 
-// The rows of a group step by step in turn (engine, ucp, tcp, ..., engine,
-// ucp, ...): each a warm-up step, then o_.loops timed steps.  In turn, every
-// row sees the same machine load, so that their ratios hold on a host whose
-// load changes during the run (measured one after the other, a 2-core VM
-// moved the engine / TCP ratio at 256 KiB between 0.5 and 1.5 from run to
-// run).  With --verify, every step (warm-up included) starts from a
-// poisoned destination and ends with a hash comparison.  A failed step ends
-// its row (its link needs resetting, EndGroup); the others go on.
+// The rows of a group in turn (MeasureInTurn: measured one after the other,
+// a 2-core VM moved the engine / TCP ratio at 256 KiB between 0.5 and 1.5
+// from run to run).  With --verify, every step (warm-up included) starts
+// from a poisoned destination and ends with a hash comparison.
 void Session::RunInTurn(const BlockBatch &b, std::vector<Turn> *turns) {
   const size_t span = b.block * b.count;
-  std::vector<RowAccumulator> acc(turns->size());
-  std::vector<bool> failed(turns->size(), false);
-  for (int i = 0; i <= o_.loops; ++i) {
-    for (size_t t = 0; t < turns->size(); ++t) {
-      if (failed[t]) continue;
-      const Turn &turn = (*turns)[t];
-      if (o_.verify) PoisonDestination(turn.dest, span);
-      StepResult r = turn.step();
-      if (i == 0) {
-        if (r.errors > 0) acc[t].AddError(r.first_error);
-      } else {
-        acc[t].AddStep(r, span, b.count);
-      }
-      if (r.errors > 0) {
-        failed[t] = true;
-        continue;
-      }
-      if (o_.verify) acc[t].AddCheck(DestinationHash(turn.dest, span) == turn.expected);
-    }
+  std::vector<TurnRow> rows;
+  for (const Turn &t : *turns) {
+    TurnRow r;
+    r.step = [this, &t, span] {
+      if (o_.verify) PoisonDestination(t.dest, span);
+      return t.step();
+    };
+    if (o_.verify) r.check = [this, &t, span] { return DestinationHash(t.dest, span) == t.expected; };
+    r.bytes = span;
+    r.ops = b.count;
+    rows.push_back(std::move(r));
   }
-  for (size_t t = 0; t < turns->size(); ++t) acc[t].FillRow(&(*turns)[t].row);
+  const std::vector<RowAccumulator> acc = MeasureInTurn(o_.loops, rows);
+  for (size_t k = 0; k < turns->size(); ++k) acc[k].FillRow(&(*turns)[k].row);
 }
 
 Row Session::NewRow(const std::string &benchmark, const char *pattern, const Direction &d, size_t block,
