@@ -85,6 +85,12 @@ for mode in "${modes[@]}"; do
   [[ "$mode" == asan || "$mode" == tsan ]] || { echo "sanitize.sh: unknown mode $mode (asan|tsan)" >&2; exit 2; }
 done
 adxl_install_packages "${ADXL_PACKAGES[@]}"
+# The sanitizer trees build on the system's UCX (Debian 12: 1.13.1, with the
+# InfiniBand transports), the plain tree on the one scripts/setup.sh fetches:
+# CI builds and tests the engine on both (docs/ucx.md).  ADXL_SANITIZE_UCX_ROOT
+# names another (an install prefix, as ADXL_UCX_ROOT).
+ADXL_UCX_ROOT="${ADXL_SANITIZE_UCX_ROOT:-system}" adxl_select_ucx
+SANITIZE_FLAGS+=("${ADXL_UCX_CMAKE_ARGS[@]}")
 
 build_asan() {
   cmake -S "$ADXL_ROOT" -B "$ASAN_BUILD_DIR" "${SANITIZE_FLAGS[@]}" -DADXL_SANITIZE=address,undefined >/dev/null

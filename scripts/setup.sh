@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
 # Shared set-up of scripts/test.sh and scripts/demo.sh: installs the Debian
-# packages the build needs (only those missing), then configures and builds
-# in build/.  Source it; BUILD_TYPE and BUILD_DIR may be set by the caller.
+# packages the build needs (only those missing), fetches the UCX the engine
+# builds on, then configures and builds in build/.  Source it; BUILD_TYPE and
+# BUILD_DIR may be set by the caller.
+#
+# The UCX: ADXL_UCX_ROOT names a UCX install (a prefix with
+# lib/cmake/ucx/ucx-config.cmake), e.g. a cluster's own UCX with verbs;
+# "system" takes the system's (Debian 12: 1.13.1, which aborts a process when
+# a peer dies during the transport wire-up: docs/ucx.md).  Unset: UCX
+# $ADXL_UCX_VERSION from PyPI (the libucx-cu12 wheel: headers, CMake config,
+# tcp/shm/cma and CUDA transports; no verbs), unpacked once into .deps/.
 set -euo pipefail
 
 ADXL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -12,6 +20,44 @@ ADXL_PACKAGES=(build-essential cmake pkg-config libucx-dev ucx-utils libhwloc-de
                nlohmann-json3-dev python3 iproute2 pybind11-dev python3-dev python3-pytest
                python3-venv python3-setuptools python3-wheel
                libopenmpi-dev openmpi-bin libssl-dev)
+
+ADXL_UCX_VERSION=1.22.0
+
+# Sets ADXL_UCX_CMAKE_ARGS (the configure arguments that select the UCX) and
+# exports ucx_ROOT.
+adxl_select_ucx() {
+  local root="${ADXL_UCX_ROOT:-}"
+  if [[ "$root" == system ]]; then
+    ADXL_UCX_CMAKE_ARGS=()
+    unset ucx_ROOT
+    return 0
+  fi
+  if [[ -z "$root" ]]; then
+    root="$ADXL_ROOT/.deps/ucx-$ADXL_UCX_VERSION/libucx"
+    [[ -f "$root/lib/cmake/ucx/ucx-config.cmake" ]] || adxl_fetch_ucx "$(dirname "$root")"
+  fi
+  [[ -f "$root/lib/cmake/ucx/ucx-config.cmake" ]] ||
+    { echo "setup: ADXL_UCX_ROOT=$root has no lib/cmake/ucx/ucx-config.cmake" >&2; return 1; }
+  ADXL_UCX_CMAKE_ARGS=("-Ducx_DIR=$root/lib/cmake/ucx")
+  # CMake's own variable for the package's prefix: nested configures (the pip
+  # build of ./python, tests/install) find the same UCX.
+  export ucx_ROOT="$root"
+}
+
+# Unpacks the libucx-cu12 wheel of $ADXL_UCX_VERSION into $1 (pip from a
+# venv on Debian's python3: PEP 668 keeps pip out of the system interpreter).
+adxl_fetch_ucx() {
+  local dest=$1 tmp
+  tmp="$(mktemp -d)"
+  echo "setup: fetching UCX $ADXL_UCX_VERSION (PyPI libucx-cu12) into $dest"
+  /usr/bin/python3 -m venv "$tmp/venv" &&
+    "$tmp/venv/bin/pip" download -q --no-deps --only-binary :all: -d "$tmp" "libucx-cu12==$ADXL_UCX_VERSION" &&
+    rm -rf "$dest.part" && /usr/bin/python3 -m zipfile -e "$tmp"/libucx_cu12-*.whl "$dest.part" &&
+    rm -rf "$dest" && mv "$dest.part" "$dest"
+  local rc=$?
+  rm -rf "$tmp"
+  ((rc == 0)) || { echo "setup: fetching UCX from PyPI failed" >&2; return 1; }
+}
 
 adxl_install_packages() {
   local missing=()
@@ -30,6 +76,7 @@ adxl_install_packages() {
 
 adxl_build() {
   adxl_install_packages "${ADXL_PACKAGES[@]}"
-  cmake -S "$ADXL_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" "$@" >/dev/null
+  adxl_select_ucx
+  cmake -S "$ADXL_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" "${ADXL_UCX_CMAKE_ARGS[@]}" "$@" >/dev/null
   cmake --build "$BUILD_DIR" -j"$(nproc)"
 }

@@ -32,6 +32,10 @@
 # a path gone silent (NetnsFailoverTest.SilentPath*: carrier
 # kept, every packet dropped, under striped and under whole-on-one-path
 # streams), ITERATIONS/25 runs (skipped without root too).
+# the kill storm (adxl-storm --kill-rounds: rounds of 32 peer processes,
+# each SIGKILLed at a random moment of its first 1.5 s, then fresh peers
+# link and verify and the target finalizes), ITERATIONS/10 runs of 2 rounds
+# per lane: 320 killed peers per lane at CI's 50.
 # One process through 100 cycles: ADXL_TEST_FLAP_CYCLES=100 on the flap test
 # (README, "Multi-path links").
 # BUILD_DIR (default build/) must hold a build (scripts/test.sh makes one).
@@ -143,6 +147,14 @@ for lane in hccs rdma; do
   run_command "ConnectStorm64/$lane" "$storm_runs" "$STORM" --peers 64 --lane "$lane" --idle-ms 500
 done
 run_command "ConnectStorm64/rdma-2paths" "$storm_runs" env BUILD_DIR="$BUILD_DIR" "$ADXL_ROOT/scripts/netns_storm.sh"
+# The kill storm: each run kills 2 rounds of 32 peers at random moments of
+# their first 1.5 s (start-up, handshake, wire-up, transfer), then 32 fresh
+# peers must link and verify and the target finalize (adxl-storm
+# --kill-rounds); ITERATIONS/10 runs per lane, 320 killed peers per lane at
+# CI's 50.
+for lane in hccs rdma; do
+  run_command "KillStorm64/$lane" "$per_tenth" "$STORM" --kill-rounds 2 --peers 32 --lane "$lane"
+done
 if ((total_fail > 0)); then
   echo "stress: $total_fail run(s) failed or hung" >&2
   exit 1

@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "ucx_config.h"
+
 bool NetPath::LookUpInterface(const std::string &device, uint32_t *ipv4, uint8_t *prefix, std::string *why) {
   ifaddrs *list = nullptr;
   if (getifaddrs(&list) != 0) {
@@ -77,8 +79,8 @@ std::unique_ptr<NetPath> NetPath::Open(const std::string &device, const std::str
   // worker's lock, and over a silent path (carrier up, packets dropped)
   // that waited for TCP's SYN retransmissions: 6 s in which the progress
   // thread moved nothing on any path (netns_failover_test, SilentPath...).
-  if (st == UCS_OK) st = ucp_config_modify(config, "CONN_NB", "y");
-  if (st == UCS_OK && !rx_seg_size.empty()) st = ucp_config_modify(config, "RX_SEG_SIZE", rx_seg_size.c_str());
+  if (st == UCS_OK) st = ModifyTransportSetting(config, "TCP_", "CONN_NB", "y");
+  if (st == UCS_OK && !rx_seg_size.empty()) st = ModifyTransportSetting(config, "TCP_", "RX_SEG_SIZE", rx_seg_size.c_str());
   if (st != UCS_OK) {
     ucp_config_release(config);
     *why = std::string("UCX settings of the path: ") + ucs_status_string(st);

@@ -17,7 +17,10 @@
 #include <cstring>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <new>
+
+#include "ucx_config.h"
 
 extern char **environ;
 
@@ -77,8 +80,10 @@ bool TlsMayUse(const char *tls, std::initializer_list<const char *> names) {
 // checks of UCX_TLS and of the hardware.  Applied only where the user set
 // nothing for that setting: a UCX_* variable of the user always wins.
 void ApplyUcxSettings(adxl_plugin_context *ctx, ucp_config_t *config, const UcxParams &params) {
-  auto set = [ctx, config](const char *key, const char *value) {
-    ucs_status_t st = ucp_config_modify(config, key, value);
+  // A UCP key, or a transport's (`tl_prefix`: ucx_config.h).
+  auto set = [ctx, config](const char *key, const char *value, const char *tl_prefix = nullptr) {
+    ucs_status_t st = tl_prefix == nullptr ? ucp_config_modify(config, key, value)
+                                           : ModifyTransportSetting(config, tl_prefix, key, value);
     ctx->log(st == UCS_OK ? ADXL_PLUGIN_LOG_DEBUG : ADXL_PLUGIN_LOG_WARN, "UCX setting %s=%s: %s", key, value,
              ucs_status_string(st));
   };
@@ -103,7 +108,7 @@ void ApplyUcxSettings(adxl_plugin_context *ctx, ucp_config_t *config, const UcxP
   // lane's rendezvous data arrives in MiB-sized runs; 2 MiB segments about
   // double its bandwidth on loopback (adxl-bench --lane rdma, README), for
   // 16 MiB of receive buffers per worker (UCX grows the pool 8 at a time).
-  if (TlsMayUse(tls, {"tcp"}) && !UserSetUcx("RX_SEG_SIZE")) set("RX_SEG_SIZE", kRdmaRxSegSize);
+  if (TlsMayUse(tls, {"tcp"}) && !UserSetUcx("RX_SEG_SIZE")) set("RX_SEG_SIZE", kRdmaRxSegSize, "TCP_");
   // Without an RDMA device UCX has no IB transports to take these.
   if (HaveInfiniBand() && TlsMayUse(tls, {"ib", "rc", "ud", "dc", "mlx5", "verbs"})) {
     if (!params.rdma_traffic_class.empty() && !UserSetUcx("TRAFFIC_CLASS")) {
@@ -111,6 +116,23 @@ void ApplyUcxSettings(adxl_plugin_context *ctx, ucp_config_t *config, const UcxP
     }
     if (!params.rdma_service_level.empty() && !UserSetUcx("SL")) set("IB_SL", params.rdma_service_level.c_str());
   }
+}
+
+// UCX before 1.14 asserts (aborting the process) when an endpoint fails
+// while a wire-up reply to its peer is still queued: a peer killed during its
+// transport wire-up takes this process down (upstream fixed it in 1.14,
+// openucx/ucx#8175).  Said once per process, at the first context.
+void WarnOfOldUcx(const PluginLog &log) {
+  static std::once_flag once;
+  std::call_once(once, [&log] {
+    unsigned major = 0, minor = 0, release = 0;
+    ucp_get_version(&major, &minor, &release);
+    if (major > 1 || (major == 1 && minor >= 14)) return;
+    log(ADXL_PLUGIN_LOG_WARN,
+        "UCX %u.%u.%u: a peer that dies while its transport wire-up is in flight aborts this process (UCX's "
+        "wire-up assertion, fixed in UCX 1.14); build against UCX >= 1.14 (scripts/setup.sh fetches 1.22)",
+        major, minor, release);
+  });
 }
 
 // The value UCP's configuration gives `name` (e.g. "UCX_PROTO_ENABLE"), from
@@ -384,6 +406,7 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
   }
   ctx->test_ep_destroy_delay_us = params.test_ep_destroy_delay_us;
   ctx->rdma_connections = params.rdma_connections;
+  WarnOfOldUcx(ctx->log);
   ucp_config_t *config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) {

@@ -6,7 +6,8 @@
 // over one socketpair per peer with newline-terminated text lines:
 //
 //   peer -> driver   "ready"                     engine initialized, memory registered
-//   driver -> peer   "go"                        connect now
+//   driver -> peer   "go"                        connect now ("go stages": and
+//                                                report "connected" once Connect returned)
 //   peer -> driver   "ok <connect_ms> <all_ms>"  linked, READ verified, WRITE done
 //                    "fail <stage> <status>"     (stage: connect, read, verify, write)
 //   driver -> peer   "verify"                    READ the 1 MiB again and verify it
@@ -15,9 +16,12 @@
 #ifndef ADXL_TOOLS_STORM_STORM_H_
 #define ADXL_TOOLS_STORM_STORM_H_
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace storm {
 
@@ -44,6 +48,32 @@ int RunPeer(const PeerArgs &args);
 // (< 0: forever).  False on EOF, error or timeout.
 bool ReadLine(int fd, std::string *buffer, std::string *line, int timeout_ms);
 bool WriteLine(int fd, const std::string &line);
+
+// The driver's side (storm_driver.cc).
+
+// One peer process as the driver sees it.
+struct Peer {
+  pid_t pid = -1;
+  int fd = -1;           // the driver's end of the socketpair
+  std::string buffer;    // bytes read but not yet a whole line
+  std::string report;    // the latest line Collect read
+  bool killed = false;   // the driver sent it SIGKILL
+};
+
+// A free TCP port on 127.0.0.1 for the target engine.
+bool FreePort(uint16_t *port);
+// Starts a peer (this executable, `self`, with --peer); false on failure.
+bool Spawn(const std::string &self, const PeerArgs &a, Peer *p);
+// Reads one line from every peer in `which` until each answered or
+// timeout_ms passed; a peer that closed or timed out gets "lost".
+void Collect(std::vector<Peer> &peers, const std::vector<int> &which, int timeout_ms);
+
+// The kill storm (kill_storm.cc): `rounds` rounds of `peers` peer processes,
+// each SIGKILLed at a random moment of its first `window_ms` (start-up,
+// handshake, wire-up, transfer), against one target engine in this process;
+// then `peers` fresh peers must link and verify and the target finalize.
+// Returns the process exit status (0: the target lived through it all).
+int RunKillStorm(const std::string &self, int rounds, int peers, bool rdma, int window_ms, int timeout_ms);
 
 }  // namespace storm
 

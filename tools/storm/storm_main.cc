@@ -2,6 +2,10 @@
 // this process owns (storm.h); it reports what the connect-storm targets name (README, "Scale: a connect storm").
 //
 //   adxl-storm --peers N [--lane hccs|rdma] [--timeout-ms T] [--idle-ms I] [--no-kill]
+//   adxl-storm --kill-rounds R --peers N [--lane hccs|rdma] [--kill-window-ms W]
+//
+// The second form is the kill storm (storm.h, kill_storm.cc): peers killed
+// while they start and connect, then fresh peers link and verify.
 //
 // Measures, on the target: time from "go" until the last peer reported
 // (link time), failures and peer processes that died by a signal (aborts),
@@ -43,14 +47,7 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-struct Peer {
-  pid_t pid = -1;
-  int fd = -1;
-  std::string buffer;
-  std::string report;
-  bool killed = false;
-};
+using storm::Peer;
 
 struct Usage {
   long rss_kib = 0;
@@ -98,83 +95,11 @@ double PeersCpu(const std::vector<Peer> &peers) {
 
 double MsSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-bool FreePort(uint16_t *port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  const bool ok = fd >= 0 && bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)) == 0 &&
-                  getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) == 0;
-  if (fd >= 0) close(fd);
-  *port = ntohs(a.sin_port);
-  return ok;
-}
-
-// Starts peer `index` (this executable with --peer); false on failure.
-bool Spawn(const std::string &self, const storm::PeerArgs &a, Peer *p) {
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return false;
-  fcntl(sv[0], F_SETFD, FD_CLOEXEC);
-  std::vector<std::string> args{self,          "--peer",        std::to_string(sv[1]),   std::to_string(a.index),
-                                a.target,      std::to_string(a.region), a.rdma ? "rdma" : "hccs",
-                                std::to_string(a.timeout_ms)};
-  std::vector<char *> argv;
-  for (std::string &s : args) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    // Diagnosis: ADXL_STORM_TRACE_PEER=i gives peer i UCX's debug log.
-    const char *trace = getenv("ADXL_STORM_TRACE_PEER");
-    if (trace != nullptr && atoi(trace) == a.index) setenv("UCX_LOG_LEVEL", "debug", 1);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  close(sv[1]);
-  if (pid < 0) {
-    close(sv[0]);
-    return false;
-  }
-  p->pid = pid;
-  p->fd = sv[0];
-  return true;
-}
-
-// Reads one line from every peer in `which` until each answered or the
-// deadline passed; a peer that closed or timed out gets "lost".
-void Collect(std::vector<Peer> &peers, const std::vector<int> &which, int timeout_ms) {
-  const auto end = Clock::now() + std::chrono::milliseconds(timeout_ms);
-  std::vector<int> left = which;
-  for (int i : which) peers[i].report.clear();
-  while (!left.empty()) {
-    const long ms = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count();
-    if (ms <= 0) break;
-    std::vector<pollfd> fds;
-    for (int i : left) fds.push_back({peers[i].fd, POLLIN, 0});
-    if (poll(fds.data(), fds.size(), static_cast<int>(std::min(ms, 1000L))) <= 0) continue;
-    std::vector<int> still;
-    for (size_t k = 0; k < left.size(); ++k) {
-      Peer &p = peers[left[k]];
-      if (fds[k].revents == 0) {
-        still.push_back(left[k]);
-        continue;
-      }
-      std::string line;
-      if (storm::ReadLine(p.fd, &p.buffer, &line, 0)) {
-        p.report = line;
-      } else if (p.buffer.find('\n') == std::string::npos && (fds[k].revents & (POLLHUP | POLLERR))) {
-        p.report = "lost";
-      } else {
-        still.push_back(left[k]);
-      }
-    }
-    left.swap(still);
-  }
-  for (int i : left) peers[i].report = "lost (no answer in time)";
-}
-
 int PrintUsage(const char *argv0) {
-  fprintf(stderr, "usage: %s --peers N [--lane hccs|rdma] [--timeout-ms T] [--idle-ms I] [--no-kill]\n", argv0);
+  fprintf(stderr,
+          "usage: %s --peers N [--lane hccs|rdma] [--timeout-ms T] [--idle-ms I] [--no-kill]\n"
+          "       %s --kill-rounds R --peers N [--lane hccs|rdma] [--timeout-ms T] [--kill-window-ms W]\n",
+          argv0, argv0);
   return 2;
 }
 
@@ -191,7 +116,7 @@ int main(int argc, char **argv) {
     a.timeout_ms = atoi(argv[7]);
     return storm::RunPeer(a);
   }
-  int n = 0, timeout_ms = 60000, idle_ms = 3000;
+  int n = 0, timeout_ms = 60000, idle_ms = 3000, kill_rounds = 0, kill_window_ms = 1500;
   bool rdma = false, kill_half = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -201,18 +126,23 @@ int main(int argc, char **argv) {
     else if (a == "--timeout-ms" && v) timeout_ms = atoi(argv[++i]);
     else if (a == "--idle-ms" && v) idle_ms = atoi(argv[++i]);
     else if (a == "--no-kill") kill_half = false;
+    else if (a == "--kill-rounds" && v) kill_rounds = atoi(argv[++i]);
+    else if (a == "--kill-window-ms" && v) kill_window_ms = atoi(argv[++i]);
     else return PrintUsage(argv[0]);
   }
-  if (n <= 0 || n > 4096 || timeout_ms <= 0 || idle_ms < 0) return PrintUsage(argv[0]);
+  if (n <= 0 || n > 4096 || timeout_ms <= 0 || idle_ms < 0 || kill_rounds < 0 || kill_window_ms <= 0) {
+    return PrintUsage(argv[0]);
+  }
   signal(SIGPIPE, SIG_IGN);
   setvbuf(stdout, nullptr, _IOLBF, 0);
   char self[PATH_MAX] = {};
   if (readlink("/proc/self/exe", self, sizeof(self) - 1) <= 0) return 1;
+  if (kill_rounds > 0) return storm::RunKillStorm(self, kill_rounds, n, rdma, kill_window_ms, timeout_ms);
   const char *lane = rdma ? "rdma" : "hccs";
 
   // The peers first: forked before this process starts any engine thread.
   uint16_t port = 0;
-  if (!FreePort(&port)) return 1;
+  if (!storm::FreePort(&port)) return 1;
   const std::string target = "127.0.0.1:" + std::to_string(port);
   const size_t region_len = storm::kReadBytes + static_cast<size_t>(n) * storm::kWriteBytes;
   void *mem = nullptr;
@@ -232,7 +162,7 @@ int main(int argc, char **argv) {
     a.region = reinterpret_cast<uintptr_t>(region);
     a.rdma = rdma;
     a.timeout_ms = timeout_ms;
-    if (!Spawn(self, a, &peers[i])) {
+    if (!storm::Spawn(self, a, &peers[i])) {
       fprintf(stderr, "storm: cannot start peer %d: %s\n", i, strerror(errno));
       return 1;
     }
@@ -247,7 +177,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "storm: the target engine did not start\n");
     return 1;
   }
-  Collect(peers, all, 600000);
+  storm::Collect(peers, all, 600000);
   int not_ready = 0;
   for (Peer &p : peers) not_ready += p.report != "ready";
   printf("storm: %d peers on the %s lane started in %.1f s (%d not ready)\n", n, lane, MsSince(init_start) / 1e3,
@@ -258,7 +188,7 @@ int main(int argc, char **argv) {
   const double peers_cpu_before = PeersCpu(peers);
   const auto go = Clock::now();
   for (Peer &p : peers) storm::WriteLine(p.fd, "go");
-  Collect(peers, all, timeout_ms * 3 + 10000);
+  storm::Collect(peers, all, timeout_ms * 3 + 10000);
   const double link_ms = MsSince(go);
   int failures = 0;
   std::vector<long> connect_ms;
@@ -334,7 +264,7 @@ int main(int argc, char **argv) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     for (int i : alive) storm::WriteLine(peers[i].fd, "verify");
-    Collect(peers, alive, timeout_ms + 10000);
+    storm::Collect(peers, alive, timeout_ms + 10000);
     survivors = static_cast<int>(alive.size());
     for (int i : alive) survivors_ok += peers[i].report == "ok";
     printf("storm: killed %d peers; %d/%d linked survivors READ and verified again\n", (n + 1) / 2, survivors_ok,

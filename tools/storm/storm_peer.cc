@@ -95,7 +95,7 @@ int RunPeer(const PeerArgs &a) {
     WriteLine(a.fd, "fail register 0");
     return 1;
   }
-  if (!WriteLine(a.fd, "ready") || !ReadLine(a.fd, &buffer, &line, -1) || line != "go") {
+  if (!WriteLine(a.fd, "ready") || !ReadLine(a.fd, &buffer, &line, -1) || (line != "go" && line != "go stages")) {
     engine.Finalize();
     return 1;
   }
@@ -103,6 +103,7 @@ int RunPeer(const PeerArgs &a) {
   std::string report;
   adxl::Status st = engine.Connect(a.target.c_str(), a.timeout_ms);
   const double connect_ms = MsSince(start);
+  if (st == adxl::SUCCESS && line == "go stages") WriteLine(a.fd, "connected");
   if (st != adxl::SUCCESS) {
     report = Fail("connect", st);
   } else {
