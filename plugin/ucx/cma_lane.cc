@@ -184,6 +184,13 @@ bool CmaLane::Unpack(const std::string &packed, uct_rkey_bundle_t *rkey, std::st
     *why = "cma key of " + std::to_string(packed.size()) + " bytes, expected " + std::to_string(rkey_size_);
     return false;
   }
+  // cma reaches the peer by its pid and virtual addresses; the key carries
+  // nothing.  UCX 1.13's cma still registers and packs an empty key; later
+  // UCX registers nothing (rkey_packed_size 0) and refuses to unpack one.
+  if (rkey_size_ == 0) {
+    rkey->rkey = UCT_INVALID_RKEY;
+    return true;
+  }
   if (uct_rkey_unpack(component_, packed.data(), rkey) != UCS_OK) {
     *why = "cma key unpack failed";
     return false;
