@@ -16,26 +16,29 @@
 # storm (tools/storm: 64 peer processes connect at once, every byte
 # verified, half killed) on both lanes, ITERATIONS/100 runs each, at least 2,
 # and the same on the network lane with two network paths per link
-# (scripts/netns_storm.sh: a namespace with two veth pairs; skipped, and so
-# passing, without root);
+# (scripts/netns_storm.sh: a namespace with two veth pairs; skipped
+# without root);
 # Finalize with requests outstanding against a stopped target on the network
 # lane, then the target resumed and checked alive (conformance S3_3 on
 # rdma_am: the peer must not abort in UCX's wire-up), ITERATIONS runs;
 # a real partition (NetnsPartitionTest: the only veth path between two
 # network namespaces taken down during verified transfers, every transfer
 # failing in time, then up and a verified reconnect), one down/up cycle per
-# run, ITERATIONS/5 runs (skipped, and so passing, without root); failover
+# run, ITERATIONS/5 runs (skipped without root); failover
 # of a two-path link (NetnsFailoverTest.LinkFlapCycles: path 1 and path 2 in
 # turn taken down and up 20 times under a verified WRITE/READ stream, no
 # transfer may fail or arrive corrupted), ITERATIONS/10 runs of fresh
 # processes, so 100 cycles at CI's 50 iterations (skipped without root too);
 # a path gone silent (NetnsFailoverTest.SilentPath*: carrier
 # kept, every packet dropped, under striped and under whole-on-one-path
-# streams), ITERATIONS/25 runs (skipped without root too).
+# streams), ITERATIONS/25 runs (skipped without root too);
 # the kill storm (adxl-storm --kill-rounds: rounds of 32 peer processes,
 # each SIGKILLed at a random moment of its first 1.5 s, then fresh peers
 # link and verify and the target finalizes), ITERATIONS/10 runs of 2 rounds
 # per lane: 320 killed peers per lane at CI's 50.
+# A run that skipped counts as skipped, never as passed, and the script
+# fails when a run skipped on a machine that can make a network namespace
+# and has tc (there a skip means the case broke).
 # One process through 100 cycles: ADXL_TEST_FLAP_CYCLES=100 on the flap test
 # (README, "Multi-path links").
 # BUILD_DIR (default build/) must hold a build (scripts/test.sh makes one).
@@ -98,6 +101,7 @@ trap 'kill "${hogs[@]}" 2>/dev/null' EXIT
 
 logdir="$(mktemp -d /tmp/adxl-stress.XXXXXX)"
 total_fail=0
+total_skip=0
 run_case() {  # name filter runs [env...]
   local name=$1 filter=$2 runs=$3
   shift 3
@@ -106,11 +110,15 @@ run_case() {  # name filter runs [env...]
 run_command() {  # name runs command...   (each run limited to LIMIT_S seconds)
   local name=$1 runs=$2
   shift 2
-  local pass=0 fail=0 hang=0 t0=$SECONDS
+  local pass=0 skip=0 fail=0 hang=0 t0=$SECONDS
   for ((i = 0; i < runs; ++i)); do
     timeout -s KILL "$LIMIT_S" "$@" >"$logdir/run.log" 2>&1
     local rc=$?
-    if ((rc == 0)); then
+    if ((rc == 0)) && grep -q -e '^\[  SKIPPED \]' -e ': skipped: ' "$logdir/run.log"; then
+      # A run that skipped tested nothing: never counted as passed.
+      ((++skip))
+      cp "$logdir/run.log" "$logdir/${name//\//_}.skip.$i.log"
+    elif ((rc == 0)); then
       ((++pass))
     elif ((rc == 137)); then
       ((++hang))
@@ -120,8 +128,9 @@ run_command() {  # name runs command...   (each run limited to LIMIT_S seconds)
       cp "$logdir/run.log" "$logdir/${name//\//_}.fail.$i.log"
     fi
   done
-  printf '%-42s runs %4d  passed %4d  failed %3d  hung %3d  (%d s)\n' "$name" "$runs" "$pass" "$fail" "$hang" \
-    $((SECONDS - t0))
+  printf '%-42s runs %4d  passed %4d  skipped %3d  failed %3d  hung %3d  (%d s)\n' "$name" "$runs" "$pass" "$skip" \
+    "$fail" "$hang" $((SECONDS - t0))
+  total_skip=$((total_skip + skip))
   total_fail=$((total_fail + fail + hang))
 }
 
@@ -158,5 +167,17 @@ done
 if ((total_fail > 0)); then
   echo "stress: $total_fail run(s) failed or hung" >&2
   exit 1
+fi
+# The namespace cases skip without root, network namespaces or `tc`; where
+# a namespace can be made and tc is here, a skip means the case broke, not
+# that it cannot run.
+if ((total_skip > 0)); then
+  probe="adxl-stress-probe-$$"
+  if [[ $(id -u) -eq 0 ]] && command -v tc >/dev/null && ip netns add "$probe" 2>/dev/null; then
+    ip netns del "$probe"
+    echo "stress: $total_skip run(s) skipped on a machine that can run them (root, ip netns, tc); logs in $logdir" >&2
+    exit 1
+  fi
+  echo "stress: $total_skip run(s) skipped: this machine lacks root, ip netns or tc (they test nothing here)"
 fi
 echo "stress: all runs passed"

@@ -9,9 +9,16 @@ ADXL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ADXL_ROOT"
 CLANG="${CLANG:-$(command -v clang++ || command -v clang++-14 || true)}"
 [[ -n "$CLANG" ]] || { echo "thread_safety: clang++ not found (apt-get install clang)" >&2; exit 1; }
+# UCX's headers: those of the UCX the build uses (ucx_ROOT, which
+# scripts/setup.sh exports), else the system's.
+if [[ -n "${ucx_ROOT:-}" ]]; then
+  UCX_CFLAGS=("-I$ucx_ROOT/include")
+else
+  read -r -a UCX_CFLAGS <<<"$(pkg-config --cflags ucx)"
+fi
 FLAGS=(-std=c++17 -fsyntax-only -Wthread-safety -Wthread-safety-beta -Werror=thread-safety
        -Iinclude -Isrc -Isrc/llm_datadist -Iplugin/ucx -Iemulation/acl/include -Iemulation/acl/src
-       $(pkg-config --cflags ucx))
+       "${UCX_CFLAGS[@]}")
 for bad in tests/thread_safety/must_not_compile*.cc; do
   if diagnostics="$("$CLANG" "${FLAGS[@]}" "$bad" 2>&1)"; then
     echo "thread_safety: clang accepted $bad: the analysis is not running or does not check that rule" >&2
