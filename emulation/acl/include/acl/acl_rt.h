@@ -60,6 +60,12 @@ typedef struct aclrtPtrAttributes {
   uint32_t rsv[4];
 } aclrtPtrAttributes;
 
+// A fabric (cross-process) handle of physical memory (aclrtMemExportToShareableHandle
+// with ACL_MEM_SHARE_HANDLE_TYPE_FABRIC); adxl::ShareableHandle is this type.
+typedef struct aclrtMemFabricHandle {
+  uint8_t data[128];
+} aclrtMemFabricHandle;
+
 // Process setup.  configPath may be NULL; a second aclInit without
 // aclFinalize is ACL_ERROR_REPEAT_INITIALIZE.  The emulation does not require
 // aclInit before the other calls (the vendor's HIXL examples never call it).
