@@ -18,6 +18,7 @@
 
 #include "adxl/adxl_engine.h"
 #include "hixl/hixl.h"
+#include "llm_datadist/llm_datadist.h"
 
 #ifndef ADXL_ABI_TEST_CXX11_ABI
 #error "built by tests/abi/CMakeLists.txt with ADXL_ABI_TEST_CXX11_ABI set"
@@ -99,6 +100,45 @@ LAYOUT(hixl::NotifyDesc, 32, 8);
 AT(hixl::NotifyDesc, name, 0);
 AT(hixl::NotifyDesc, notify_msg, 16);
 LAYOUT(hixl::Hixl, 8, 8);  // one std::unique_ptr
+
+// llm_datadist.h
+static_assert(std::is_same<llm_datadist::AscendString, ge::AscendString>::value, "llm_datadist::AscendString");
+static_assert(std::is_same<llm_datadist::Status, uint32_t>::value, "llm_datadist::Status");
+LAYOUT(llm_datadist::LlmRole, 4, 4);
+LAYOUT(llm_datadist::CachePlacement, 4, 4);
+LAYOUT(llm_datadist::IpInfo, 152, 8);
+AT(llm_datadist::IpInfo, ip, 0);
+AT(llm_datadist::IpInfo, port, 16);
+AT(llm_datadist::IpInfo, reserved, 18);
+LAYOUT(llm_datadist::ClusterInfo, 192, 8);
+AT(llm_datadist::ClusterInfo, remote_cluster_id, 0);
+AT(llm_datadist::ClusterInfo, remote_role_type, 8);
+AT(llm_datadist::ClusterInfo, local_ip_infos, 16);
+AT(llm_datadist::ClusterInfo, remote_ip_infos, 40);
+AT(llm_datadist::ClusterInfo, reserved, 64);
+LAYOUT(llm_datadist::CacheIndex, 152, 8);
+AT(llm_datadist::CacheIndex, cluster_id, 0);
+AT(llm_datadist::CacheIndex, cache_id, 8);
+AT(llm_datadist::CacheIndex, batch_index, 16);
+AT(llm_datadist::CacheIndex, reserved, 20);
+LAYOUT(llm_datadist::CacheDesc, 168, 8);
+AT(llm_datadist::CacheDesc, placement, 0);
+AT(llm_datadist::CacheDesc, num_tensors, 4);
+AT(llm_datadist::CacheDesc, data_type, 8);
+AT(llm_datadist::CacheDesc, shape, 16);
+AT(llm_datadist::CacheDesc, reserved, 40);
+LAYOUT(llm_datadist::Cache, 328, 8);
+AT(llm_datadist::Cache, cache_id, 0);
+AT(llm_datadist::Cache, tensor_addrs, 8);
+AT(llm_datadist::Cache, cache_desc, 32);
+AT(llm_datadist::Cache, reserved, 200);
+LAYOUT(llm_datadist::KvCacheExtParam, 144, 4);
+AT(llm_datadist::KvCacheExtParam, src_layer_range, 0);
+AT(llm_datadist::KvCacheExtParam, dst_layer_range, 8);
+AT(llm_datadist::KvCacheExtParam, tensor_num_per_layer, 16);
+AT(llm_datadist::KvCacheExtParam, reserved, 17);
+LAYOUT(llm_datadist::RegisterCfg, 128, 1);
+LAYOUT(llm_datadist::LlmDataDist, 8, 8);  // one std::unique_ptr
 
 // Values are the vendor's.
 static_assert(adxl::MEM_DEVICE == 0 && adxl::MEM_HOST == 1 && hixl::MEM_DEVICE == 0 && hixl::MEM_HOST == 1, "MemType");
