@@ -22,20 +22,30 @@ trap 'rm -rf "$work"' EXIT
 
 py=python3
 if [[ -z "$wheel_src" ]]; then
-  if ! timeout 300 "$py" -m pip download --quiet --no-deps --only-binary=:all: mooncake-transfer-engine-npu \
-        -d "$work/dl" >"$work/pip.log" 2>&1; then
+  # ADXL_WHEEL_CACHE (ctest sets it in the build tree): download once.
+  dl="${ADXL_WHEEL_CACHE:-$work/dl}"
+  mkdir -p "$dl"
+  if ! ls "$dl"/mooncake_transfer_engine_npu-*.whl >/dev/null 2>&1 &&
+     ! timeout 300 "$py" -m pip download --quiet --no-deps --only-binary=:all: mooncake-transfer-engine-npu \
+        -d "$dl" >"$work/pip.log" 2>&1; then
     echo "SKIPPED: cannot download mooncake-transfer-engine-npu ($(tail -1 "$work/pip.log"))"
     exit 77
   fi
-  wheel_src="$work/dl"
+  wheel_src="$dl"
 fi
 if [[ -d "$wheel_src" ]]; then
   wheel="$(ls "$wheel_src"/mooncake_transfer_engine_npu-*.whl | head -1)"
 else
   wheel="$wheel_src"
 fi
-"$py" -m venv "$work/venv"
-"$work/venv/bin/pip" install --quiet --no-deps --no-index "$wheel"
+if ! "$py" -m venv "$work/venv" >/dev/null 2>&1; then
+  echo "SKIPPED: no python3 venv module"
+  exit 77
+fi
+if ! "$work/venv/bin/pip" install --quiet --no-deps --no-index "$wheel" >"$work/install.log" 2>&1; then
+  echo "SKIPPED: $(basename "$wheel") does not install here ($(tail -1 "$work/install.log")): its Python is missing?"
+  exit 77
+fi
 site="$("$work/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 
 # What the wheel needs from the vendor's stack, all found here.
