@@ -30,8 +30,22 @@ while read -r lib sym; do
     missing=$((missing + 1))
   fi
 done < "$table"
+# One engine per process: every name of the engine library (the vendor's and
+# the compatibility links) and libllm_datadist.so's dependency resolve to one
+# loaded object, so they give one address for the engine's constructor.
+one_engine="$(cd "$libdir" && python3 - <<'PY' 2>&1
+import ctypes, os
+sym = "_ZN4adxl10AdxlEngineC1Ev"
+addrs = {}
+for name in ("libllm_datadist.so", "libcann_hixl.so", "libadxl.so.0", "libadxl.so"):
+    lib = ctypes.CDLL(os.path.abspath(name))
+    addrs[name] = ctypes.cast(getattr(lib, sym), ctypes.c_void_p).value
+print("ok" if len(set(addrs.values())) == 1 else "FAILED: more than one engine: %s" % addrs)
+PY
+)"
+if [[ "$one_engine" != ok ]]; then echo "FAILED: one engine per process: $one_engine"; fail=1; fi
 if [[ $fail -ne 0 || $missing -ne 0 ]]; then
   echo "vendor ABI exports: $missing of $total names missing"
   exit 1
 fi
-echo "vendor ABI exports: all $total names exported, every library an ELF object with the vendor's soname"
+echo "vendor ABI exports: all $total names exported, every library an ELF object with the vendor's soname, one engine"
