@@ -3,8 +3,10 @@
 moving bytes through this project's libraries: P2PHANDSHAKE metadata, protocol
 "ascend" (its ADXL transport: adxl::AdxlEngine in libcann_hixl.so, reached
 through libllm_datadist.so).  The target registers host memory
-(aclrtMallocHost) and device memory (aclrtMalloc of the host ACL runtime);
-the initiator writes both with transfer_sync_write and reads them back with
+(aclrtMallocHost), device memory (aclrtMalloc of the host ACL runtime) and
+physical memory mapped into a reserved address range (aclrtMallocPhysical,
+aclrtReserveMemAddress, aclrtMapMem: file-backed, so the engine maps it);
+the initiator writes each with transfer_sync_write and reads them back with
 batch_transfer_sync_read, every byte checked.
 
 Run by run_mooncake_wheel.sh (which sets LD_LIBRARY_PATH and nothing else).
@@ -17,6 +19,19 @@ import sys
 import time
 
 SIZE = 1 << 20
+
+
+class MemLocation(ctypes.Structure):
+    _fields_ = [("id", ctypes.c_uint32), ("type", ctypes.c_int)]
+
+
+class PhysicalMemProp(ctypes.Structure):  # aclrtPhysicalMemProp
+    _fields_ = [("handleType", ctypes.c_int), ("allocationType", ctypes.c_int), ("memAttr", ctypes.c_int),
+                ("location", MemLocation), ("reserve", ctypes.c_uint64)]
+
+
+KINDS = ("host", "device", "mapped")
+SEEDS = (7, 9, 11)
 
 
 def acl():
@@ -38,11 +53,25 @@ def engine():
     return te
 
 
-def alloc(lib, device):
+def alloc(lib, kind):
     p = ctypes.c_void_p()
-    rc = lib.aclrtMalloc(ctypes.byref(p), SIZE, 0) if device else lib.aclrtMallocHost(ctypes.byref(p), SIZE)
+    if kind == "host":
+        rc = lib.aclrtMallocHost(ctypes.byref(p), SIZE)
+    elif kind == "device":
+        rc = lib.aclrtMalloc(ctypes.byref(p), SIZE, 0)
+    else:
+        prop = PhysicalMemProp(0, 0, 4, MemLocation(0, 1), 0)  # ACL_HBM_MEM_HUGE on device 0
+        gran = ctypes.c_size_t()
+        rc = lib.aclrtMemGetAllocationGranularity(ctypes.byref(prop), 1, ctypes.byref(gran))
+        size = max(SIZE, gran.value)
+        handle = ctypes.c_void_p()
+        rc = rc or lib.aclrtMallocPhysical(ctypes.byref(handle), ctypes.c_size_t(size), ctypes.byref(prop),
+                                           ctypes.c_uint64(0))
+        rc = rc or lib.aclrtReserveMemAddress(ctypes.byref(p), ctypes.c_size_t(size), ctypes.c_size_t(0), None,
+                                              ctypes.c_uint64(0))
+        rc = rc or lib.aclrtMapMem(p, ctypes.c_size_t(size), ctypes.c_size_t(0), handle, ctypes.c_uint64(0))
     if rc != 0:
-        sys.exit(f"FAILED: {'aclrtMalloc' if device else 'aclrtMallocHost'} returned {rc}")
+        sys.exit(f"FAILED: allocating {kind} memory returned {rc}")
     return p.value
 
 
@@ -54,14 +83,14 @@ def target():
     lib = acl()
     lib.aclrtSetDevice(0)  # as a program on the vendor's stack does before its transfer engine
     te = engine()
-    bufs = [alloc(lib, False), alloc(lib, True)]
+    bufs = [alloc(lib, k) for k in KINDS]
     for b in bufs:
         ctypes.memset(b, 0, SIZE)
         if te.register_memory(b, SIZE) != 0:
             sys.exit("FAILED: target register_memory")
-    print(f"READY 127.0.0.1:{te.get_rpc_port()} {bufs[0]} {bufs[1]}", flush=True)
+    print(f"READY 127.0.0.1:{te.get_rpc_port()} " + " ".join(str(b) for b in bufs), flush=True)
     sys.stdin.readline()  # the initiator's "check"
-    for b, seed in zip(bufs, (7, 9)):
+    for b, seed in zip(bufs, SEEDS):
         if ctypes.string_at(b, SIZE) != pattern(seed):
             print("BAD", flush=True)
             return 1
@@ -79,16 +108,16 @@ def initiator():
             line = peer.stdout.readline()
             if not line:
                 sys.exit("FAILED: the target process ended before it was ready")
-        _, name, host_addr, dev_addr = line.split()
-        remote = [int(host_addr), int(dev_addr)]
+        _, name, *addrs = line.split()
+        remote = [int(a) for a in addrs]
         lib = acl()
         lib.aclrtSetDevice(0)
         te = engine()
-        local = [alloc(lib, False), alloc(lib, True)]
+        local = [alloc(lib, k) for k in KINDS]
         for b in local:
             if te.register_memory(b, SIZE) != 0:
                 sys.exit("FAILED: initiator register_memory")
-        for b, r, seed in zip(local, remote, (7, 9)):
+        for b, r, seed in zip(local, remote, SEEDS):
             ctypes.memmove(b, pattern(seed), SIZE)
             rc = te.transfer_sync_write(name, b, r, SIZE)
             if rc != 0:
@@ -100,14 +129,14 @@ def initiator():
             sys.exit(f"FAILED: the target's memory after transfer_sync_write: {verdict}")
         for b in local:
             ctypes.memset(b, 0, SIZE)
-        rc = te.batch_transfer_sync_read(name, local, remote, [SIZE, SIZE])
+        rc = te.batch_transfer_sync_read(name, local, remote, [SIZE] * len(KINDS))
         if rc != 0:
             sys.exit(f"FAILED: batch_transfer_sync_read returned {rc}")
-        for b, seed, what in zip(local, (7, 9), ("host", "device")):
+        for b, seed, what in zip(local, SEEDS, KINDS):
             if ctypes.string_at(b, SIZE) != pattern(seed):
                 sys.exit(f"FAILED: batch_transfer_sync_read of {what} memory: bytes differ")
-        print("mooncake wheel: transfer_sync_write and batch_transfer_sync_read of host and device memory: "
-              f"{4 * SIZE} bytes checked")
+        print("mooncake wheel: transfer_sync_write and batch_transfer_sync_read of host, device and mapped "
+              f"physical memory: {2 * len(KINDS) * SIZE} bytes checked")
         return 0
     finally:
         try:
