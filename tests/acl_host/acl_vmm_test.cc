@@ -8,7 +8,8 @@
 //    another process, which sees and changes the same bytes;
 //  - aclrtMemcpyBatch (attributes, the failing index), streams with config,
 //    their ordered asynchronous copies, synchronize with timeout, abort;
-//  - aclrtHostRegister / Unregister, device ids, the SoC name, granularity;
+//  - aclrtHostRegister / Unregister, device ids, the SoC name, granularity,
+//    aclrtGetMemInfo;
 //  - mapped memory registered with the engine as MEM_DEVICE and written by a
 //    peer engine on the same-node mapped lane (the file-backed path), every
 //    byte checked.
@@ -61,6 +62,11 @@ TEST(AclHostVmm, GranularityDeviceIdsAndSocName) {
   ASSERT_EQ(aclrtGetLogicDevIdByUserDevId(2, &logic), ACL_SUCCESS);
   EXPECT_EQ(logic, 2);
   EXPECT_NE(aclrtGetPhyDevIdByLogicDevId(100000, &phy), ACL_SUCCESS);
+  size_t free_bytes = 0, total_bytes = 0;
+  ASSERT_EQ(aclrtGetMemInfo(ACL_HBM_MEM, &free_bytes, &total_bytes), ACL_SUCCESS);
+  EXPECT_GT(total_bytes, 0u);
+  EXPECT_LE(free_bytes, total_bytes);
+  EXPECT_NE(aclrtGetMemInfo(ACL_HBM_MEM, nullptr, &total_bytes), ACL_SUCCESS);
   const char *soc = aclrtGetSocName();
   ASSERT_NE(soc, nullptr);
   EXPECT_EQ(std::string(soc).rfind("Ascend", 0), 0u) << soc;

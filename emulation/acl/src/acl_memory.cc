@@ -234,6 +234,21 @@ aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count)
   return ACL_SUCCESS;
 }
 
+aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total) {
+  if (free == nullptr || total == nullptr) {
+    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtGetMemInfo: %s is NULL", free == nullptr ? "free" : "total");
+  }
+  if (static_cast<int>(attr) < 0 || attr > ACL_MEM_P2P_HUGE1G) {
+    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtGetMemInfo: unknown aclrtMemAttr %d", static_cast<int>(attr));
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long avail = sysconf(_SC_AVPHYS_PAGES);
+  if (pages <= 0 || avail < 0) return Fail(ACL_ERROR_INTERNAL_ERROR, "aclrtGetMemInfo: sysconf: %s", strerror(errno));
+  *total = static_cast<size_t>(pages) * PageSize();
+  *free = static_cast<size_t>(avail) * PageSize();
+  return ACL_SUCCESS;
+}
+
 aclError aclrtPointerGetAttributes(const void *ptr, aclrtPtrAttributes *attributes) {
   if (attributes == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtPointerGetAttributes: attributes is NULL");
   if (ptr == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtPointerGetAttributes: the pointer is NULL");

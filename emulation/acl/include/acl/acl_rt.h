@@ -180,7 +180,8 @@ ACL_FUNC_VISIBILITY aclError aclrtFreeHost(void *hostPtr);
 ACL_FUNC_VISIBILITY aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count,
                                          aclrtMemcpyKind kind);
 ACL_FUNC_VISIBILITY aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count);
-ACL_FUNC_VISIBILITY aclError aclrtGetMemInfo(int32_t attr, size_t *free, size_t *total);
+// The host's memory (sysconf): total pages and available pages, for every attr.
+ACL_FUNC_VISIBILITY aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total);
 ACL_FUNC_VISIBILITY aclError aclrtPointerGetAttributes(const void *ptr, aclrtPtrAttributes *attributes);
 
 // Physical memory and address reservation.  A physical allocation is a
