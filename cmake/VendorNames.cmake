@@ -1,32 +1,44 @@
-# The vendor's library names, so that build files written for the vendor's
-# stack link unchanged against the installed tree:
-#   libcann_hixl.so     HIXL                     -> libadxl (the engine and both facades)
-#   libllm_datadist.so  LLM-DataDist + ADXL      -> libllm_datadist + libadxl
+# The vendor's library names and sonames, so that build files written for the
+# vendor's stack link unchanged against the installed tree, and programs built
+# against the vendor's stack load unchanged (a binary drop-in):
+#   libcann_hixl.so     the engine: ADXL (adxl::AdxlEngine), HIXL (hixl::Hixl)
+#                       and the extensions; the vendor builds its ADXL engine
+#                       into libcann_hixl too (src/hixl/CMakeLists.txt links
+#                       adxl_static into cann_hixl)
+#   libllm_datadist.so  LLM-DataDist (llm_datadist::LlmDataDist); DT_NEEDED
+#                       libcann_hixl.so (as the vendor's links cann_hixl)
+#   libmetadef.so       ge::AscendString, out of line (the vendor's metadef)
+# Each is a real shared object whose file name is its soname (no version
+# suffix, as the vendor's).  One engine per process: the engine's code and
+# state (statics, UCX context, threads) live in libcann_hixl.so only; the
+# other libraries reach it through DT_NEEDED, never a copy.
+#
+# Compatibility names, symbolic links to the same files (so the loader maps
+# one object whichever name a program asks for: it recognises a file it has
+# already loaded):
+#   libadxl.so, libadxl.so.0      -> libcann_hixl.so (-ladxl, and programs
+#                                    built against earlier releases)
+#   libllm_datadist.so.0          -> libllm_datadist.so
 # plus pkg-config files (cann_hixl.pc, llm_datadist.pc) and
 # lib/cmake/adxl/vendor-targets.cmake, which defines the plain target names
 # the vendor's CMakeLists link (cann_hixl, llm_datadist, acl_rt_headers,
 # acl_rt, ascend_hal) for -DCMAKE_PROJECT_INCLUDE=<that file>.
-#
-# Why GNU ld linker scripts (INPUT(...)) for the unversioned names, not more
-# shared libraries: a second libadxl.so under another name would put a second
-# copy of the engine (its statics, its UCX context, its threads) into a
-# process that loads both names, and a thin wrapper library would need its own
-# ABI and exports.  A linker script exists only at link time: -lcann_hixl
-# makes the program depend on libadxl.so.N itself (its DT_NEEDED), and
-# -lllm_datadist on libllm_datadist.so.N *and* libadxl.so.N, so a program that
-# uses adxl::AdxlEngine and links only llm_datadist links (the vendor ships
-# the ADXL engine inside libllm_datadist) and every name reaches one engine.
-# The scripts name their inputs without a directory; ld finds them on the
-# library search path (-L<prefix>/lib, which the .pc files give).
+# docs/prebuilt-programs.md describes running programs built elsewhere.
 
-set(_adxl_soname libadxl.so.${PROJECT_VERSION_MAJOR})
-set(_lld_soname libllm_datadist.so.${PROJECT_VERSION_MAJOR})
-file(WRITE ${CMAKE_BINARY_DIR}/vendor/libcann_hixl.so
-     "/* HIXL under the vendor's name: the ADXL engine library (cmake/VendorNames.cmake). */\nINPUT(${_adxl_soname})\n")
-file(WRITE ${CMAKE_BINARY_DIR}/vendor/libllm_datadist.so
-     "/* LLM-DataDist and the ADXL engine, as the vendor ships them (cmake/VendorNames.cmake). */\nINPUT(${_lld_soname} ${_adxl_soname})\n")
-install(FILES ${CMAKE_BINARY_DIR}/vendor/libcann_hixl.so ${CMAKE_BINARY_DIR}/vendor/libllm_datadist.so
-        DESTINATION ${CMAKE_INSTALL_LIBDIR})
+file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/vendor)
+foreach(_link "libadxl.so:libcann_hixl.so" "libadxl.so.${PROJECT_VERSION_MAJOR}:libcann_hixl.so"
+              "libllm_datadist.so.${PROJECT_VERSION_MAJOR}:libllm_datadist.so")
+  string(REPLACE ":" ";" _pair "${_link}")
+  list(GET _pair 0 _name)
+  list(GET _pair 1 _target)
+  file(REMOVE ${CMAKE_BINARY_DIR}/vendor/${_name})
+  file(CREATE_LINK ${_target} ${CMAKE_BINARY_DIR}/vendor/${_name} SYMBOLIC)
+  install(FILES ${CMAKE_BINARY_DIR}/vendor/${_name} DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  # The same names in the build tree's lib/, for programs run from it.
+  file(MAKE_DIRECTORY ${CMAKE_LIBRARY_OUTPUT_DIRECTORY})
+  file(REMOVE ${CMAKE_LIBRARY_OUTPUT_DIRECTORY}/${_name})
+  file(CREATE_LINK ${_target} ${CMAKE_LIBRARY_OUTPUT_DIRECTORY}/${_name} SYMBOLIC)
+endforeach()
 
 foreach(_pc cann_hixl llm_datadist)
   configure_file(${PROJECT_SOURCE_DIR}/cmake/${_pc}.pc.in ${CMAKE_BINARY_DIR}/${_pc}.pc @ONLY)

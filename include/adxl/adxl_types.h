@@ -18,8 +18,21 @@
 #if defined(__has_include)
 #if __has_include("acl/acl_rt.h")
 #include "acl/acl_rt.h"
+#define ADXL_ACL_RT_H_INCLUDED_ 1
 #endif
 #endif
+#ifndef ADXL_ACL_RT_H_INCLUDED_
+// Without an ACL runtime's headers: the runtime's fabric memory handle, as
+// the vendor's acl/acl_rt.h declares it (adxl::ShareableHandle is this type,
+// so AdxlEngine::ExportToShareableHandle has the vendor's signature and
+// mangled name either way).
+extern "C" {
+typedef struct aclrtMemFabricHandle {
+  uint8_t data[128];
+} aclrtMemFabricHandle;
+}
+#endif
+#undef ADXL_ACL_RT_H_INCLUDED_
 
 #ifndef ASCEND_FUNC_VISIBILITY
 #define ASCEND_FUNC_VISIBILITY __attribute__((visibility("default")))
@@ -122,9 +135,9 @@ struct NotifyDesc {
 
 // What ExportToShareableHandle returns for a MallocMem block: enough for a
 // process on the same node to map the same physical pages.  Opaque to users.
-struct ShareableHandle {
-  uint8_t data[128] = {};
-};
+// The ACL runtime's aclrtMemFabricHandle ({uint8_t data[128]}), as the
+// vendor's adxl_types.h declares it.
+using ShareableHandle = aclrtMemFabricHandle;
 
 }  // namespace adxl
 

@@ -5,57 +5,60 @@
 // Contract: constructed from `const char *` (null gives ""), a pointer and a
 // length, or a std::string; read back with GetString() (never null,
 // NUL-terminated) and GetLength(); compared bytewise; usable as a std::map /
-// std::unordered_map key.  Value semantics.
+// std::unordered_map key.  Value semantics (copies share the immutable bytes).
 //
-// Why not a std::string member: the vendor's build files compile programs
-// with -D_GLIBCXX_USE_CXX11_ABI=0, which changes std::string's layout, while
-// this library is built with the default ABI.  Every member function is
-// inline and the only member is a std::vector<char> (whose layout does not
-// depend on that macro), so an AscendString built in a program of either ABI
-// reads the same inside the library.
+// Binary layout and symbols are the vendor's (libmetadef.so): the only member
+// is a std::shared_ptr<std::string>, and every member function that touches
+// the string is out of line, in libmetadef.so (src/metadef/ascend_string.cc).
+// So a program built with -D_GLIBCXX_USE_CXX11_ABI=0 (as the vendor's build
+// files compile programs) and this library (default ABI) agree: the caller
+// only ever copies and destroys the shared_ptr, whose control block, made in
+// libmetadef.so, destroys the string with the library's std::string.
 #ifndef GE_GRAPH_ASCEND_STRING_H_
 #define GE_GRAPH_ASCEND_STRING_H_
 
 #include <cstddef>
-#include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
-#include <string_view>
-#include <vector>
+
+#ifndef GE_FUNC_VISIBILITY_METADEF_
+#define GE_FUNC_VISIBILITY_METADEF_ __attribute__((visibility("default")))
+#endif
 
 namespace ge {
 
-class AscendString {
+class AscendStringImpl;
+
+class GE_FUNC_VISIBILITY_METADEF_ AscendString {
  public:
   AscendString() = default;
-  AscendString(const char *s) { Assign(s, s == nullptr ? 0 : std::strlen(s)); }  // NOLINT: implicit like the vendor's
-  AscendString(const char *s, size_t len) { Assign(s, s == nullptr ? 0 : len); }
-  AscendString(const std::string &s) { Assign(s.data(), s.size()); }  // NOLINT: implicit, for convenience
+  ~AscendString() = default;
+  AscendString(const char *const name);  // NOLINT: implicit like the vendor's
+  AscendString(const char *const name, size_t length);
+  // Not the vendor's: a convenience of this implementation, inline, through
+  // the (pointer, length) constructor, so it adds no symbol and no ABI.
+  AscendString(const std::string &s) : AscendString(s.data(), s.size()) {}  // NOLINT: implicit
 
   // Never null; a default-constructed or empty string yields "".
-  const char *GetString() const { return chars_.empty() ? "" : chars_.data(); }
-  size_t GetLength() const { return chars_.empty() ? 0 : chars_.size() - 1; }
+  const char *GetString() const;
+  size_t GetLength() const;
+  // Position of the first occurrence of `ascend_string`, or std::string::npos.
+  size_t Find(const AscendString &ascend_string) const;
+  size_t Hash() const;
 
-  bool operator==(const AscendString &o) const { return View() == o.View(); }
-  bool operator!=(const AscendString &o) const { return View() != o.View(); }
-  bool operator<(const AscendString &o) const { return View() < o.View(); }
-  bool operator>(const AscendString &o) const { return View() > o.View(); }
-  bool operator<=(const AscendString &o) const { return View() <= o.View(); }
-  bool operator>=(const AscendString &o) const { return View() >= o.View(); }
-
-  // Position of the first occurrence of `s`, or std::string::npos.
-  size_t Find(const AscendString &s) const { return View().find(s.View()); }
-  size_t Hash() const { return std::hash<std::string_view>()(View()); }
+  bool operator<(const AscendString &d) const;
+  bool operator>(const AscendString &d) const;
+  bool operator<=(const AscendString &d) const;
+  bool operator>=(const AscendString &d) const;
+  bool operator==(const AscendString &d) const;
+  bool operator!=(const AscendString &d) const;
+  bool operator==(const char *const d) const;
+  bool operator!=(const char *const d) const;
 
  private:
-  std::string_view View() const { return std::string_view(GetString(), GetLength()); }
-  void Assign(const char *s, size_t len) {
-    if (len == 0) return;  // empty strings allocate nothing
-    chars_.assign(s, s + len);
-    chars_.push_back('\0');
-  }
-
-  std::vector<char> chars_;  // the bytes and a terminating NUL; empty for ""
+  std::shared_ptr<std::string> name_;
+  friend class AscendStringImpl;
 };
 
 }  // namespace ge
@@ -63,7 +66,7 @@ class AscendString {
 namespace std {
 template <>
 struct hash<ge::AscendString> {
-  size_t operator()(const ge::AscendString &s) const { return s.Hash(); }
+  size_t operator()(const ge::AscendString &name) const { return name.Hash(); }
 };
 }  // namespace std
 

@@ -67,7 +67,60 @@ class ASCEND_FUNC_VISIBILITY Hixl {
 
   static Status GetCapability(FeatureType feature_type, int32_t &value);
 
+  // Not the vendor's: the same calls with the adxl:: types, for programs
+  // written when hixl's types were adxl's.  Inline (they convert and call the
+  // members above), so they add no symbol to the library.
+  Status RegisterMem(const adxl::MemDesc &mem, adxl::MemType type, MemHandle &mem_handle) {
+    return RegisterMem(ToHixl(mem), static_cast<MemType>(type), mem_handle);
+  }
+  Status RegisterMem(const MemDesc &mem, adxl::MemType type, MemHandle &mem_handle) {
+    return RegisterMem(mem, static_cast<MemType>(type), mem_handle);
+  }
+  Status TransferSync(const AscendString &remote_engine, adxl::TransferOp operation,
+                      const std::vector<adxl::TransferOpDesc> &op_descs, int32_t timeout_in_millis = 1000) {
+    return TransferSync(remote_engine, static_cast<TransferOp>(operation), ToHixl(op_descs), timeout_in_millis);
+  }
+  Status TransferAsync(const AscendString &remote_engine, adxl::TransferOp operation,
+                       const std::vector<adxl::TransferOpDesc> &op_descs, const TransferArgs &optional_args,
+                       TransferReq &req) {
+    return TransferAsync(remote_engine, static_cast<TransferOp>(operation), ToHixl(op_descs), optional_args, req);
+  }
+  Status GetTransferStatus(const TransferReq &req, adxl::TransferStatus &status) {
+    TransferStatus s = TransferStatus::WAITING;
+    const Status st = GetTransferStatus(req, s);
+    status = static_cast<adxl::TransferStatus>(s);
+    return st;
+  }
+  Status SendNotify(const AscendString &remote_engine, const adxl::NotifyDesc &notify,
+                    int32_t timeout_in_millis = 1000) {
+    return SendNotify(remote_engine, NotifyDesc{notify.name, notify.notify_msg}, timeout_in_millis);
+  }
+  Status GetNotifies(std::vector<adxl::NotifyDesc> &notifies) {
+    std::vector<NotifyDesc> got;
+    const Status st = GetNotifies(got);
+    notifies.clear();
+    for (const NotifyDesc &n : got) notifies.push_back(adxl::NotifyDesc{n.name, n.notify_msg});
+    return st;
+  }
+  static Status GetCapability(adxl::FeatureType feature_type, int32_t &value) {
+    return GetCapability(static_cast<FeatureType>(feature_type), value);
+  }
+
  private:
+  static MemDesc ToHixl(const adxl::MemDesc &m) {
+    MemDesc d{};
+    d.addr = m.addr;
+    d.len = m.len;
+    d.local_only = m.local_only;
+    return d;
+  }
+  static std::vector<TransferOpDesc> ToHixl(const std::vector<adxl::TransferOpDesc> &descs) {
+    std::vector<TransferOpDesc> out;
+    out.reserve(descs.size());
+    for (const adxl::TransferOpDesc &d : descs) out.push_back(TransferOpDesc{d.local_addr, d.remote_addr, d.len});
+    return out;
+  }
+
   class HixlImpl;
   std::unique_ptr<HixlImpl> impl_;
 };

@@ -1,13 +1,13 @@
 // Public HIXL types: the newer facade's statuses, descriptors and options.
 //
-// Source-compatible with the vendor's hixl_types.h (names, values, layouts);
-// see docs/contract.md §1.  The types that HIXL shares unchanged with
-// ADXL (statuses, enums, TransferOpDesc, NotifyDesc, AscendString) are the
-// ADXL ones under their HIXL names, so one engine serves both facades and a
-// program may pass values between them.  Declared here: MemDesc (as the
-// vendor declares it for HIXL; the same layout as ADXL's), TransferArgs
-// (user_data), the batch status query and the async connect states, and the
-// option keys (no "adxl." prefix).
+// Source- and binary-compatible with the vendor's hixl_types.h (names,
+// values, layouts; docs/contract.md §1): as the vendor's, the enums and
+// structs are types of namespace hixl, distinct from adxl's of the same
+// shape, so hixl::Hixl's members have the vendor's mangled names
+// (tests/abi checks them).  Status, AscendString, TransferReq and MemHandle
+// are the same types as adxl's (plain aliases in the vendor's headers too).
+// hixl/hixl.h adds inline overloads taking the adxl:: types, so programs
+// that passed adxl values to Hixl still build.
 #ifndef HIXL_HIXL_TYPES_H_
 #define HIXL_HIXL_TYPES_H_
 
@@ -20,10 +20,10 @@
 
 namespace hixl {
 
-using Status = adxl::Status;
-using AscendString = adxl::AscendString;
-using TransferReq = adxl::TransferReq;
-using MemHandle = adxl::MemHandle;
+using Status = uint32_t;
+using AscendString = ge::AscendString;
+using TransferReq = void *;
+using MemHandle = void *;
 
 // Options understood by Hixl::Initialize (docs/contract.md §3.5 lists the values).
 constexpr const char OPTION_ENABLE_USE_FABRIC_MEM[] = "EnableUseFabricMem";
@@ -34,6 +34,7 @@ constexpr const char OPTION_GLOBAL_RESOURCE_CONFIG[] = "GlobalResourceConfig";
 constexpr const char OPTION_AUTO_CONNECT[] = "AutoConnect";
 constexpr const char OPTION_LOCAL_COMM_RES[] = "LocalCommRes";
 
+// Statuses: the same values as adxl's (one table, adxl_types.h).
 using adxl::SUCCESS;
 using adxl::PARAM_INVALID;
 using adxl::TIMEOUT;
@@ -44,24 +45,20 @@ using adxl::UNSUPPORTED;
 using adxl::FAILED;
 using adxl::RESOURCE_EXHAUSTED;
 
-using FeatureType = adxl::FeatureType;
-using adxl::AUTO_CONNECT;
-using adxl::CLIENT_SERVER_COMM;
-using adxl::FEATURE_SUPPORTED;
-using adxl::FEATURE_NOT_SUPPORTED;
+// Values are fixed; new capabilities are only appended.
+enum FeatureType : int32_t {
+  AUTO_CONNECT = 0,
+  CLIENT_SERVER_COMM = 1,
+};
+constexpr int32_t FEATURE_SUPPORTED = 1;
+constexpr int32_t FEATURE_NOT_SUPPORTED = 0;
 
-using MemType = adxl::MemType;
-using adxl::MEM_DEVICE;
-using adxl::MEM_HOST;
+// A fixed underlying type, as adxl's (adxl_types.h says why); the size and
+// the mangled names are the vendor's either way.
+enum MemType : int32_t { MEM_DEVICE = 0, MEM_HOST = 1 };
 
 // READ: remote -> local.  WRITE: local -> remote.
-using TransferOp = adxl::TransferOp;
-using adxl::READ;
-using adxl::WRITE;
-
-using TransferOpDesc = adxl::TransferOpDesc;
-using TransferStatus = adxl::TransferStatus;
-using NotifyDesc = adxl::NotifyDesc;
+enum TransferOp : int32_t { READ = 0, WRITE = 1 };
 
 struct MemDesc {
   uintptr_t addr;
@@ -71,6 +68,14 @@ struct MemDesc {
   bool local_only = false;
   uint8_t reserved[127] = {};
 };
+
+struct TransferOpDesc {
+  uintptr_t local_addr;
+  uintptr_t remote_addr;
+  size_t len;
+};
+
+enum class TransferStatus { WAITING, COMPLETED, TIMEOUT, FAILED };
 
 struct TransferArgs {
   // Returned with the request's result by the batch GetTransferStatus.
@@ -91,6 +96,11 @@ struct TransferResult {
   const void *user_data = nullptr;  // as given to TransferAsync
   TransferStatus status = TransferStatus::WAITING;
   uint8_t reserved[108] = {};
+};
+
+struct NotifyDesc {
+  AscendString name;
+  AscendString notify_msg;
 };
 
 // State of a remote as seen by ConnectAsync / DisconnectAsync.

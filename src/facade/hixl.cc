@@ -6,6 +6,8 @@
 #include <memory>
 #include <shared_mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "adxl/adxl_engine.h"
 #include "facade/connect_pool.h"
@@ -17,6 +19,18 @@
 namespace hixl {
 
 using adxl::ConnectPool;
+
+namespace {
+// HIXL's types are its own (as the vendor's), of the same layout as ADXL's:
+// the engine core takes ADXL's.
+static_assert(sizeof(TransferOpDesc) == sizeof(adxl::TransferOpDesc), "same layout");
+std::vector<adxl::TransferOpDesc> ToAdxl(const std::vector<TransferOpDesc> &descs) {
+  std::vector<adxl::TransferOpDesc> out;
+  out.reserve(descs.size());
+  for (const TransferOpDesc &d : descs) out.push_back(adxl::TransferOpDesc{d.local_addr, d.remote_addr, d.len});
+  return out;
+}
+}  // namespace
 
 class Hixl::HixlImpl {
  public:
@@ -110,7 +124,7 @@ class Hixl::HixlImpl {
       TransferResult r;
       r.req = g.req;
       r.user_data = g.user_data;
-      r.status = g.status;
+      r.status = static_cast<TransferStatus>(g.status);
       results.push_back(r);
     }
     return st;
@@ -140,7 +154,7 @@ Status Hixl::RegisterMem(const MemDesc &mem, MemType type, MemHandle &mem_handle
   d.addr = mem.addr;
   d.len = mem.len;
   d.local_only = mem.local_only;
-  return impl_->core_.RegisterMem(d, type, mem_handle);
+  return impl_->core_.RegisterMem(d, static_cast<adxl::MemType>(type), mem_handle);
 }
 Status Hixl::DeregisterMem(MemHandle mem_handle) { return impl_->core_.DeregisterMem(mem_handle); }
 
@@ -165,27 +179,39 @@ Status Hixl::GetAsyncConnectStatus(std::map<AscendString, AsyncConnectStatus> &s
 
 Status Hixl::TransferSync(const AscendString &remote_engine, TransferOp operation,
                           const std::vector<TransferOpDesc> &op_descs, int32_t timeout_in_millis) {
-  return impl_->core_.TransferSync(remote_engine, operation, op_descs, timeout_in_millis);
+  return impl_->core_.TransferSync(remote_engine, static_cast<adxl::TransferOp>(operation), ToAdxl(op_descs),
+                                   timeout_in_millis);
 }
 Status Hixl::TransferAsync(const AscendString &remote_engine, TransferOp operation,
                            const std::vector<TransferOpDesc> &op_descs, const TransferArgs &optional_args,
                            TransferReq &req) {
-  return impl_->core_.TransferAsync(remote_engine, operation, op_descs, req, optional_args.user_data);
+  return impl_->core_.TransferAsync(remote_engine, static_cast<adxl::TransferOp>(operation), ToAdxl(op_descs), req,
+                                    optional_args.user_data);
 }
 Status Hixl::GetTransferStatus(const TransferReq &req, TransferStatus &status) {
-  return impl_->core_.GetTransferStatus(req, status);
+  adxl::TransferStatus s = adxl::TransferStatus::WAITING;
+  const Status st = impl_->core_.GetTransferStatus(req, s);
+  status = static_cast<TransferStatus>(s);
+  return st;
 }
 Status Hixl::GetTransferStatus(const GetTransferStatusArgs &args, std::vector<TransferResult> &results) {
   return impl_->GetTransferStatus(args, results);
 }
 
 Status Hixl::SendNotify(const AscendString &remote_engine, const NotifyDesc &notify, int32_t timeout_in_millis) {
-  return impl_->core_.SendNotify(remote_engine, notify, timeout_in_millis);
+  return impl_->core_.SendNotify(remote_engine, adxl::NotifyDesc{notify.name, notify.notify_msg}, timeout_in_millis);
 }
-Status Hixl::GetNotifies(std::vector<NotifyDesc> &notifies) { return impl_->core_.GetNotifies(notifies); }
+Status Hixl::GetNotifies(std::vector<NotifyDesc> &notifies) {
+  std::vector<adxl::NotifyDesc> got;
+  const Status st = impl_->core_.GetNotifies(got);
+  notifies.clear();
+  notifies.reserve(got.size());
+  for (adxl::NotifyDesc &n : got) notifies.push_back(NotifyDesc{std::move(n.name), std::move(n.notify_msg)});
+  return st;
+}
 
 Status Hixl::GetCapability(FeatureType feature_type, int32_t &value) {
-  return adxl::AdxlEngine::GetCapability(feature_type, value);
+  return adxl::AdxlEngine::GetCapability(static_cast<adxl::FeatureType>(feature_type), value);
 }
 
 }  // namespace hixl

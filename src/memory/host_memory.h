@@ -41,7 +41,7 @@ struct HostBlockInfo {
   size_t page_size = 0;  // 2 MiB for hugetlb blocks, else the base page size
   int node = -1;         // OS index of the node it was bound to; -1 when unbound
   int fd = -1;           // the memfd: same-node peers map /proc/<pid>/fd/<fd>
-  ShareableHandle handle;
+  ShareableHandle handle{};
 };
 
 // size > 0 and ptr != nullptr are the caller's checks.  RESOURCE_EXHAUSTED

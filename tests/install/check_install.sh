@@ -5,6 +5,7 @@
 # the build tree's) move and check data between two processes (pycheck.py),
 # and a build without them fails the check.  ADXL_CHECK_PIP=1 also runs
 # check_pip.sh (the README's pip line into a venv, the same Python check).
+# First, the vendor's exported names in the installed libraries.
 # Last, the programs written for the vendor's stack in
 # tests/install/vendor_hixl and vendor_llm, built the vendor's way.
 # Usage: check_install.sh <build-dir> <source-dir>
@@ -25,6 +26,10 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
+# 0. The vendor's libraries in the installed tree: real shared objects with
+# the vendor's sonames, exporting the vendor's names, one engine
+# (tests/abi/check_exports.sh; ctest abi_vendor_exports checks the build tree).
+bash "$src/tests/abi/check_exports.sh" "$work/prefix/lib"
 
 # 1. CMake package.
 cmake -S "$src/examples/quickstart" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null

@@ -103,6 +103,18 @@ class FacadeTest : public ::testing::Test {
     return st;
   }
 
+  // The same with HIXL's own types (distinct from ADXL's, as the vendor's):
+  // only a Hixl fixture calls it.
+  adxl::Status Sync(hixl::TransferOp op, const std::vector<hixl::TransferOpDesc> &d, int32_t timeout_ms = 5000) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const adxl::Status st = engine_.TransferSync(peer_name_.c_str(), op, d, timeout_ms);
+    const double ms = MsSince(t0);
+    if (st == adxl::TIMEOUT) {
+      EXPECT_TRUE(TimeoutCameOnTime(ms, timeout_ms));
+    }
+    return st;
+  }
+
   uint64_t RemoteHash(size_t off, size_t len) {
     auto w = peer_->Ok("hash 0 " + std::to_string(off) + " " + std::to_string(len));
     return w.empty() ? 0 : std::stoull(w[0]);

@@ -79,9 +79,12 @@ aclError Release(const char *call, void *ptr, BlockKind kind) {
 
 // What [addr, addr+len) is: 1 inside one device block (*device), 0 in no
 // device block at all, -1 device memory that runs past its block (*why).
+// Mapped physical memory (aclrtMapMem) is device memory too.
 int DeviceRange(uintptr_t addr, size_t len, int32_t *device, std::string *why) {
   Block b;
-  if (!Blocks::Get().Find(addr, &b) || b.kind != BlockKind::kDevice) return 0;
+  if (!Blocks::Get().Find(addr, &b) || b.kind != BlockKind::kDevice) {
+    return acl_host::VmmDeviceRange(addr, len, device, why);
+  }
   if (len > b.size - (addr - b.base)) {
     char buf[192];
     snprintf(buf, sizeof(buf), "[0x%" PRIxPTR ", +%zu) runs %zu bytes past the end of the aclrtMalloc block at 0x%" PRIxPTR
@@ -176,6 +179,44 @@ aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t cou
   return Copy("aclrtMemcpyAsync", dst, destMax, src, count, kind);
 }
 
+aclError aclrtMemcpyBatch(void **dsts, size_t *destMax, void **srcs, size_t *sizes, size_t numBatches,
+                          aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs, size_t *failIdx) {
+  static const char kCall[] = "aclrtMemcpyBatch";
+  if (failIdx != nullptr) *failIdx = SIZE_MAX;
+  if (failIdx == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "%s: failIdx is NULL", kCall);
+  if (numBatches == 0) return Fail(ACL_ERROR_INVALID_PARAM, "%s: numBatches is 0", kCall);
+  if (dsts == nullptr || destMax == nullptr || srcs == nullptr || sizes == nullptr) {
+    return Fail(ACL_ERROR_INVALID_PARAM, "%s: dsts, destMax, srcs and sizes must not be NULL", kCall);
+  }
+  if (numAttrs == 0 || attrs == nullptr || attrsIndexes == nullptr) {
+    return Fail(ACL_ERROR_INVALID_PARAM, "%s: at least one attribute (attrs, attrsIndexes, numAttrs) is needed",
+                kCall);
+  }
+  if (attrsIndexes[0] != 0) return Fail(ACL_ERROR_INVALID_PARAM, "%s: attrsIndexes[0] must be 0", kCall);
+  for (size_t j = 1; j < numAttrs; ++j) {
+    if (attrsIndexes[j] <= attrsIndexes[j - 1] || attrsIndexes[j] >= numBatches) {
+      return Fail(ACL_ERROR_INVALID_PARAM, "%s: attrsIndexes must rise and stay below numBatches (entry %zu)", kCall,
+                  j);
+    }
+  }
+  size_t attr = 0;
+  for (size_t i = 0; i < numBatches; ++i) {
+    while (attr + 1 < numAttrs && attrsIndexes[attr + 1] <= i) ++attr;
+    const aclrtMemcpyBatchAttr &a = attrs[attr];
+    aclrtMemcpyKind kind = ACL_MEMCPY_DEFAULT;
+    const bool dst_dev = a.dstLoc.type == ACL_MEM_LOCATION_TYPE_DEVICE;
+    const bool src_dev = a.srcLoc.type == ACL_MEM_LOCATION_TYPE_DEVICE;
+    kind = dst_dev ? (src_dev ? ACL_MEMCPY_DEVICE_TO_DEVICE : ACL_MEMCPY_HOST_TO_DEVICE)
+                   : (src_dev ? ACL_MEMCPY_DEVICE_TO_HOST : ACL_MEMCPY_HOST_TO_HOST);
+    const aclError e = Copy(kCall, dsts[i], destMax[i], srcs[i], sizes[i], kind);
+    if (e != ACL_SUCCESS) {
+      *failIdx = i;
+      return e;
+    }
+  }
+  return ACL_SUCCESS;
+}
+
 aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count) {
   if (count > maxCount) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtMemset: count %zu is over maxCount %zu", count, maxCount);
   if (count == 0) return ACL_SUCCESS;
@@ -193,14 +234,38 @@ aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count)
   return ACL_SUCCESS;
 }
 
+aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total) {
+  if (free == nullptr || total == nullptr) {
+    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtGetMemInfo: %s is NULL", free == nullptr ? "free" : "total");
+  }
+  if (static_cast<int>(attr) < 0 || attr > ACL_MEM_P2P_HUGE1G) {
+    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtGetMemInfo: unknown aclrtMemAttr %d", static_cast<int>(attr));
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long avail = sysconf(_SC_AVPHYS_PAGES);
+  if (pages <= 0 || avail < 0) return Fail(ACL_ERROR_INTERNAL_ERROR, "aclrtGetMemInfo: sysconf: %s", strerror(errno));
+  *total = static_cast<size_t>(pages) * PageSize();
+  *free = static_cast<size_t>(avail) * PageSize();
+  return ACL_SUCCESS;
+}
+
 aclError aclrtPointerGetAttributes(const void *ptr, aclrtPtrAttributes *attributes) {
   if (attributes == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtPointerGetAttributes: attributes is NULL");
   if (ptr == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtPointerGetAttributes: the pointer is NULL");
   memset(attributes, 0, sizeof(*attributes));
   attributes->pageSize = static_cast<uint32_t>(PageSize());
   Block b;
+  int32_t vmm_device = 0;
+  std::string why;
   if (!Blocks::Get().Find(reinterpret_cast<uintptr_t>(ptr), &b)) {
-    attributes->location.type = ACL_MEM_LOCATION_TYPE_UNREGISTERED;
+    if (acl_host::VmmDeviceRange(reinterpret_cast<uintptr_t>(ptr), 1, &vmm_device, &why) == 1) {
+      attributes->location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
+      attributes->location.id = static_cast<uint32_t>(vmm_device);
+    } else if (acl_host::HostRegistered(reinterpret_cast<uintptr_t>(ptr))) {
+      attributes->location.type = ACL_MEM_LOCATION_TYPE_HOST;
+    } else {
+      attributes->location.type = ACL_MEM_LOCATION_TYPE_UNREGISTERED;
+    }
   } else if (b.kind == BlockKind::kDevice) {
     attributes->location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
     attributes->location.id = static_cast<uint32_t>(b.device);

@@ -2,6 +2,7 @@
 // aclGetRecentErrMsg.  A device is a number: setting one records it as the
 // calling thread's current device, which aclrtMalloc stamps on its blocks.
 #include <atomic>
+#include <cstdlib>
 
 #include "acl/acl.h"
 #include "acl_state.h"
@@ -91,6 +92,30 @@ aclError aclrtGetDeviceCount(uint32_t *count) {
 
 aclError aclrtSynchronizeDevice(void) { return ACL_SUCCESS; }
 
+aclError aclrtGetPhyDevIdByLogicDevId(const int32_t logicDevId, int32_t *const phyDevId) {
+  if (phyDevId == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtGetPhyDevIdByLogicDevId: phyDevId is NULL");
+  aclError e = CheckDevice("aclrtGetPhyDevIdByLogicDevId", logicDevId);
+  if (e != ACL_SUCCESS) return e;
+  *phyDevId = logicDevId;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtGetLogicDevIdByUserDevId(const int32_t userDevid, int32_t *const logicDevId) {
+  if (logicDevId == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtGetLogicDevIdByUserDevId: logicDevId is NULL");
+  aclError e = CheckDevice("aclrtGetLogicDevIdByUserDevId", userDevid);
+  if (e != ACL_SUCCESS) return e;
+  *logicDevId = userDevid;
+  return ACL_SUCCESS;
+}
+
+const char *aclrtGetSocName(void) {
+  static const char *const name = [] {
+    const char *env = getenv("ADXL_ACL_HOST_SOC_NAME");
+    return env != nullptr && *env != '\0' ? env : "Ascend910B3";
+  }();
+  return name;
+}
+
 aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId) {
   if (context == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateContext: context is NULL");
   aclError e = CheckDevice("aclrtCreateContext", deviceId);
@@ -134,6 +159,30 @@ aclError aclrtCreateStream(aclrtStream *stream) {
     return Fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "aclrtCreateStream: out of memory");
   }
   return ACL_SUCCESS;
+}
+
+aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t priority, uint32_t flag) {
+  (void)priority;  // one queue: work runs when submitted
+  (void)flag;
+  if (stream == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateStreamWithConfig: stream is NULL");
+  return aclrtCreateStream(stream);
+}
+
+aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout) {
+  if (timeout < -1) {
+    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtSynchronizeStreamWithTimeout: timeout %d (ms, or -1)", timeout);
+  }
+  if (stream != nullptr && !acl_host::Streams::Get().Has(stream)) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, "aclrtSynchronizeStreamWithTimeout(%p): unknown stream", stream);
+  }
+  return ACL_SUCCESS;  // work ran when it was submitted
+}
+
+aclError aclrtStreamAbort(aclrtStream stream) {
+  if (stream == nullptr || !acl_host::Streams::Get().Has(stream)) {
+    return Fail(ACL_ERROR_RT_PARAM_INVALID, "aclrtStreamAbort(%p): unknown stream", stream);
+  }
+  return ACL_SUCCESS;  // nothing is pending: work ran when it was submitted
 }
 
 aclError aclrtDestroyStream(aclrtStream stream) {

@@ -55,6 +55,18 @@ class Streams {
   std::map<void *, int> live_ ADXL_GUARDED_BY(mu_);
 };
 
+// Virtual memory management (acl_vmm.cc): physical allocations
+// (aclrtMallocPhysical: a memfd each, so they are shareable and the engine's
+// mapped lane maps them), address reservations and the mappings inside them,
+// and ranges registered with aclrtHostRegister.  The range queries of the
+// copies and of the engine see mapped ranges as device memory.
+// 1 when [addr, addr+len) lies in mapped memory of one reservation with no
+// gap (*device: the device of its first mapping), 0 when addr is in no
+// mapping, -1 when it starts in one and runs past the mapped memory (*why).
+int VmmDeviceRange(uintptr_t addr, size_t len, int32_t *device, std::string *why);
+// aclrtHostRegister'ed range holding addr.
+bool HostRegistered(uintptr_t addr);
+
 // Emulated devices: ADXL_ACL_HOST_DEVICES (1..1024, default 8).
 uint32_t DeviceCount();
 // The calling thread's device (aclrtSetDevice), -1 when none was set.

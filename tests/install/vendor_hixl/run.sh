@@ -81,11 +81,15 @@ done
 g++ "${flags[@]}" -o "$work/via-lld-pc" "$here/adxl_via_llm_datadist.cpp" \
     $(pkg-config --cflags --libs llm_datadist adxl-acl-host)
 "$work/via-lld-pc" "$(free_ports)" >/dev/null
-# One engine per process: the vendor names lead to libadxl itself.
+# One engine per process: the engine is libcann_hixl.so (the vendor's name
+# and soname); libllm_datadist.so reaches it through DT_NEEDED, and no other
+# engine library (libadxl.so* are links to the same file, never loaded as a
+# second object) is in the process.
 # (ldd's output read whole first: `ldd | grep -q` under pipefail fails when
 # grep stops reading early and ldd gets SIGPIPE.)
 libs="$(ldd "$work/via-lld-pc")"
-if grep -q "cann_hixl" <<<"$libs"; then echo "FAILED: a second engine library"; exit 1; fi
+if grep -q "libadxl.so" <<<"$libs"; then echo "FAILED: a second engine library"; exit 1; fi
+[[ "$(grep -c "libcann_hixl.so" <<<"$libs")" == 1 ]] || { echo "FAILED: not one engine library: $libs"; exit 1; }
 libs="$(ldd "$work/quickstart-pc")"
-grep -q "libadxl.so" <<<"$libs" || { echo "FAILED: -lcann_hixl does not lead to libadxl"; exit 1; }
+grep -q "libcann_hixl.so => $prefix" <<<"$libs" || { echo "FAILED: -lcann_hixl does not lead to the engine"; exit 1; }
 echo "ok: pkg-config cann_hixl / llm_datadist / adxl-acl-host"
