@@ -70,8 +70,16 @@ class LLMDataDist:
         return _code(s), [_code(r) for r in rets]
 
     def unlink_clusters(self, clusters, timeout=3000, force=False):
-        cl = self._clusters(clusters)
-        s, rets = self.cache_manager._m.unlink_clusters(cl, _int(timeout, "timeout", 1, 2 ** 31 - 1))
+        """By remote_cluster_id (no ip info needed); per-cluster statuses.  force: the link is dropped here
+        whatever the peer answers, and a cluster with no link either way is LLM_SUCCESS (the C++ cache layer's
+        UnlinkClusters)."""
+        _need(clusters, "clusters")
+        if not isinstance(clusters, (list, tuple)):
+            raise TypeError("clusters must be a list or tuple of LLMClusterInfo")
+        _type(force, bool, "force")
+        cl = [(_int(_type(c, LLMClusterInfo, "clusters[]").remote_cluster_id, "remote_cluster_id"), "")
+              for c in clusters]
+        s, rets = self.cache_manager._m.unlink_clusters(cl, _int(timeout, "timeout", 1, 2 ** 31 - 1), force)
         return _code(s), [_code(r) for r in rets]
 
     def finalize(self):
@@ -99,22 +107,24 @@ class LLMDataDist:
         _check(self._manager().check_link_status(remote_cluster_id), "check_link_status")
 
     def switch_role(self, role, switch_options=None):
-        """Changes the role (a label here).  llm.listenIpInfo in switch_options re-creates the engine on that
-        address, which needs no cache registered and no link (else LLM_FEATURE_NOT_ENABLED)."""
+        """Changes the role.  As the reference: no link may exist either way (LLM_EXIST_LINK); registered caches
+        stay registered; "llm.listenIpInfo" in switch_options starts or moves the listener, a switch without it
+        stops listening (the C++ cache layer's Rebind: a new engine, every cache re-registered under its id)."""
         _type(role, LLMRole, "role")
         if switch_options is not None and not isinstance(switch_options, dict):
             raise TypeError(f"switch_options must be a dict, not {type(switch_options).__name__}")
         m = self._manager()
         opts = dict(switch_options or {})
-        listen = opts.get("llm.listenIpInfo")
-        if listen is not None and _str(listen, "llm.listenIpInfo") != self._listen:
-            if m.registered_addr_count() != 0 or self._comms:
-                raise LLMException("switch_role: a new listen address needs a new engine; unregister every cache "
-                                   "and unlink first", LLMStatusCode.LLM_FEATURE_NOT_ENABLED)
-            options = dict(self._options)
-            options.update(opts)
-            self.finalize()
-            self.init(options)
+        listen = opts.get("llm.listenIpInfo", opts.get("llm.ListenIpInfo"))
+        if listen is not None:
+            _str(listen, "llm.listenIpInfo")
+        options = {k: v for k, v in self._options.items()
+                   if k not in ("llm.listenIpInfo", "llm.ListenIpInfo", "llm.ListenIp", "llm.ListenPort")}
+        options.update(opts)
+        new_listen, _, engine_opts, _ = _init_options(options)
+        _check(m.rebind(new_listen, engine_opts), "switch_role")
+        self._options = options
+        self._listen = new_listen
         self.role = role
 
     def link(self, comm_name, cluster_rank_info, rank_table):

@@ -94,6 +94,7 @@ Status PlanTarget(const char *what, CacheManager::Impl *impl, const OpContext &c
   }
   plan->src_batch_index = batch;
   std::shared_ptr<RemoteLink> link;
+  if (cluster != ctx.cluster_id) impl->EnsureReverse(what, cluster);  // two-way links
   {
     adxl::MutexLock lock(&impl->mu);
     if (cluster == impl->cluster_id) {

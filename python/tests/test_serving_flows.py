@@ -1,0 +1,191 @@
+"""Calls as serving frameworks' KV connectors make them (vLLM-Ascend's llmdatadist_c_mgr_connector, omni-infer's
+LLM-DataDist manager, the vendor's push_blocks / switch_role samples), replayed as two processes on host memory,
+every byte checked (docs/cache_layer.md, "Calls as serving frameworks make them"):
+
+- the decoder links to the prefill; the prefill pushes over that link (links are two-way on the default backend,
+  one-way with transfer_backend "hixl");
+- unlink_clusters with LLMClusterInfo that carry only remote_cluster_id, force=True, on both sides, including the
+  side that never linked: per-cluster LLM_SUCCESS;
+- switch_role: caches stay registered, the listen option moves the listener, a switch without it stops listening,
+  no switch while a link exists;
+- an unreachable peer is LLM_LINK_FAILED."""
+import ctypes
+import multiprocessing as mp
+
+import pytest
+
+from conftest import free_tcp_port
+
+from llm_datadist import (BlocksCacheKey, CacheDesc, DataType, LLMClusterInfo, LLMConfig, LLMDataDist, LLMException,
+                          LLMRole, LLMStatusCode, Placement)
+
+PREFILL, DECODE = 1, 2
+LAYERS, BLOCKS, BLOCK = 2, 6, 64  # K and V per layer; BLOCK floats per block
+SRC_BLOCKS, DST_BLOCKS = [1, 4, 5], [0, 3, 2]
+
+
+def value(tensor, block, i):
+    return float(tensor * 100000 + block * 1000 + i + 1)
+
+
+def blocks_cache(cm, cluster, fill):
+    kv = [(ctypes.c_float * (BLOCKS * BLOCK))() for _ in range(2 * LAYERS)]
+    if fill:
+        for t, a in enumerate(kv):
+            for b in range(BLOCKS):
+                for i in range(BLOCK):
+                    a[b * BLOCK + i] = value(t, b, i)
+    desc = CacheDesc(2 * LAYERS, [BLOCKS, BLOCK], DataType.DT_FLOAT, Placement.HOST)
+    cache = cm.register_blocks_cache(desc, [ctypes.addressof(a) for a in kv], BlocksCacheKey(cluster, 0),
+                                     remote_accessible=True)
+    return cache, kv
+
+
+def init(role, cluster, listen=None, backend=None):
+    dd = LLMDataDist(role, cluster)
+    cfg = LLMConfig()
+    cfg.device_id = 0
+    cfg.enable_cache_manager = True
+    if listen is not None:
+        cfg.listen_ip_info = listen
+    if backend is not None:
+        cfg.transfer_backend = backend
+    dd.init(cfg.generate_options())
+    return dd
+
+
+def only_id(cluster_id):
+    c = LLMClusterInfo()
+    c.remote_cluster_id = cluster_id
+    return c
+
+
+def with_ip(cluster_id, port):
+    c = only_id(cluster_id)
+    c.append_local_ip_info("127.0.0.1", 0)
+    c.append_remote_ip_info("127.0.0.1", port)
+    return c
+
+
+def prefill_pushes(port, backend, to_main, to_peer):
+    """The prefill: listens, never links; pushes its blocks to the decoder over the decoder's link."""
+    dd = init(LLMRole.PROMPT, PREFILL, f"127.0.0.1:{port}", backend)
+    cache, kv = blocks_cache(dd.cache_manager, PREFILL, fill=True)
+    to_main.put("ready")
+    assert to_peer.get(timeout=30) == "linked"
+    try:
+        dd.cache_manager.push_blocks(BlocksCacheKey(DECODE, 0), cache, SRC_BLOCKS, DST_BLOCKS)
+        to_main.put("pushed")
+    except LLMException as e:
+        to_main.put(("refused", int(e.status_code)))
+    assert to_peer.get(timeout=30) == "unlink"
+    # The side that never linked: clusters with only remote_cluster_id, forced.
+    ret, rets = dd.unlink_clusters([only_id(DECODE)], 3000, force=True)
+    to_main.put((int(ret), [int(r) for r in rets]))
+    assert to_peer.get(timeout=30) == "done"
+    dd.cache_manager.unregister_cache(cache.cache_id)
+    dd.finalize()
+
+
+def run_push_flow(backend):
+    port, dport = free_tcp_port(), free_tcp_port()
+    ctx = mp.get_context("spawn")
+    to_main, to_peer = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=prefill_pushes, args=(port, backend, to_main, to_peer))
+    p.start()
+    try:
+        assert to_main.get(timeout=30) == "ready"
+        dd = init(LLMRole.DECODER, DECODE, f"127.0.0.1:{dport}")
+        cache, kv = blocks_cache(dd.cache_manager, DECODE, fill=False)
+        ret, rets = dd.link_clusters([with_ip(PREFILL, port)], 5000)
+        assert ret == LLMStatusCode.LLM_SUCCESS and list(rets) == [LLMStatusCode.LLM_SUCCESS]
+        to_peer.put("linked")
+        pushed = to_main.get(timeout=30)
+        if backend == "hixl":
+            # One-way links: only the linking side moves data; nothing landed.
+            assert pushed == ("refused", int(LLMStatusCode.LLM_NOT_YET_LINK))
+            assert all(v == 0.0 for a in kv for v in a)
+            # The linking side still pulls.
+            dd.cache_manager.pull_blocks(BlocksCacheKey(PREFILL, 0), cache, SRC_BLOCKS, DST_BLOCKS)
+        else:
+            assert pushed == "pushed"
+        for t in range(2 * LAYERS):
+            for s, d in zip(SRC_BLOCKS, DST_BLOCKS):
+                got = list(kv[t][d * BLOCK:(d + 1) * BLOCK])
+                assert got == [value(t, s, i) for i in range(BLOCK)], (t, s, d)
+        to_peer.put("unlink")
+        assert to_main.get(timeout=30) == (int(LLMStatusCode.LLM_SUCCESS), [int(LLMStatusCode.LLM_SUCCESS)])
+        ret, rets = dd.unlink_clusters([only_id(PREFILL)], 3000, force=True)
+        assert ret == LLMStatusCode.LLM_SUCCESS and list(rets) == [LLMStatusCode.LLM_SUCCESS]
+        with pytest.raises(LLMException) as e:  # the link is gone
+            dd.cache_manager.pull_blocks(BlocksCacheKey(PREFILL, 0), cache, SRC_BLOCKS, DST_BLOCKS)
+        assert e.value.status_code == LLMStatusCode.LLM_NOT_YET_LINK
+        # Again, forced: nothing left to unlink is LLM_SUCCESS; without force LLM_NOT_YET_LINK.
+        assert dd.unlink_clusters([only_id(PREFILL)], 3000, force=True)[1] == [LLMStatusCode.LLM_SUCCESS]
+        assert dd.unlink_clusters([only_id(PREFILL)], 3000)[1] == [LLMStatusCode.LLM_NOT_YET_LINK]
+        dd.cache_manager.unregister_cache(cache.cache_id)
+        dd.finalize()
+        to_peer.put("done")
+    finally:
+        p.join(30)
+    assert p.exitcode == 0
+
+
+def test_prefill_pushes_over_the_decoders_link():
+    run_push_flow(None)
+
+
+def test_hixl_backend_links_are_one_way():
+    run_push_flow("hixl")
+
+
+def holder_switches_roles(port1, port2, to_main, to_peer):
+    """Registers a cache, then: stop listening, listen on port2, refuse to switch while linked."""
+    dd = init(LLMRole.PROMPT, PREFILL, f"127.0.0.1:{port1}")
+    cache, kv = blocks_cache(dd.cache_manager, PREFILL, fill=True)
+    dd.switch_role(LLMRole.DECODER)  # no listen option: stops listening
+    to_main.put("not listening")
+    assert to_peer.get(timeout=30) == "next"
+    dd.switch_role(LLMRole.PROMPT, {"llm.listenIpInfo": f"127.0.0.1:{port2}"})
+    to_main.put("listening")
+    assert to_peer.get(timeout=30) == "linked"
+    try:
+        dd.switch_role(LLMRole.DECODER)
+        to_main.put("switched")
+    except LLMException as e:
+        to_main.put(("refused", int(e.status_code)))
+    assert to_peer.get(timeout=30) == "done"
+    dd.cache_manager.unregister_cache(cache.cache_id)
+    dd.finalize()
+
+
+def test_switch_role_moves_and_stops_the_listener_and_keeps_caches():
+    port1, port2 = free_tcp_port(), free_tcp_port()
+    ctx = mp.get_context("spawn")
+    to_main, to_peer = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=holder_switches_roles, args=(port1, port2, to_main, to_peer))
+    p.start()
+    try:
+        assert to_main.get(timeout=30) == "not listening"
+        dd = init(LLMRole.DECODER, DECODE)
+        cache, kv = blocks_cache(dd.cache_manager, DECODE, fill=False)
+        ret, rets = dd.link_clusters([with_ip(PREFILL, port1)], 1000)
+        assert ret == LLMStatusCode.LLM_LINK_FAILED and list(rets) == [LLMStatusCode.LLM_LINK_FAILED]
+        to_peer.put("next")
+        assert to_main.get(timeout=30) == "listening"
+        ret, rets = dd.link_clusters([with_ip(PREFILL, port2)], 5000)
+        assert ret == LLMStatusCode.LLM_SUCCESS
+        to_peer.put("linked")
+        assert to_main.get(timeout=30) == ("refused", int(LLMStatusCode.LLM_EXIST_LINK))
+        # The cache registered before both switches is still there, under its key.
+        dd.cache_manager.pull_blocks(BlocksCacheKey(PREFILL, 0), cache, SRC_BLOCKS, DST_BLOCKS)
+        for t in range(2 * LAYERS):
+            for s, d in zip(SRC_BLOCKS, DST_BLOCKS):
+                assert list(kv[t][d * BLOCK:(d + 1) * BLOCK]) == [value(t, s, i) for i in range(BLOCK)]
+        assert dd.unlink_clusters([only_id(PREFILL)], 3000, force=True)[0] == LLMStatusCode.LLM_SUCCESS
+        dd.cache_manager.unregister_cache(cache.cache_id)
+        dd.finalize()
+        to_peer.put("done")
+    finally:
+        p.join(30)
+    assert p.exitcode == 0
