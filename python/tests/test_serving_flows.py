@@ -16,8 +16,8 @@ import pytest
 
 from conftest import free_tcp_port
 
-from llm_datadist import (BlocksCacheKey, CacheDesc, DataType, LLMClusterInfo, LLMConfig, LLMDataDist, LLMException,
-                          LLMRole, LLMStatusCode, Placement)
+from llm_datadist import (BlocksCacheKey, CacheDesc, DataType, LayerSynchronizer, LLMClusterInfo, LLMConfig,
+                          LLMDataDist, LLMException, LLMRole, LLMStatusCode, Placement, TransferWithCacheKeyConfig)
 
 PREFILL, DECODE = 1, 2
 LAYERS, BLOCKS, BLOCK = 2, 6, 64  # K and V per layer; BLOCK floats per block
@@ -184,6 +184,100 @@ def test_switch_role_moves_and_stops_the_listener_and_keeps_caches():
                 assert list(kv[t][d * BLOCK:(d + 1) * BLOCK]) == [value(t, s, i) for i in range(BLOCK)]
         assert dd.unlink_clusters([only_id(PREFILL)], 3000, force=True)[0] == LLMStatusCode.LLM_SUCCESS
         dd.cache_manager.unregister_cache(cache.cache_id)
+        dd.finalize()
+        to_peer.put("done")
+    finally:
+        p.join(30)
+    assert p.exitcode == 0
+
+
+RANK_TABLE = ('{"version": "1.0", "server_count": "1", "status": "completed", "server_list": [{"server_id": '
+              '"127.0.0.1", "device": [{"device_id": "0", "device_ip": "127.0.0.1", "rank_id": "0"}]}]}')
+
+
+def prefill_finalizes_first(port, to_main, to_peer):
+    dd = init(LLMRole.PROMPT, PREFILL, f"127.0.0.1:{port}")
+    cache, kv = blocks_cache(dd.cache_manager, PREFILL, fill=True)
+    to_main.put("ready")
+    assert to_peer.get(timeout=30) == "linked"
+    dd.cache_manager.push_blocks(BlocksCacheKey(DECODE, 0), cache, SRC_BLOCKS, DST_BLOCKS)
+    dd.finalize()  # first, with the decoder's link still up
+    to_main.put("finalized")
+
+
+def test_a_normal_shutdown_logs_no_error(capfd):
+    """The prefill finalizes while the decoder's link is up; the decoder then finalizes (telling a finalized peer
+    is expected, not an error).  Also: the rank table serving frameworks pass as llm.LocalCommRes gives no
+    WARN line per key."""
+    port, dport = free_tcp_port(), free_tcp_port()
+    ctx = mp.get_context("spawn")
+    to_main, to_peer = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=prefill_finalizes_first, args=(port, to_main, to_peer))
+    p.start()
+    try:
+        assert to_main.get(timeout=30) == "ready"
+        dd = LLMDataDist(LLMRole.DECODER, DECODE)
+        cfg = LLMConfig()
+        cfg.enable_cache_manager = True
+        cfg.listen_ip_info = f"127.0.0.1:{dport}"
+        cfg.local_comm_res = RANK_TABLE
+        dd.init(cfg.generate_options())
+        cache, kv = blocks_cache(dd.cache_manager, DECODE, fill=False)
+        assert dd.link_clusters([with_ip(PREFILL, port)], 5000)[0] == LLMStatusCode.LLM_SUCCESS
+        to_peer.put("linked")
+        assert to_main.get(timeout=30) == "finalized"
+        for t in range(2 * LAYERS):
+            for s, d in zip(SRC_BLOCKS, DST_BLOCKS):
+                assert list(kv[t][d * BLOCK:(d + 1) * BLOCK]) == [value(t, s, i) for i in range(BLOCK)]
+        dd.finalize()
+    finally:
+        p.join(30)
+    assert p.exitcode == 0
+    err = capfd.readouterr().err
+    assert "ERROR" not in err, err
+    assert "LocalCommRes" not in err or "WARN" not in "".join(l for l in err.splitlines() if "LocalCommRes" in l), err
+
+
+class _Ready(LayerSynchronizer):
+    def synchronize_layer(self, layer_index, timeout_in_millis):
+        return True
+
+
+def decoder_receives(port, to_main, to_peer):
+    """The decoder: listens with a zeroed blocks cache; reports what landed (block 0 of each tensor, block 1)."""
+    dd = init(LLMRole.DECODER, DECODE, f"127.0.0.1:{port}")
+    cache, kv = blocks_cache(dd.cache_manager, DECODE, fill=False)
+    to_main.put("ready")
+    assert to_peer.get(timeout=30) == "sent"
+    to_main.put([[list(a[b * BLOCK:(b + 1) * BLOCK]) for b in (0, 1)] for a in kv])
+    assert to_peer.get(timeout=30) == "done"
+    dd.finalize()
+
+
+def test_transfer_cache_async_without_block_indices_copies_block_zero():
+    """The vendor's cache-to-cache copy: no block indices on a blocks cache moves block 0 to block 0 of each
+    tensor in the layer range."""
+    port = free_tcp_port()
+    ctx = mp.get_context("spawn")
+    to_main, to_peer = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=decoder_receives, args=(port, to_main, to_peer))
+    p.start()
+    try:
+        assert to_main.get(timeout=30) == "ready"
+        dd = init(LLMRole.PROMPT, PREFILL, f"127.0.0.1:{free_tcp_port()}")
+        cache, kv = blocks_cache(dd.cache_manager, PREFILL, fill=True)
+        assert dd.link_clusters([with_ip(DECODE, port)], 5000)[0] == LLMStatusCode.LLM_SUCCESS
+        target = TransferWithCacheKeyConfig(BlocksCacheKey(DECODE, 0), range(0, 1), range(0, 1))
+        task = dd.cache_manager.transfer_cache_async(cache, _Ready(), [target])
+        assert task.synchronize() == LLMStatusCode.LLM_SUCCESS
+        to_peer.put("sent")
+        got = to_main.get(timeout=30)
+        for t in range(2 * LAYERS):
+            layer0 = t < 2
+            want0 = [value(t, 0, i) for i in range(BLOCK)] if layer0 else [0.0] * BLOCK
+            assert got[t][0] == want0, t
+            assert got[t][1] == [0.0] * BLOCK, t
+        dd.unlink_clusters([only_id(DECODE)], 3000, force=True)
         dd.finalize()
         to_peer.put("done")
     finally:

@@ -136,7 +136,8 @@ void CacheManager::Impl::Stop() {
     id = cluster_id;
   }
   for (auto &l : gone_links) {
-    eng->SendNotify(l.second->engine.c_str(), {kUnlinkNotify, std::to_string(id).c_str()}, t);
+    // A reverse link's opener needs no notify (it linked; its engine sees ours go).
+    if (!l.second->reverse) TellUnlinked(*eng, l.second->engine, id, t);
     eng->Disconnect(l.second->engine.c_str(), t);
   }
   for (const std::string &name : gone_stale) eng->Disconnect(name.c_str(), t);

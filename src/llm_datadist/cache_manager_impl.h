@@ -206,6 +206,10 @@ inline constexpr char kUnlinkNotify[] = "llm_datadist.unlink";
 // backend name ("hixl": links one-way; else two-way).
 inline constexpr char kTransferBackendOption[] = "llm.TransferBackend";
 void AddOp(std::vector<adxl::TransferOpDesc> *ops, uintptr_t local, uintptr_t remote, size_t len);
+// Sends the unlink notify of cluster `self` to `remote`, unless the link to it
+// is gone or failed (the peer finalized first: expected at shutdown, an INFO
+// line, not an engine ERROR).  No lock of the manager may be held.
+void TellUnlinked(adxl::AdxlEngine &engine, const std::string &remote, uint64_t self, int32_t timeout_ms);
 
 }  // namespace llm_datadist::internal
 

@@ -50,6 +50,15 @@ Status RefreshLocked(const OpContext &ctx, RemoteLink &rc, bool refresh) ADXL_RE
 
 }  // namespace
 
+void TellUnlinked(adxl::AdxlEngine &engine, const std::string &remote, uint64_t self, int32_t timeout_ms) {
+  adxl::ext::LinkInfo info;
+  if (adxl::ext::GetLinkInfo(engine, remote.c_str(), info) != adxl::SUCCESS || info.failed) {
+    ADXL_INFO("unlink: the link to %s is already gone (the peer finalized or failed); not telling it", remote.c_str());
+    return;
+  }
+  engine.SendNotify(remote.c_str(), {kUnlinkNotify, std::to_string(self).c_str()}, timeout_ms);
+}
+
 Status RefreshLink(const OpContext &ctx, RemoteLink &link, bool refresh,
                    std::shared_ptr<const std::vector<CacheRecord>> *records) {
   adxl::MutexLock lock(&link.mu);
@@ -187,7 +196,7 @@ Status UnlinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterI
     ADXL_ERROR("UnlinkClusters: cluster %lu is not linked", static_cast<unsigned long>(c.remote_cluster_id));
     return LLM_NOT_YET_LINK;
   }
-  ctx.engine->SendNotify(link->engine.c_str(), {kUnlinkNotify, std::to_string(ctx.cluster_id).c_str()}, timeout_ms);
+  if (!link->reverse) TellUnlinked(*ctx.engine, link->engine, ctx.cluster_id, timeout_ms);
   const Status d = ctx.engine->Disconnect(link->engine.c_str(), timeout_ms);
   adxl::MutexLock lock(&link->mu);  // a metadata refresh in flight on this link ends first
   if (d == adxl::SUCCESS || d == adxl::NOT_CONNECTED) return LLM_SUCCESS;
