@@ -268,15 +268,9 @@ Status CacheManager::Impl::Register(const char *what, const CacheDesc &desc, con
   }
   const bool device = desc.placement == Placement::DEVICE;
   const bool remote = remote_accessible.value_or(device);
-  if (device && remote) {
-    DrainNotifies();
-    if (!links.empty() || !linking.empty() || !incoming.empty()) {
-      ADXL_ERROR("%s: a remote-accessible device cache must be registered before any link exists (%zu outgoing, %zu "
-               "incoming links)",
-               what, links.size(), incoming.size());
-      return LLM_EXIST_LINK;
-    }
-  }
+  // Caches may be registered after links exist, device ones too (the vendor
+  // allows it; omni-infer registers layer groups lazily): linked peers learn
+  // the new cache from the republished table, with no relink.
   LocalCache lc;
   for (uintptr_t a : addrs_in) {
     adxl::MemHandle h = nullptr;

@@ -13,9 +13,9 @@
 //    and RegisterBlocksCache (paged: dimension 0 = block) register every
 //    tensor address with the engine.  At most 240 addresses over all
 //    registrations; every address unique; remote_accessible defaults to true
-//    for Placement::DEVICE and false for HOST; a remote-accessible DEVICE
-//    cache registered while a link exists (outgoing, or incoming as announced
-//    by the peer) is LLM_EXIST_LINK.  Only remote-accessible caches are
+//    for Placement::DEVICE and false for HOST; caches of either placement
+//    may be registered while links exist (peers learn them from the
+//    republished table, no relink).  Only remote-accessible caches are
 //    visible to peers; any registered cache may be the local side of a
 //    transfer.
 //  - LinkClusters connects to each remote cluster's engine and reads its
