@@ -10,6 +10,7 @@ every byte checked (docs/cache_layer.md, "Calls as serving frameworks make them"
   no switch while a link exists;
 - an unreachable peer is LLM_LINK_FAILED."""
 import ctypes
+import json
 import multiprocessing as mp
 
 import pytest
@@ -17,7 +18,8 @@ import pytest
 from conftest import free_tcp_port
 
 from llm_datadist import (BlocksCacheKey, CacheDesc, DataType, LayerSynchronizer, LLMClusterInfo, LLMConfig,
-                          LLMDataDist, LLMException, LLMRole, LLMStatusCode, Placement, TransferWithCacheKeyConfig)
+                          LLMDataDist, LLMException, LLMRole, LLMStatusCode, Placement, RegisterMemStatus,
+                          TransferWithCacheKeyConfig)
 
 PREFILL, DECODE = 1, 2
 LAYERS, BLOCKS, BLOCK = 2, 6, 64  # K and V per layer; BLOCK floats per block
@@ -280,6 +282,59 @@ def test_transfer_cache_async_without_block_indices_copies_block_zero():
         dd.unlink_clusters([only_id(DECODE)], 3000, force=True)
         dd.finalize()
         to_peer.put("done")
+    finally:
+        p.join(30)
+    assert p.exitcode == 0
+
+
+def vllm_rank_table(comm):
+    """vLLM-Ascend's rank table: device_ip without a port, one server per cluster."""
+    return json.dumps({"server_count": "2", "status": "completed", "version": "1.0", "server_list": [
+        {"server_id": "prefill", "device": [{"device_id": "0", "device_ip": "127.0.0.1", "rank_id": "0"}]},
+        {"server_id": "decode", "device": [{"device_id": "0", "device_ip": "127.0.0.1", "rank_id": "1"}]}]})
+
+
+def prefill_rank_link(comm, to_main, to_peer):
+    """The prefill as vLLM-Ascend's connector: init without llm.listenIpInfo, link(comm_name, ranks, rank_table),
+    push to the decoder, unlink(comm_id), finalize; then init and link again."""
+    for round_ in range(2):
+        dd = init(LLMRole.PROMPT, PREFILL)
+        cache, kv = blocks_cache(dd.cache_manager, PREFILL, fill=True)
+        comm_id = dd.link(f"{comm}-{round_}", {PREFILL: 0, DECODE: 1}, vllm_rank_table(comm))
+        assert dd.query_register_mem_status(comm_id) == RegisterMemStatus.OK
+        assert to_peer.get(timeout=30) == "ready"
+        dd.cache_manager.push_blocks(BlocksCacheKey(DECODE, 0), cache, SRC_BLOCKS, DST_BLOCKS)
+        to_main.put("pushed")
+        assert to_peer.get(timeout=30) == "unlink"
+        dd.unlink(comm_id)
+        dd.finalize()
+        to_main.put("finalized")
+
+
+def test_rank_table_link_on_both_sides_without_listen_addresses():
+    comm = f"pd{free_tcp_port()}"
+    ctx = mp.get_context("spawn")
+    to_main, to_peer = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=prefill_rank_link, args=(comm, to_main, to_peer))
+    p.start()
+    try:
+        for round_ in range(2):  # finalize and init again
+            dd = init(LLMRole.DECODER, DECODE)
+            cache, kv = blocks_cache(dd.cache_manager, DECODE, fill=False)
+            comm_id = dd.link(f"{comm}-{round_}", {PREFILL: 0, DECODE: 1}, vllm_rank_table(comm))
+            to_peer.put("ready")
+            assert to_main.get(timeout=30) == "pushed"
+            for t in range(2 * LAYERS):
+                for s, d in zip(SRC_BLOCKS, DST_BLOCKS):
+                    assert list(kv[t][d * BLOCK:(d + 1) * BLOCK]) == [value(t, s, i) for i in range(BLOCK)]
+            # And the decoder pulls (block 0 of the prefill into its block 1).
+            dd.cache_manager.pull_blocks(BlocksCacheKey(PREFILL, 0), cache, [0], [1])
+            for t in range(2 * LAYERS):
+                assert list(kv[t][BLOCK:2 * BLOCK]) == [value(t, 0, i) for i in range(BLOCK)]
+            to_peer.put("unlink")
+            dd.unlink(comm_id)
+            assert to_main.get(timeout=30) == "finalized"
+            dd.finalize()
     finally:
         p.join(30)
     assert p.exitcode == 0
