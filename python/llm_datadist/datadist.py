@@ -1,6 +1,7 @@
 """LLMDataDist: one cluster (an engine and its CacheManager), its links, and
 the reference's rank-table link / unlink, check_link_status and switch_role."""
 import json
+import socket
 import time
 import zlib
 
@@ -15,7 +16,7 @@ from .validation import _int, _need, _str, _type
 
 # Rank-table link() without ports: each participant listens on _RANK_PORT_BASE + 4 * (crc32(comm_name) %
 # _RANK_PORT_SLOTS) + its place among the ranks, and links to the others within _RANK_LINK_TIMEOUT_S.
-_RANK_PORT_BASE, _RANK_PORT_SLOTS, _RANK_LINK_TIMEOUT_S = 20000, 10000, 10.0
+_RANK_PORT_BASE, _RANK_PORT_SLOTS, _RANK_LINK_TIMEOUT_S = 20000, 3000, 10.0  # below Linux's ephemeral ports
 
 
 class LLMDataDist:
@@ -174,16 +175,20 @@ class LLMDataDist:
             # This cluster listens at its rank's device_ip on a port both sides derive from comm_name and the
             # rank's place in cluster_rank_info, so that the others can link to it (the C++ Rebind; no link
             # may exist yet).
-            self._rebind(mine, f"link({comm_name!r})")
+            self._rebind(mine, f"link({comm_name!r}): listening at {mine} (the port derived for this rank; a "
+                               f"device_port in the rank table chooses another)")
         # Every participant links to every other one; a peer that does not listen yet (it has not reached its
         # own link() call) is tried again until the deadline.
         deadline = time.monotonic() + _RANK_LINK_TIMEOUT_S
         todo, done = list(peers), []
+        for _, name in todo:  # wait quietly (no refused-connect log lines) until each peer listens
+            _wait_listening(name, deadline)
         while True:
             s, rets = self._manager().link_clusters(todo, 3000)
             done += [p for p, r in zip(todo, rets) if r == 0]
-            todo = [p for p, r in zip(todo, rets) if r == LLMStatusCode.LLM_LINK_FAILED]
-            failed = [r for r in rets if r not in (0, LLMStatusCode.LLM_LINK_FAILED)]
+            retry = (LLMStatusCode.LLM_LINK_FAILED, LLMStatusCode.LLM_TIMEOUT)
+            todo = [p for p, r in zip(todo, rets) if r in retry]
+            failed = [r for r in rets if r != 0 and r not in retry]
             if not todo or failed or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
@@ -226,6 +231,18 @@ class LLMDataDist:
     def __del__(self):
         if getattr(self, "_native", None) is not None:
             self.finalize()
+
+
+def _wait_listening(name, deadline):
+    """Returns once something accepts TCP connections at engine name "ip:port" / "[ipv6]:port", or at deadline."""
+    host, _, port = name.rpartition(":")
+    host = host.strip("[]")
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((host, int(port)), timeout=0.5).close()
+            return
+        except (OSError, ValueError):
+            time.sleep(0.02)
 
 
 def _rank_engines(rank_table, comm_name, ranks):

@@ -338,3 +338,41 @@ def test_rank_table_link_on_both_sides_without_listen_addresses():
     finally:
         p.join(30)
     assert p.exitcode == 0
+
+
+def prefill_pushes_each_round(port, rounds, to_main, to_peer):
+    dd = init(LLMRole.PROMPT, PREFILL, f"127.0.0.1:{port}")
+    cache, kv = blocks_cache(dd.cache_manager, PREFILL, fill=True)
+    to_main.put("ready")
+    for _ in range(rounds):
+        assert to_peer.get(timeout=30) == "linked"
+        dd.cache_manager.push_blocks(BlocksCacheKey(DECODE, 0), cache, SRC_BLOCKS, DST_BLOCKS)
+        to_main.put("pushed")
+    assert to_peer.get(timeout=30) == "done"
+    dd.finalize()
+
+
+def test_decoder_finalizes_and_links_again_prefill_pushes_again():
+    """Finalize and init again on the decoder (same address, no unlink call: finalize unlinks): the prefill's
+    connection back to the old decoder goes, a new one reaches the new decoder."""
+    port, dport = free_tcp_port(), free_tcp_port()
+    ctx = mp.get_context("spawn")
+    to_main, to_peer = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=prefill_pushes_each_round, args=(port, 3, to_main, to_peer))
+    p.start()
+    try:
+        assert to_main.get(timeout=30) == "ready"
+        for _ in range(3):
+            dd = init(LLMRole.DECODER, DECODE, f"127.0.0.1:{dport}")
+            cache, kv = blocks_cache(dd.cache_manager, DECODE, fill=False)
+            assert dd.link_clusters([with_ip(PREFILL, port)], 5000)[0] == LLMStatusCode.LLM_SUCCESS
+            to_peer.put("linked")
+            assert to_main.get(timeout=30) == "pushed"
+            for t in range(2 * LAYERS):
+                for s, d in zip(SRC_BLOCKS, DST_BLOCKS):
+                    assert list(kv[t][d * BLOCK:(d + 1) * BLOCK]) == [value(t, s, i) for i in range(BLOCK)]
+            dd.finalize()
+        to_peer.put("done")
+    finally:
+        p.join(30)
+    assert p.exitcode == 0

@@ -59,6 +59,7 @@ Status CacheManager::Impl::BeginLocked(const char *what, OpContext *ctx, OpGuard
 bool Listens(const std::string &name) {
   const auto colon = name.rfind(':');
   if (colon == std::string::npos || name.find(']', colon) != std::string::npos) return false;
+  if (name[0] != '[' && name.find(':') != colon) return false;  // a bare IPv6 address: no port
   return std::strtoul(name.c_str() + colon + 1, nullptr, 10) > 0;
 }
 
@@ -163,16 +164,17 @@ void CacheManager::Impl::DrainNotifies() {
       const char *msg = n.notify_msg.GetString();
       char *end = nullptr;
       const uint64_t id = strtoull(msg, &end, 10);
+      // A new link from that cluster, or its unlink, ends the reverse
+      // connection made for its earlier link (disconnected outside mu).
+      auto l = links.find(id);
+      if (l != links.end() && l->second->reverse) {
+        stale.push_back(l->second->engine);
+        links.erase(l);
+      }
       if (name == kLinkNotify) {
         incoming[id] = *end == ' ' ? std::string(end + 1) : std::string();
       } else {
         incoming.erase(id);
-        // The reverse connection of that link goes with it (outside mu).
-        auto l = links.find(id);
-        if (l != links.end() && l->second->reverse) {
-          stale.push_back(l->second->engine);
-          links.erase(l);
-        }
       }
     } else {
       kept.push_back(std::move(n));

@@ -232,12 +232,14 @@ void CacheManager::Impl::EnsureReverse(const char *what, uint64_t cluster) {
   std::string name;
   {
     adxl::MutexLock lock(&mu);
-    if (!live || stopping || links.count(cluster) != 0) return;  // the caller's checks report
+    if (!live || stopping) return;  // the caller's checks report
+    DrainNotifies();  // first: a new link or an unlink from `cluster` ends an old reverse connection
+    if (links.count(cluster) != 0 && stale.empty()) return;
     if (BeginLocked(what, &ctx, &guard) != LLM_SUCCESS) return;
-    DrainNotifies();
     gone.swap(stale);
     auto in = incoming.find(cluster);
-    if (two_way && in != incoming.end() && !in->second.empty() && linking.count(cluster) == 0) {
+    if (two_way && links.count(cluster) == 0 && in != incoming.end() && !in->second.empty() &&
+        linking.count(cluster) == 0) {
       name = in->second;
       linking.insert(cluster);  // reserved while we connect without the lock
     }
