@@ -16,7 +16,7 @@ from .validation import _int, _need, _str, _type
 
 # Rank-table link() without ports: each participant listens on _RANK_PORT_BASE + 4 * (crc32(comm_name) %
 # _RANK_PORT_SLOTS) + its place among the ranks, and links to the others within _RANK_LINK_TIMEOUT_S.
-_RANK_PORT_BASE, _RANK_PORT_SLOTS, _RANK_LINK_TIMEOUT_S = 20000, 3000, 10.0  # below Linux's ephemeral ports
+_RANK_PORT_BASE, _RANK_PORT_SLOTS, _RANK_LINK_TIMEOUT_S = 12000, 2000, 10.0  # 12000-19999: below the ephemeral ports
 
 
 class LLMDataDist:
