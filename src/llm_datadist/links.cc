@@ -78,8 +78,13 @@ Status LinkOne(const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms, b
   const bool connected_here = s == adxl::SUCCESS;
   if (s == adxl::ALREADY_CONNECTED) s = adxl::SUCCESS;  // a shared engine's existing link
   if (s != adxl::SUCCESS) {
-    ADXL_ERROR("LinkClusters: connecting to %s (cluster %lu) failed: engine status %u", c.remote_engine.c_str(),
-               static_cast<unsigned long>(c.remote_cluster_id), s);
+    if (announce) {
+      ADXL_ERROR("LinkClusters: connecting to %s (cluster %lu) failed: engine status %u", c.remote_engine.c_str(),
+                 static_cast<unsigned long>(c.remote_cluster_id), s);
+    } else {  // the caller's refusal is the one ERROR line
+      ADXL_WARN("connecting back to %s (cluster %lu, which linked to this one) failed: engine status %u",
+                c.remote_engine.c_str(), static_cast<unsigned long>(c.remote_cluster_id), s);
+    }
     // The peer cannot be reached: the vendor's LLM_LINK_FAILED (a deadline
     // that passed stays LLM_TIMEOUT, a malformed name LLM_PARAM_INVALID).
     return s == adxl::TIMEOUT || s == adxl::PARAM_INVALID ? FromEngine(s) : LLM_LINK_FAILED;
@@ -102,7 +107,11 @@ Status LinkOne(const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms, b
     *out = std::move(rc);
     return s;
   }
-  ADXL_ERROR("LinkClusters: %s: its cache table is not usable (status %u)", c.remote_engine.c_str(), s);
+  if (announce) {
+    ADXL_ERROR("LinkClusters: %s: its cache table is not usable (status %u)", c.remote_engine.c_str(), s);
+  } else {
+    ADXL_WARN("connecting back to %s: its cache table is not usable (status %u)", c.remote_engine.c_str(), s);
+  }
   if (connected_here) ctx.engine->Disconnect(c.remote_engine.c_str(), timeout_ms);
   return s == LLM_FAILED ? LLM_LINK_FAILED : s;
 }
