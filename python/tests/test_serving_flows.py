@@ -12,6 +12,7 @@ every byte checked (docs/cache_layer.md, "Calls as serving frameworks make them"
 import ctypes
 import json
 import multiprocessing as mp
+import os
 
 import pytest
 
@@ -30,16 +31,57 @@ def value(tensor, block, i):
     return float(tensor * 100000 + block * 1000 + i + 1)
 
 
-def blocks_cache(cm, cluster, fill):
+def acl_emulation():
+    """The host ACL runtime's library (emulation/acl) of this build, loaded so that the engine finds it, or None."""
+    import llm_datadist
+    lib = os.path.join(os.path.dirname(llm_datadist.__file__), "..", "..", "lib", "adxl-acl-host", "lib",
+                       "libascendcl.so")
+    if not os.path.exists(lib):
+        return None
+    acl = ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+    assert acl.aclrtSetDevice(0) == 0
+    return acl
+
+
+class DeviceTensors:
+    """Tensors in the ACL host runtime's device memory (aclrtMalloc), read and written with aclrtMemcpy: the
+    stand-in for the samples' torch_npu tensors."""
+    H2D, D2H = 1, 2
+
+    def __init__(self, acl, host):
+        self.acl, self.addrs = acl, []
+        for a in host:
+            p = ctypes.c_void_p()
+            assert acl.aclrtMalloc(ctypes.byref(p), ctypes.c_size_t(ctypes.sizeof(a)), 0) == 0
+            assert acl.aclrtMemcpy(p, ctypes.c_size_t(ctypes.sizeof(a)), ctypes.addressof(a),
+                                   ctypes.c_size_t(ctypes.sizeof(a)), self.H2D) == 0
+            self.addrs.append(p.value)
+
+    def __getitem__(self, t):
+        a = (ctypes.c_float * (BLOCKS * BLOCK))()
+        assert self.acl.aclrtMemcpy(ctypes.addressof(a), ctypes.c_size_t(ctypes.sizeof(a)),
+                                    ctypes.c_void_p(self.addrs[t]), ctypes.c_size_t(ctypes.sizeof(a)),
+                                    self.D2H) == 0
+        return a
+
+    def __iter__(self):
+        return (self[t] for t in range(len(self.addrs)))
+
+
+def blocks_cache(cm, cluster, fill, device=False):
     kv = [(ctypes.c_float * (BLOCKS * BLOCK))() for _ in range(2 * LAYERS)]
     if fill:
         for t, a in enumerate(kv):
             for b in range(BLOCKS):
                 for i in range(BLOCK):
                     a[b * BLOCK + i] = value(t, b, i)
-    desc = CacheDesc(2 * LAYERS, [BLOCKS, BLOCK], DataType.DT_FLOAT, Placement.HOST)
-    cache = cm.register_blocks_cache(desc, [ctypes.addressof(a) for a in kv], BlocksCacheKey(cluster, 0),
-                                     remote_accessible=True)
+    if device:
+        kv = DeviceTensors(acl_emulation(), kv)
+        addrs = kv.addrs
+    else:
+        addrs = [ctypes.addressof(a) for a in kv]
+    desc = CacheDesc(2 * LAYERS, [BLOCKS, BLOCK], DataType.DT_FLOAT, Placement.DEVICE if device else Placement.HOST)
+    cache = cm.register_blocks_cache(desc, addrs, BlocksCacheKey(cluster, 0), remote_accessible=True)
     return cache, kv
 
 
@@ -69,10 +111,10 @@ def with_ip(cluster_id, port):
     return c
 
 
-def prefill_pushes(port, backend, to_main, to_peer):
+def prefill_pushes(port, backend, device, to_main, to_peer):
     """The prefill: listens, never links; pushes its blocks to the decoder over the decoder's link."""
     dd = init(LLMRole.PROMPT, PREFILL, f"127.0.0.1:{port}", backend)
-    cache, kv = blocks_cache(dd.cache_manager, PREFILL, fill=True)
+    cache, kv = blocks_cache(dd.cache_manager, PREFILL, fill=True, device=device)
     to_main.put("ready")
     assert to_peer.get(timeout=30) == "linked"
     try:
@@ -89,16 +131,16 @@ def prefill_pushes(port, backend, to_main, to_peer):
     dd.finalize()
 
 
-def run_push_flow(backend):
+def run_push_flow(backend, device=False):
     port, dport = free_tcp_port(), free_tcp_port()
     ctx = mp.get_context("spawn")
     to_main, to_peer = ctx.Queue(), ctx.Queue()
-    p = ctx.Process(target=prefill_pushes, args=(port, backend, to_main, to_peer))
+    p = ctx.Process(target=prefill_pushes, args=(port, backend, device, to_main, to_peer))
     p.start()
     try:
         assert to_main.get(timeout=30) == "ready"
         dd = init(LLMRole.DECODER, DECODE, f"127.0.0.1:{dport}")
-        cache, kv = blocks_cache(dd.cache_manager, DECODE, fill=False)
+        cache, kv = blocks_cache(dd.cache_manager, DECODE, fill=False, device=device)
         ret, rets = dd.link_clusters([with_ip(PREFILL, port)], 5000)
         assert ret == LLMStatusCode.LLM_SUCCESS and list(rets) == [LLMStatusCode.LLM_SUCCESS]
         to_peer.put("linked")
@@ -112,8 +154,9 @@ def run_push_flow(backend):
         else:
             assert pushed == "pushed"
         for t in range(2 * LAYERS):
+            tensor = kv[t]
             for s, d in zip(SRC_BLOCKS, DST_BLOCKS):
-                got = list(kv[t][d * BLOCK:(d + 1) * BLOCK])
+                got = list(tensor[d * BLOCK:(d + 1) * BLOCK])
                 assert got == [value(t, s, i) for i in range(BLOCK)], (t, s, d)
         to_peer.put("unlink")
         assert to_main.get(timeout=30) == (int(LLMStatusCode.LLM_SUCCESS), [int(LLMStatusCode.LLM_SUCCESS)])
@@ -139,6 +182,19 @@ def test_prefill_pushes_over_the_decoders_link():
 
 def test_hixl_backend_links_are_one_way():
     run_push_flow("hixl")
+
+
+def test_prefill_pushes_over_the_decoders_link_device_memory():
+    """The same on the ACL host runtime's device memory (the samples' torch_npu tensors), both sides."""
+    if acl_emulation() is None:
+        pytest.skip("no host ACL runtime (emulation/acl) in this build")
+    run_push_flow(None, device=True)
+
+
+def test_hixl_backend_links_are_one_way_device_memory():
+    if acl_emulation() is None:
+        pytest.skip("no host ACL runtime (emulation/acl) in this build")
+    run_push_flow("hixl", device=True)
 
 
 def holder_switches_roles(port1, port2, to_main, to_peer):
@@ -294,12 +350,12 @@ def vllm_rank_table(comm):
         {"server_id": "decode", "device": [{"device_id": "0", "device_ip": "127.0.0.1", "rank_id": "1"}]}]})
 
 
-def prefill_rank_link(comm, to_main, to_peer):
+def prefill_rank_link(comm, device, to_main, to_peer):
     """The prefill as vLLM-Ascend's connector: init without llm.listenIpInfo, link(comm_name, ranks, rank_table),
     push to the decoder, unlink(comm_id), finalize; then init and link again."""
     for round_ in range(2):
         dd = init(LLMRole.PROMPT, PREFILL)
-        cache, kv = blocks_cache(dd.cache_manager, PREFILL, fill=True)
+        cache, kv = blocks_cache(dd.cache_manager, PREFILL, fill=True, device=device)
         comm_id = dd.link(f"{comm}-{round_}", {PREFILL: 0, DECODE: 1}, vllm_rank_table(comm))
         assert dd.query_register_mem_status(comm_id) == RegisterMemStatus.OK
         assert to_peer.get(timeout=30) == "ready"
@@ -311,16 +367,19 @@ def prefill_rank_link(comm, to_main, to_peer):
         to_main.put("finalized")
 
 
-def test_rank_table_link_on_both_sides_without_listen_addresses():
+@pytest.mark.parametrize("device", [False, True], ids=["host", "device"])
+def test_rank_table_link_on_both_sides_without_listen_addresses(device):
+    if device and acl_emulation() is None:
+        pytest.skip("no host ACL runtime (emulation/acl) in this build")
     comm = f"pd{free_tcp_port()}"
     ctx = mp.get_context("spawn")
     to_main, to_peer = ctx.Queue(), ctx.Queue()
-    p = ctx.Process(target=prefill_rank_link, args=(comm, to_main, to_peer))
+    p = ctx.Process(target=prefill_rank_link, args=(comm, device, to_main, to_peer))
     p.start()
     try:
         for round_ in range(2):  # finalize and init again
             dd = init(LLMRole.DECODER, DECODE)
-            cache, kv = blocks_cache(dd.cache_manager, DECODE, fill=False)
+            cache, kv = blocks_cache(dd.cache_manager, DECODE, fill=False, device=device)
             comm_id = dd.link(f"{comm}-{round_}", {PREFILL: 0, DECODE: 1}, vllm_rank_table(comm))
             to_peer.put("ready")
             assert to_main.get(timeout=30) == "pushed"
