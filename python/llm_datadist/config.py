@@ -336,8 +336,8 @@ def _init_options(options):
     backend = opts.pop("llm.TransferBackend", "")
     if backend not in ("", "hixl", "adxl"):
         raise _ParamInvalid(f"llm.TransferBackend {backend!r} is not one of 'hixl', 'adxl' (or empty)")
-    if backend:
-        _log_once("llm.TransferBackend", "every backend is the one UCX engine here")
+    if backend:  # the C++ cache layer takes it: "hixl" makes links one-way, as the vendor's HIXL backend
+        engine["llm.TransferBackend"] = backend
     global_config = opts.pop("llm.GlobalResourceConfig", "")
     if global_config:  # empty: the vendor's "not configured"
         engine["GlobalResourceConfig"] = global_config

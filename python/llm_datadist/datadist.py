@@ -1,6 +1,9 @@
 """LLMDataDist: one cluster (an engine and its CacheManager), its links, and
 the reference's rank-table link / unlink, check_link_status and switch_role."""
 import json
+import socket
+import time
+import zlib
 
 from . import _native
 from .cache_manager import CacheManager
@@ -9,6 +12,11 @@ from .errors import LLMException, LLMStatusCode, _ParamInvalid, _check, _code
 from .host_pool import _HostPool
 from .layerwise import _finalize_at_exit
 from .validation import _int, _need, _str, _type
+
+
+# Rank-table link() without ports: each participant listens on _RANK_PORT_BASE + 4 * (crc32(comm_name) %
+# _RANK_PORT_SLOTS) + its place among the ranks, and links to the others within _RANK_LINK_TIMEOUT_S.
+_RANK_PORT_BASE, _RANK_PORT_SLOTS, _RANK_LINK_TIMEOUT_S = 12000, 2000, 10.0  # 12000-19999: below the ephemeral ports
 
 
 class LLMDataDist:
@@ -70,8 +78,16 @@ class LLMDataDist:
         return _code(s), [_code(r) for r in rets]
 
     def unlink_clusters(self, clusters, timeout=3000, force=False):
-        cl = self._clusters(clusters)
-        s, rets = self.cache_manager._m.unlink_clusters(cl, _int(timeout, "timeout", 1, 2 ** 31 - 1))
+        """By remote_cluster_id (no ip info needed); per-cluster statuses.  force: the link is dropped here
+        whatever the peer answers, and a cluster with no link either way is LLM_SUCCESS (the C++ cache layer's
+        UnlinkClusters)."""
+        _need(clusters, "clusters")
+        if not isinstance(clusters, (list, tuple)):
+            raise TypeError("clusters must be a list or tuple of LLMClusterInfo")
+        _type(force, bool, "force")
+        cl = [(_int(_type(c, LLMClusterInfo, "clusters[]").remote_cluster_id, "remote_cluster_id"), "")
+              for c in clusters]
+        s, rets = self.cache_manager._m.unlink_clusters(cl, _int(timeout, "timeout", 1, 2 ** 31 - 1), force)
         return _code(s), [_code(r) for r in rets]
 
     def finalize(self):
@@ -99,29 +115,33 @@ class LLMDataDist:
         _check(self._manager().check_link_status(remote_cluster_id), "check_link_status")
 
     def switch_role(self, role, switch_options=None):
-        """Changes the role (a label here).  llm.listenIpInfo in switch_options re-creates the engine on that
-        address, which needs no cache registered and no link (else LLM_FEATURE_NOT_ENABLED)."""
+        """Changes the role.  As the reference: no link may exist either way (LLM_EXIST_LINK); registered caches
+        stay registered; "llm.listenIpInfo" in switch_options starts or moves the listener, a switch without it
+        stops listening (the C++ cache layer's Rebind: a new engine, every cache re-registered under its id)."""
         _type(role, LLMRole, "role")
         if switch_options is not None and not isinstance(switch_options, dict):
             raise TypeError(f"switch_options must be a dict, not {type(switch_options).__name__}")
         m = self._manager()
         opts = dict(switch_options or {})
-        listen = opts.get("llm.listenIpInfo")
-        if listen is not None and _str(listen, "llm.listenIpInfo") != self._listen:
-            if m.registered_addr_count() != 0 or self._comms:
-                raise LLMException("switch_role: a new listen address needs a new engine; unregister every cache "
-                                   "and unlink first", LLMStatusCode.LLM_FEATURE_NOT_ENABLED)
-            options = dict(self._options)
-            options.update(opts)
-            self.finalize()
-            self.init(options)
+        listen = opts.get("llm.listenIpInfo", opts.get("llm.ListenIpInfo"))
+        if listen is not None:
+            _str(listen, "llm.listenIpInfo")
+        options = {k: v for k, v in self._options.items()
+                   if k not in ("llm.listenIpInfo", "llm.ListenIpInfo", "llm.ListenIp", "llm.ListenPort")}
+        options.update(opts)
+        new_listen, _, engine_opts, _ = _init_options(options)
+        _check(m.rebind(new_listen, engine_opts), "switch_role")
+        self._options = options
+        self._listen = new_listen
         self.role = role
 
     def link(self, comm_name, cluster_rank_info, rank_table):
         """Links this cluster to every other cluster of cluster_rank_info ({cluster id: rank id}), each found in
         rank_table (the reference's JSON: server_list[].device[] with rank_id and device_ip; the engine of a
-        rank is device_ip:device_port, or device_ip written "ip:port").  Every participant listens at its own
-        rank's address and calls link() with the same arguments.  Returns a comm id for unlink."""
+        rank is device_ip:device_port, device_ip written "ip:port", or, as in the vendor's rank tables, device_ip
+        alone: then a cluster that does not listen there yet starts listening at device_ip on a port derived from
+        comm_name and its place among the ranks, as every participant derives it).  Every participant calls link()
+        with the same arguments and links to every other one.  Returns a comm id for unlink."""
         _str(comm_name, "comm_name")
         if not 0 < len(comm_name) < 128:
             raise _ParamInvalid("comm_name must be 1 to 127 characters")
@@ -138,20 +158,44 @@ class LLMDataDist:
             raise _ParamInvalid("ranks in cluster_rank_info must be ordered and distinct")
         if self.cluster_id not in cluster_rank_info:
             raise _ParamInvalid(f"cluster_rank_info does not name this cluster ({self.cluster_id})")
-        engines = _rank_engines(rank_table)
+        engines = _rank_engines(rank_table, comm_name, sorted(ranks))
+        mine, explicit = engines.get(cluster_rank_info[self.cluster_id], (None, True))
+        if mine is None:
+            raise _ParamInvalid(f"rank_table has no device with rank_id {cluster_rank_info[self.cluster_id]} "
+                                f"(this cluster, {self.cluster_id})")
         peers = []
         for cid, rank in cluster_rank_info.items():
             if cid == self.cluster_id:
                 continue
             if rank not in engines:
                 raise _ParamInvalid(f"rank_table has no device with rank_id {rank} (cluster {cid})")
-            peers.append((cid, engines[rank]))
-        s, rets = self._manager().link_clusters(peers, 3000)
-        if s != 0:
-            done = [p for p, r in zip(peers, rets) if r == 0]
+            peers.append((cid, engines[rank][0]))
+        if not explicit and self._listen != mine:
+            # vLLM-Ascend's flow: neither side set llm.listenIpInfo and the rank table's device_ip has no port.
+            # This cluster listens at its rank's device_ip on a port both sides derive from comm_name and the
+            # rank's place in cluster_rank_info, so that the others can link to it (the C++ Rebind; no link
+            # may exist yet).
+            self._rebind(mine, f"link({comm_name!r}): listening at {mine} (the port derived for this rank; a "
+                               f"device_port in the rank table chooses another)")
+        # Every participant links to every other one; a peer that does not listen yet (it has not reached its
+        # own link() call) is tried again until the deadline.
+        deadline = time.monotonic() + _RANK_LINK_TIMEOUT_S
+        todo, done = list(peers), []
+        for _, name in todo:  # wait quietly (no refused-connect log lines) until each peer listens
+            _wait_listening(name, deadline)
+        while True:
+            s, rets = self._manager().link_clusters(todo, 3000)
+            done += [p for p, r in zip(todo, rets) if r == 0]
+            retry = (LLMStatusCode.LLM_LINK_FAILED, LLMStatusCode.LLM_TIMEOUT)
+            todo = [p for p, r in zip(todo, rets) if r in retry]
+            failed = [r for r in rets if r != 0 and r not in retry]
+            if not todo or failed or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        if todo or failed:
             if done:
-                self._manager().unlink_clusters(done, 3000)
-            _check(s, f"link({comm_name!r})")
+                self._manager().unlink_clusters(done, 3000, True)
+            _check(failed[0] if failed else LLMStatusCode.LLM_LINK_FAILED, f"link({comm_name!r})")
         comm_id = self._next_comm
         self._next_comm += 1
         self._comms[comm_id] = peers
@@ -162,7 +206,8 @@ class LLMDataDist:
         peers = self._comms.pop(comm_id, None)
         if peers is None:
             raise _ParamInvalid(f"unlink: comm_id {comm_id} is not linked")
-        s, _ = self._manager().unlink_clusters(peers, 3000)
+        # The comm goes as a whole, as the vendor's unlink(comm_id): forced (a peer that went first is no failure).
+        s, _ = self._manager().unlink_clusters(peers, 3000, True)
         _check(s, "unlink")
 
     def query_register_mem_status(self, comm_id):
@@ -173,18 +218,44 @@ class LLMDataDist:
         self._manager()
         return RegisterMemStatus.OK
 
+    def _rebind(self, listen, what):
+        """Moves this cluster's engine to `listen` (C++ CacheManager::Rebind: caches stay registered)."""
+        options = {k: v for k, v in self._options.items()
+                   if k not in ("llm.listenIpInfo", "llm.ListenIpInfo", "llm.ListenIp", "llm.ListenPort")}
+        options["llm.listenIpInfo"] = listen
+        new_listen, _, engine_opts, _ = _init_options(options)
+        _check(self._manager().rebind(new_listen, engine_opts), what)
+        self._options = options
+        self._listen = new_listen
+
     def __del__(self):
         if getattr(self, "_native", None) is not None:
             self.finalize()
 
 
-def _rank_engines(rank_table):
-    """{rank id: engine name} from a rank table (JSON text)."""
+def _wait_listening(name, deadline):
+    """Returns once something accepts TCP connections at engine name "ip:port" / "[ipv6]:port", or at deadline."""
+    host, _, port = name.rpartition(":")
+    host = host.strip("[]")
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((host, int(port)), timeout=0.5).close()
+            return
+        except (OSError, ValueError):
+            time.sleep(0.02)
+
+
+def _rank_engines(rank_table, comm_name, ranks):
+    """{rank id: (engine name, port given)} from a rank table (JSON text).  A device's engine is
+    device_ip:device_port, or device_ip written "ip:port"; without a port (the vendor's rank tables, as vLLM-Ascend
+    passes them), device_ip and a port derived from comm_name and the rank's place in `ranks`, the same on every
+    participant."""
     try:
         table = json.loads(rank_table)
         devices = [d for server in table["server_list"] for d in server["device"]]
     except (ValueError, KeyError, TypeError):
         raise _ParamInvalid("rank_table must be JSON with server_list[].device[]") from None
+    base = _RANK_PORT_BASE + (zlib.crc32(comm_name.encode()) % _RANK_PORT_SLOTS) * 4
     out = {}
     for d in devices:
         try:
@@ -194,8 +265,10 @@ def _rank_engines(rank_table):
             raise _ParamInvalid(f"rank_table device {d!r} lacks rank_id or device_ip") from None
         port = d.get("device_port", d.get("port"))
         if port is not None:
-            ip = f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
-        elif ip.count(":") != 1 and not ip.startswith("["):
-            raise _ParamInvalid(f"rank_table device of rank {rank}: no port (device_port, or device_ip as ip:port)")
-        out[rank] = ip
+            out[rank] = (f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}", True)
+        elif ip.count(":") == 1 or ip.startswith("["):
+            out[rank] = (ip, True)
+        else:
+            port = base + (ranks.index(rank) if rank in ranks else 0)
+            out[rank] = (f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}", False)
     return out

@@ -154,17 +154,26 @@ PYBIND11_MODULE(_native, m) {
              }
              return py::make_tuple(s, rets);
            })
-      .def("unlink_clusters",
-           [](CacheManager &cm, const std::vector<std::pair<uint64_t, std::string>> &cl, int32_t t) {
-             std::vector<ClusterInfo> infos;
-             for (const auto &c : cl) infos.push_back({c.first, c.second});
-             std::vector<Status> rets;
-             Status s;
-             {
-               py::gil_scoped_release nogil;
-               s = cm.UnlinkClusters(infos, rets, t);
-             }
-             return py::make_tuple(s, rets);
+      .def(
+          "unlink_clusters",
+          [](CacheManager &cm, const std::vector<std::pair<uint64_t, std::string>> &cl, int32_t t, bool force) {
+            std::vector<ClusterInfo> infos;
+            for (const auto &c : cl) infos.push_back({c.first, c.second});
+            std::vector<Status> rets;
+            Status s;
+            {
+              py::gil_scoped_release nogil;
+              s = cm.UnlinkClusters(infos, rets, t, force);
+            }
+            return py::make_tuple(s, rets);
+          },
+          py::arg("clusters"), py::arg("timeout"), py::arg("force") = false)
+      .def("rebind",
+           [](CacheManager &cm, const std::string &local, const std::map<std::string, std::string> &o) {
+             std::map<adxl::AscendString, adxl::AscendString> opts;
+             for (const auto &kv : o) opts.emplace(kv.first.c_str(), kv.second.c_str());
+             py::gil_scoped_release nogil;
+             return cm.Rebind(local, opts);
            })
       .def("pull_cache", &PullCacheT<CacheKey>)
       .def("pull_cache", &PullCacheT<CacheKeyByIdAndIndex>)

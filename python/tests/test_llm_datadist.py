@@ -106,7 +106,7 @@ def test_240_addresses(dd):
     cm.register_blocks_cache(host_desc(40, [1, 32]), t.addrs[200:240])
 
 
-def test_device_after_link_is_an_error(free_port):
+def test_device_after_link_is_allowed(free_port):
     holder = LLMDataDist(LLMRole.PROMPT, 10)
     holder.init({"llm.listenIpInfo": f"127.0.0.1:{free_port}"})
     puller = LLMDataDist(LLMRole.DECODER, 20)
@@ -115,9 +115,13 @@ def test_device_after_link_is_an_error(free_port):
     assert ret == LLMStatusCode.LLM_SUCCESS and rets == [LLMStatusCode.LLM_SUCCESS]
     t = Tensors(2, 64)
     dev = CacheDesc(1, [2, 16], DataType.DT_FLOAT16, Placement.DEVICE)
-    with pytest.raises(LLMException) as e:
-        puller.cache_manager.register_cache(dev, t.addrs[:1])
-    assert e.value.status_code == LLMStatusCode.LLM_EXIST_LINK
+    # As the vendor: no LLM_EXIST_LINK after a link (this host memory is no device memory, so the engine may
+    # refuse it as such: LLM_FEATURE_NOT_ENABLED; test_serving_flows.py registers real caches after a link).
+    try:
+        c = puller.cache_manager.register_cache(dev, t.addrs[:1])
+        puller.cache_manager.unregister_cache(c.cache_id)
+    except LLMException as e:
+        assert e.status_code == LLMStatusCode.LLM_FEATURE_NOT_ENABLED
     # host memory any time
     holder.cache_manager.register_cache(host_desc(1, [2, 16]), t.addrs[1:], remote_accessible=True)
     assert puller.unlink_clusters([cluster(10, free_port)])[0] == LLMStatusCode.LLM_SUCCESS

@@ -183,6 +183,9 @@ bool ApplyLocalCommResJson(const std::string &option, const std::string &text, s
     *why = option + ": not a JSON object: '" + text + "'";
     return false;
   }
+  // Serving frameworks pass the vendor's rank table here routinely: its keys
+  // are expected, so one INFO line per process names them (not a WARN each).
+  std::string described;
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string &key = it.key();
     if (key == "version") {
@@ -191,7 +194,9 @@ bool ApplyLocalCommResJson(const std::string &option, const std::string &text, s
         *why = option + ": version " + v.dump() + ": expected \"1.0\", \"1.2\" (ranktable) or \"1.3\"";
         return false;
       }
-    } else if (key == "endpoint_list") {
+      continue;
+    }
+    if (key == "endpoint_list") {
       if (!it.value().is_array()) {
         *why = option + ": endpoint_list: expected a list";
         return false;
@@ -205,12 +210,17 @@ bool ApplyLocalCommResJson(const std::string &option, const std::string &text, s
           return false;
         }
       }
-      NotApplicableOnce(option, key, "it lists the vendor's communication devices; the engine finds its own "
-                                     "interfaces (UCX)");
-    } else {
-      NotApplicableOnce(option, key, "it describes the vendor's devices (ranktable or endpoints); the engine "
-                                     "finds its own interfaces (UCX)");
     }
+    described += (described.empty() ? "" : ", ") + key;
+  }
+  if (!described.empty()) {
+    {
+      MutexLock l(&g_seen_mu);
+      if (!g_seen->insert(option + "/*").second) return true;
+    }
+    ADXL_INFO("%s: %s describe the vendor's devices (ranktable or endpoints); the engine finds its own interfaces "
+              "(UCX), so they have no effect here",
+              option.c_str(), described.c_str());
   }
   return true;
 }

@@ -14,7 +14,9 @@
 //                       on when any of the three is given
 //   not applicable      fabric_memory.* (no fabric VMM), comm_resource_config.
 //                       listen_port / max_active_channels / qos (device NICs); in
-//                       LocalCommRes everything but `version` (device lists)
+//                       LocalCommRes everything but `version` (device lists,
+//                       the rank table serving frameworks pass routinely: one
+//                       INFO line per process names its keys, no WARN)
 //   refused             protocols of hardware no host here has (ub_ctp, ub_tp,
 //                       ub_rtp, uboe, ubg): PARAM_INVALID naming the lanes
 //                       that exist

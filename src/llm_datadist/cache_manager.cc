@@ -52,6 +52,30 @@ Status CacheManager::Impl::BeginLocked(const char *what, OpContext *ctx, OpGuard
   ctx->engine = engine;
   ctx->timeout_ms = timeout_ms;
   ctx->cluster_id = cluster_id;
+  ctx->listen = Listens(local_name) ? local_name : std::string();
+  return LLM_SUCCESS;
+}
+
+bool Listens(const std::string &name) {
+  const auto colon = name.rfind(':');
+  if (colon == std::string::npos || name.find(']', colon) != std::string::npos) return false;
+  if (name[0] != '[' && name.find(':') != colon) return false;  // a bare IPv6 address: no port
+  return std::strtoul(name.c_str() + colon + 1, nullptr, 10) > 0;
+}
+
+Status CacheManager::Impl::TakeLayerOptions(const char *what,
+                                            std::map<adxl::AscendString, adxl::AscendString> *options) {
+  auto it = options->find(adxl::AscendString(kTransferBackendOption));
+  if (it == options->end()) return LLM_SUCCESS;
+  const std::string v = it->second.GetString();
+  if (!v.empty() && v != "hixl" && v != "adxl") {
+    ADXL_ERROR("%s: %s '%s' is not one of hixl, adxl (or empty)", what, kTransferBackendOption, v.c_str());
+    return LLM_PARAM_INVALID;
+  }
+  // The vendor's default backend (communicators) links both ways; its HIXL
+  // backend only lets the linking side move data.
+  two_way = v != "hixl";
+  options->erase(it);
   return LLM_SUCCESS;
 }
 
@@ -93,6 +117,7 @@ void CacheManager::Impl::Stop() {
     if (w.thread.joinable()) w.thread.join();
   }
   std::map<uint64_t, std::shared_ptr<RemoteLink>> gone_links;
+  std::vector<std::string> gone_stale;
   std::map<int64_t, LocalCache> gone_caches;
   std::unique_ptr<adxl::AdxlEngine> gone_owned;
   adxl::AdxlEngine *eng = nullptr;
@@ -102,6 +127,7 @@ void CacheManager::Impl::Stop() {
     adxl::MutexLock lock(&mu);
     idle.Wait(&mu, [this]() ADXL_REQUIRES(mu) { return busy == 0; });
     gone_links.swap(links);
+    gone_stale.swap(stale);
     gone_caches.swap(caches);
     addrs.clear();
     incoming.clear();
@@ -111,9 +137,11 @@ void CacheManager::Impl::Stop() {
     id = cluster_id;
   }
   for (auto &l : gone_links) {
-    eng->SendNotify(l.second->engine.c_str(), {kUnlinkNotify, std::to_string(id).c_str()}, t);
+    // A reverse link's opener needs no notify (it linked; its engine sees ours go).
+    if (!l.second->reverse) TellUnlinked(*eng, l.second->engine, id, t);
     eng->Disconnect(l.second->engine.c_str(), t);
   }
+  for (const std::string &name : gone_stale) eng->Disconnect(name.c_str(), t);
   for (auto &c : gone_caches) {
     for (adxl::MemHandle h : c.second.handles) eng->DeregisterMem(h);
   }
@@ -123,6 +151,7 @@ void CacheManager::Impl::Stop() {
   engine = nullptr;
   live = false;
   stopping = false;
+  two_way = true;
 }
 
 void CacheManager::Impl::DrainNotifies() {
@@ -131,9 +160,19 @@ void CacheManager::Impl::DrainNotifies() {
   for (auto &n : got) {
     const std::string name = n.name.GetString();
     if (name == kLinkNotify || name == kUnlinkNotify) {
-      uint64_t id = strtoull(n.notify_msg.GetString(), nullptr, 10);
+      // "<cluster id>[ <listen name>]": the opener's id, and where it listens.
+      const char *msg = n.notify_msg.GetString();
+      char *end = nullptr;
+      const uint64_t id = strtoull(msg, &end, 10);
+      // A new link from that cluster, or its unlink, ends the reverse
+      // connection made for its earlier link (disconnected outside mu).
+      auto l = links.find(id);
+      if (l != links.end() && l->second->reverse) {
+        stale.push_back(l->second->engine);
+        links.erase(l);
+      }
       if (name == kLinkNotify) {
-        incoming.insert(id);
+        incoming[id] = *end == ' ' ? std::string(end + 1) : std::string();
       } else {
         incoming.erase(id);
       }
@@ -231,15 +270,9 @@ Status CacheManager::Impl::Register(const char *what, const CacheDesc &desc, con
   }
   const bool device = desc.placement == Placement::DEVICE;
   const bool remote = remote_accessible.value_or(device);
-  if (device && remote) {
-    DrainNotifies();
-    if (!links.empty() || !linking.empty() || !incoming.empty()) {
-      ADXL_ERROR("%s: a remote-accessible device cache must be registered before any link exists (%zu outgoing, %zu "
-               "incoming links)",
-               what, links.size(), incoming.size());
-      return LLM_EXIST_LINK;
-    }
-  }
+  // Caches may be registered after links exist, device ones too (the vendor
+  // allows it; omni-infer registers layer groups lazily): linked peers learn
+  // the new cache from the republished table, with no relink.
   LocalCache lc;
   for (uintptr_t a : addrs_in) {
     adxl::MemHandle h = nullptr;
@@ -287,7 +320,21 @@ Status CacheManager::Impl::LocalAndLink(const char *what, const Cache &c, uint64
   }
   auto l = links.find(remote_cluster);
   if (l == links.end()) {
-    ADXL_ERROR("%s: cluster %lu is not linked", what, static_cast<unsigned long>(remote_cluster));
+    auto in = incoming.find(remote_cluster);
+    if (in == incoming.end()) {
+      ADXL_ERROR("%s: cluster %lu is not linked", what, static_cast<unsigned long>(remote_cluster));
+    } else if (!two_way) {
+      ADXL_ERROR("%s: cluster %lu linked to this cluster; with llm.TransferBackend hixl only the linking side moves "
+                 "data (link from this side)",
+                 what, static_cast<unsigned long>(remote_cluster));
+    } else if (in->second.empty()) {
+      ADXL_ERROR("%s: cluster %lu linked to this cluster but does not listen (no llm.ListenIpInfo), so this side "
+                 "cannot reach it (give it a listen address, or link from this side)",
+                 what, static_cast<unsigned long>(remote_cluster));
+    } else {
+      ADXL_ERROR("%s: cluster %lu linked to this cluster, but connecting back to %s failed", what,
+                 static_cast<unsigned long>(remote_cluster), in->second.c_str());
+    }
     return LLM_NOT_YET_LINK;
   }
   *local = it->second.cache;
@@ -324,8 +371,11 @@ Status CacheManager::Initialize(uint64_t cluster_id, const std::string &local_en
     ADXL_ERROR("Initialize: already initialized");
     return LLM_FAILED;
   }
+  std::map<adxl::AscendString, adxl::AscendString> engine_options = options;
+  Status s = impl_->TakeLayerOptions("Initialize", &engine_options);
+  if (s != LLM_SUCCESS) return s;
   auto engine = std::make_unique<adxl::AdxlEngine>();
-  Status s = engine->Initialize(local_engine.c_str(), options);
+  s = engine->Initialize(local_engine.c_str(), engine_options);
   if (s != adxl::SUCCESS) {
     ADXL_ERROR("Initialize: engine %s failed to initialize: engine status %u", local_engine.c_str(), s);
     return FromEngine(s);

@@ -13,13 +13,19 @@
 //    and RegisterBlocksCache (paged: dimension 0 = block) register every
 //    tensor address with the engine.  At most 240 addresses over all
 //    registrations; every address unique; remote_accessible defaults to true
-//    for Placement::DEVICE and false for HOST; a remote-accessible DEVICE
-//    cache registered while a link exists (outgoing, or incoming as announced
-//    by the peer) is LLM_EXIST_LINK.  Only remote-accessible caches are
+//    for Placement::DEVICE and false for HOST; caches of either placement
+//    may be registered while links exist (peers learn them from the
+//    republished table, no relink).  Only remote-accessible caches are
 //    visible to peers; any registered cache may be the local side of a
 //    transfer.
 //  - LinkClusters connects to each remote cluster's engine and reads its
-//    metadata (below); a link is directional (this side pulls / pushes).
+//    metadata (below); LLM_LINK_FAILED when the peer cannot be reached.
+//    Links are two-way, as the vendor's default backend's: the linked
+//    cluster may pull from / push to the linking one, over a connection it
+//    makes back on first use (EnsureReverse) to the address the linking
+//    side announced (it must listen).  With the option llm.TransferBackend
+//    "hixl" (Initialize's options) links are one-way, as the vendor's HIXL
+//    backend's: only the linking side moves data.
 //    Pulling from or pushing to one's own cluster is LLM_PARAM_INVALID.
 //  - Pull* READs remote tensors into a local registered cache; Push* WRITEs a
 //    local registered cache into remote tensors.  Layer ranges select layers
@@ -99,8 +105,13 @@ class CacheManager {
   // succeeded, else the first failure.
   Status LinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
                       int32_t timeout_ms = 3000);
+  // By remote_cluster_id (remote_engine is not used).  Drops the link to the
+  // cluster and the record of its link to this one; tells the peer.  force:
+  // LLM_SUCCESS whatever the peer answers, also for a cluster with no link
+  // either way (the vendor's forced unlink); without it such a cluster is
+  // LLM_NOT_YET_LINK and a failed disconnect LLM_UNLINK_FAILED.
   Status UnlinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
-                        int32_t timeout_ms = 3000);
+                        int32_t timeout_ms = 3000, bool force = false);
 
   // Remote batch entry (by key) -> local cache `dst` at batch_index.  size:
   // bytes per tensor, -1 for the whole batch entry (both sides' entries must
@@ -156,11 +167,13 @@ class CacheManager {
                         const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers = {});
   // The registered cache `cache_id` (LLM_KV_CACHE_NOT_EXIST when none).
   Status GetCache(int64_t cache_id, Cache &cache) const;
-  // Moves an owned engine to a new local name (SetRole with a new listen
-  // address): a fresh engine initialized as local_engine with options, every
-  // registered cache re-registered with it under the same id, the table
-  // republished, then the old engine finalized.  LLM_EXIST_LINK while a link
-  // exists either way (or an operation is under way); LLM_FEATURE_NOT_ENABLED
+  // Moves an owned engine to a new local name (SetRole / switch_role: a new
+  // listen address, or a client-only name to stop listening): a fresh engine
+  // initialized as local_engine with options, every registered cache
+  // re-registered with it under the same id, the table republished, then the
+  // old engine finalized.  The same name keeps the engine.  LLM_EXIST_LINK
+  // while a link exists either way, whatever the name (the vendor's rule);
+  // LLM_LINK_BUSY while an operation is under way; LLM_FEATURE_NOT_ENABLED
   // with a shared engine.
   Status Rebind(const std::string &local_engine, const std::map<adxl::AscendString, adxl::AscendString> &options);
   // ---- end of LlmDataDist additions ----

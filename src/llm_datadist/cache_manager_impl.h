@@ -53,11 +53,14 @@ struct LocalCache {
 // metadata.h).  Shared by the links map and every operation in flight on it
 // (so Unlink never pulls it from under one).
 struct RemoteLink {
-  RemoteLink(uint64_t c, std::string e) : cluster(c), engine(std::move(e)) {}
+  RemoteLink(uint64_t c, std::string e, bool r = false) : cluster(c), engine(std::move(e)), reverse(r) {}
   RemoteLink(const RemoteLink &) = delete;
   RemoteLink &operator=(const RemoteLink &) = delete;
   const uint64_t cluster;
   const std::string engine;
+  // Made by this side to reach a cluster that linked to it (two-way links,
+  // EnsureReverse); dropped when that cluster unlinks.
+  const bool reverse;
 
   adxl::Mutex mu;
   uint64_t version ADXL_GUARDED_BY(mu) = 0;  // 0: nothing decoded yet
@@ -98,7 +101,11 @@ struct OpContext {
   adxl::AdxlEngine *engine = nullptr;
   int32_t timeout_ms = 1000;
   uint64_t cluster_id = 0;
+  std::string listen;  // this engine's name when it listens (peers can connect to it), else empty
 };
+
+// Does the engine name "ip:port" / "[ipv6]:port" listen (a port > 0)?
+bool Listens(const std::string &name);
 
 class CacheManager::Impl {
  public:
@@ -118,7 +125,15 @@ class CacheManager::Impl {
   std::set<uintptr_t> addrs ADXL_GUARDED_BY(mu);
   std::map<uint64_t, std::shared_ptr<RemoteLink>> links ADXL_GUARDED_BY(mu);
   std::set<uint64_t> linking ADXL_GUARDED_BY(mu);  // a LinkClusters / UnlinkClusters is under way
-  std::set<uint64_t> incoming ADXL_GUARDED_BY(mu);
+  // Clusters that linked to this one (their link notify), with the name the
+  // opener listens on ("" when it is a client only).
+  std::map<uint64_t, std::string> incoming ADXL_GUARDED_BY(mu);
+  // Links are two-way (the vendor's default backend): a cluster that linked
+  // to this one can be pulled from / pushed to over a reverse connection.
+  // One-way with llm.TransferBackend "hixl".
+  bool two_way ADXL_GUARDED_BY(mu) = true;
+  // Engine names of dropped reverse links, disconnected outside mu later.
+  std::vector<std::string> stale ADXL_GUARDED_BY(mu);
   std::vector<adxl::NotifyDesc> kept ADXL_GUARDED_BY(mu);
   std::vector<TaskWorker> workers ADXL_GUARDED_BY(mu);
 
@@ -144,6 +159,15 @@ class CacheManager::Impl {
   Status LocalAndLink(const char *what, const Cache &c, uint64_t remote_cluster, Cache *local,
                       std::shared_ptr<RemoteLink> *link) ADXL_REQUIRES(mu);
   void ReapWorkersLocked() ADXL_REQUIRES(mu);
+  // Two-way links: when `cluster` linked to this one and no link to it
+  // exists here, connects back to it (its announced listen address) and
+  // reads its table, so that a pull or push to it finds a link.  Returns
+  // quietly when there is nothing to do; the caller's checks report.
+  void EnsureReverse(const char *what, uint64_t cluster) ADXL_EXCLUDES(mu);
+  // Applies the cache layer's own keys of `options` (llm.TransferBackend)
+  // and removes them, leaving the engine's.
+  Status TakeLayerOptions(const char *what, std::map<adxl::AscendString, adxl::AscendString> *options)
+      ADXL_REQUIRES(mu);
 };
 
 // The link's current cache table, decoded from what the engine received
@@ -178,7 +202,14 @@ bool SameKey(const CacheKey &a, const CacheKey &b);
 // The engine notifies that announce an incoming link / unlink to its peer.
 inline constexpr char kLinkNotify[] = "llm_datadist.link";
 inline constexpr char kUnlinkNotify[] = "llm_datadist.unlink";
+// The cache layer's option in Initialize's / Rebind's options: the vendor's
+// backend name ("hixl": links one-way; else two-way).
+inline constexpr char kTransferBackendOption[] = "llm.TransferBackend";
 void AddOp(std::vector<adxl::TransferOpDesc> *ops, uintptr_t local, uintptr_t remote, size_t len);
+// Sends the unlink notify of cluster `self` to `remote`, unless the link to it
+// is gone or failed (the peer finalized first: expected at shutdown, an INFO
+// line, not an engine ERROR).  No lock of the manager may be held.
+void TellUnlinked(adxl::AdxlEngine &engine, const std::string &remote, uint64_t self, int32_t timeout_ms);
 
 }  // namespace llm_datadist::internal
 

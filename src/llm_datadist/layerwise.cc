@@ -94,6 +94,7 @@ Status PlanTarget(const char *what, CacheManager::Impl *impl, const OpContext &c
   }
   plan->src_batch_index = batch;
   std::shared_ptr<RemoteLink> link;
+  if (cluster != ctx.cluster_id) impl->EnsureReverse(what, cluster);  // two-way links
   {
     adxl::MutexLock lock(&impl->mu);
     if (cluster == impl->cluster_id) {
@@ -365,10 +366,11 @@ uint32_t CacheTask::LayersSynchronized() const {
 
 Status CacheManager::TransferCacheAsync(const Cache &src, std::shared_ptr<LayerSynchronizer> synchronizer,
                                         const std::vector<TransferTarget> &targets,
-                                        const std::vector<uint64_t> &src_blocks,
-                                        const std::vector<uint64_t> &dst_blocks, uint64_t dst_block_bytes,
+                                        const std::vector<uint64_t> &src_blocks_in,
+                                        const std::vector<uint64_t> &dst_blocks_in, uint64_t dst_block_bytes,
                                         CacheTask &task) {
   const char *what = "TransferCacheAsync";
+  std::vector<uint64_t> src_blocks = src_blocks_in, dst_blocks = dst_blocks_in;
   auto job = std::make_shared<Job>();
   OpGuard guard(impl_.get());
   {
@@ -392,6 +394,12 @@ Status CacheManager::TransferCacheAsync(const Cache &src, std::shared_ptr<LayerS
     return LLM_PARAM_INVALID;
   }
   if (job->src.paged) {
+    if (src_blocks.empty() && dst_blocks.empty()) {
+      // The vendor's cache-to-cache copy: without block indices a blocks
+      // cache is a batch of one block, block 0 to block 0 of each tensor.
+      src_blocks = {0};
+      dst_blocks = {0};
+    }
     if (src_blocks.empty() || src_blocks.size() != dst_blocks.size()) {
       ADXL_ERROR("%s: a paged source needs as many src_block_indices as dst_block_indices (%zu, %zu; > 0)", what,
                src_blocks.size(), dst_blocks.size());

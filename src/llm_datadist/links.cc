@@ -2,6 +2,7 @@
 // CheckLinkStatus) and the metadata reads over them: connecting, reading the
 // peer's cache table (RefreshLink), and telling the peer (notifies).  No lock
 // of the manager is held across a Connect, Disconnect, notify or read.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,6 +50,15 @@ Status RefreshLocked(const OpContext &ctx, RemoteLink &rc, bool refresh) ADXL_RE
 
 }  // namespace
 
+void TellUnlinked(adxl::AdxlEngine &engine, const std::string &remote, uint64_t self, int32_t timeout_ms) {
+  adxl::ext::LinkInfo info;
+  if (adxl::ext::GetLinkInfo(engine, remote.c_str(), info) != adxl::SUCCESS || info.failed) {
+    ADXL_INFO("unlink: the link to %s is already gone (the peer finalized or failed); not telling it", remote.c_str());
+    return;
+  }
+  engine.SendNotify(remote.c_str(), {kUnlinkNotify, std::to_string(self).c_str()}, timeout_ms);
+}
+
 Status RefreshLink(const OpContext &ctx, RemoteLink &link, bool refresh,
                    std::shared_ptr<const std::vector<CacheRecord>> *records) {
   adxl::MutexLock lock(&link.mu);
@@ -60,15 +70,26 @@ Status RefreshLink(const OpContext &ctx, RemoteLink &link, bool refresh,
 namespace {
 
 // Connect + metadata probe of one cluster, no lock of the manager held.
-Status LinkOne(const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms, std::shared_ptr<RemoteLink> *out) {
+// `announce`: tell the peer it was linked (a LinkClusters); a reverse link
+// (EnsureReverse) is not announced.
+Status LinkOne(const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms, bool announce,
+               std::shared_ptr<RemoteLink> *out) {
   Status s = ctx.engine->Connect(c.remote_engine.c_str(), timeout_ms);
   const bool connected_here = s == adxl::SUCCESS;
   if (s == adxl::ALREADY_CONNECTED) s = adxl::SUCCESS;  // a shared engine's existing link
   if (s != adxl::SUCCESS) {
-    ADXL_ERROR("LinkClusters: connecting to %s failed: engine status %u", c.remote_engine.c_str(), s);
-    return FromEngine(s);
+    if (announce) {
+      ADXL_ERROR("LinkClusters: connecting to %s (cluster %lu) failed: engine status %u", c.remote_engine.c_str(),
+                 static_cast<unsigned long>(c.remote_cluster_id), s);
+    } else {  // the caller's refusal is the one ERROR line
+      ADXL_WARN("connecting back to %s (cluster %lu, which linked to this one) failed: engine status %u",
+                c.remote_engine.c_str(), static_cast<unsigned long>(c.remote_cluster_id), s);
+    }
+    // The peer cannot be reached: the vendor's LLM_LINK_FAILED (a deadline
+    // that passed stays LLM_TIMEOUT, a malformed name LLM_PARAM_INVALID).
+    return s == adxl::TIMEOUT || s == adxl::PARAM_INVALID ? FromEngine(s) : LLM_LINK_FAILED;
   }
-  auto rc = std::make_shared<RemoteLink>(c.remote_cluster_id, c.remote_engine);
+  auto rc = std::make_shared<RemoteLink>(c.remote_cluster_id, c.remote_engine, !announce);
   OpContext probe = ctx;
   probe.timeout_ms = timeout_ms;
   {
@@ -78,25 +99,33 @@ Status LinkOne(const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms, s
     s = RefreshLocked(probe, *rc, !connected_here);
   }
   if (s == LLM_SUCCESS) {
-    ctx.engine->SendNotify(c.remote_engine.c_str(), {kLinkNotify, std::to_string(ctx.cluster_id).c_str()},
-                           timeout_ms);
+    if (announce) {
+      // "<id>" or "<id> <listen name>": the peer can reach back when we listen.
+      const std::string msg = std::to_string(ctx.cluster_id) + (ctx.listen.empty() ? "" : " " + ctx.listen);
+      ctx.engine->SendNotify(c.remote_engine.c_str(), {kLinkNotify, msg.c_str()}, timeout_ms);
+    }
     *out = std::move(rc);
     return s;
   }
-  ADXL_ERROR("LinkClusters: %s: its cache table is not usable (status %u)", c.remote_engine.c_str(), s);
+  if (announce) {
+    ADXL_ERROR("LinkClusters: %s: its cache table is not usable (status %u)", c.remote_engine.c_str(), s);
+  } else {
+    ADXL_WARN("connecting back to %s: its cache table is not usable (status %u)", c.remote_engine.c_str(), s);
+  }
   if (connected_here) ctx.engine->Disconnect(c.remote_engine.c_str(), timeout_ms);
-  return s;
+  return s == LLM_FAILED ? LLM_LINK_FAILED : s;
 }
 
 // Links (or unlinks) one cluster; the manager's lock is not held.
-using ClusterStep = Status (*)(CacheManager::Impl *impl, const OpContext &ctx, const ClusterInfo &c,
-                               int32_t timeout_ms);
+using ClusterStep = std::function<Status(CacheManager::Impl *impl, const OpContext &ctx, const ClusterInfo &c,
+                                         int32_t timeout_ms)>;
 
 // What LinkClusters and UnlinkClusters share: the start of the call, the
 // timeout check, one `step` per cluster with its status in rets, and the
 // first failure as the result.
 Status ForEachCluster(CacheManager::Impl *impl, const char *what, const std::vector<ClusterInfo> &clusters,
-                      std::vector<Status> &rets, int32_t timeout_ms, ClusterStep step) ADXL_EXCLUDES(impl->mu) {
+                      std::vector<Status> &rets, int32_t timeout_ms, const ClusterStep &step)
+    ADXL_EXCLUDES(impl->mu) {
   rets.assign(clusters.size(), LLM_FAILED);
   OpContext ctx;
   OpGuard guard(impl);
@@ -107,6 +136,13 @@ Status ForEachCluster(CacheManager::Impl *impl, const char *what, const std::vec
     rets.assign(clusters.size(), LLM_PARAM_INVALID);
     return LLM_PARAM_INVALID;
   }
+  std::vector<std::string> stale;
+  {
+    adxl::MutexLock lock(&impl->mu);
+    impl->DrainNotifies();
+    stale.swap(impl->stale);
+  }
+  for (const std::string &name : stale) ctx.engine->Disconnect(name.c_str(), timeout_ms);
   Status first = LLM_SUCCESS;
   for (size_t i = 0; i < clusters.size(); ++i) {
     rets[i] = step(impl, ctx, clusters[i], timeout_ms);
@@ -134,7 +170,7 @@ Status LinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterInf
     impl->linking.insert(c.remote_cluster_id);  // reserved while we connect without the lock
   }
   std::shared_ptr<RemoteLink> rc;
-  Status s = LinkOne(ctx, c, timeout_ms, &rc);
+  Status s = LinkOne(ctx, c, timeout_ms, /*announce=*/true, &rc);
   adxl::MutexLock lock(&impl->mu);
   impl->linking.erase(c.remote_cluster_id);
   if (s == LLM_SUCCESS) impl->links.emplace(c.remote_cluster_id, std::move(rc));
@@ -142,10 +178,15 @@ Status LinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterInf
 }
 
 // Takes the link out of the table (new transfers see LLM_NOT_YET_LINK from
-// then on), tells the peer and disconnects without the lock.
-Status UnlinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms)
-    ADXL_EXCLUDES(impl->mu) {
+// then on), tells the peer and disconnects without the lock.  The record of
+// an incoming link from the cluster goes too.  `force` (the vendor's
+// force_flag): the link is dropped here whatever the peer answers, and a
+// cluster with no link either way is LLM_SUCCESS, as the vendor's forced
+// unlink only destroys what exists locally.
+Status UnlinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms,
+                  bool force) ADXL_EXCLUDES(impl->mu) {
   std::shared_ptr<RemoteLink> link;
+  bool had_incoming = false;
   {
     adxl::MutexLock lock(&impl->mu);
     auto it = impl->links.find(c.remote_cluster_id);
@@ -153,15 +194,29 @@ Status UnlinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterI
       link = std::move(it->second);
       impl->links.erase(it);
     }
+    had_incoming = impl->incoming.erase(c.remote_cluster_id) != 0;
   }
   if (!link) {
+    if (force || had_incoming) {
+      ADXL_INFO("UnlinkClusters: cluster %lu: %s", static_cast<unsigned long>(c.remote_cluster_id),
+                had_incoming ? "its incoming link is dropped here" : "no link either way (forced: nothing to do)");
+      return LLM_SUCCESS;
+    }
     ADXL_ERROR("UnlinkClusters: cluster %lu is not linked", static_cast<unsigned long>(c.remote_cluster_id));
     return LLM_NOT_YET_LINK;
   }
-  ctx.engine->SendNotify(link->engine.c_str(), {kUnlinkNotify, std::to_string(ctx.cluster_id).c_str()}, timeout_ms);
+  if (!link->reverse) TellUnlinked(*ctx.engine, link->engine, ctx.cluster_id, timeout_ms);
   const Status d = ctx.engine->Disconnect(link->engine.c_str(), timeout_ms);
   adxl::MutexLock lock(&link->mu);  // a metadata refresh in flight on this link ends first
-  return d != adxl::SUCCESS && d != adxl::NOT_CONNECTED ? FromEngine(d) : LLM_SUCCESS;
+  if (d == adxl::SUCCESS || d == adxl::NOT_CONNECTED) return LLM_SUCCESS;
+  if (force) {
+    ADXL_INFO("UnlinkClusters: cluster %lu: disconnecting %s: engine status %u; dropped here (forced)",
+              static_cast<unsigned long>(c.remote_cluster_id), link->engine.c_str(), d);
+    return LLM_SUCCESS;
+  }
+  ADXL_ERROR("UnlinkClusters: cluster %lu: disconnecting %s failed: engine status %u",
+             static_cast<unsigned long>(c.remote_cluster_id), link->engine.c_str(), d);
+  return LLM_UNLINK_FAILED;
 }
 
 }  // namespace
@@ -172,8 +227,50 @@ Status CacheManager::LinkClusters(const std::vector<ClusterInfo> &clusters, std:
 }
 
 Status CacheManager::UnlinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
-                                    int32_t timeout_ms) {
-  return ForEachCluster(impl_.get(), "UnlinkClusters", clusters, rets, timeout_ms, UnlinkStep);
+                                    int32_t timeout_ms, bool force) {
+  return ForEachCluster(impl_.get(), "UnlinkClusters", clusters, rets, timeout_ms,
+                        [force](CacheManager::Impl *impl, const OpContext &ctx, const ClusterInfo &c, int32_t t) {
+                          return UnlinkStep(impl, ctx, c, t, force);
+                        });
+}
+
+void CacheManager::Impl::EnsureReverse(const char *what, uint64_t cluster) {
+  OpContext ctx;
+  OpGuard guard(this);
+  std::vector<std::string> gone;
+  std::string name;
+  {
+    adxl::MutexLock lock(&mu);
+    if (!live || stopping) return;  // the caller's checks report
+    DrainNotifies();  // first: a new link or an unlink from `cluster` ends an old reverse connection
+    if (links.count(cluster) != 0 && stale.empty()) return;
+    if (BeginLocked(what, &ctx, &guard) != LLM_SUCCESS) return;
+    gone.swap(stale);
+    auto in = incoming.find(cluster);
+    if (two_way && links.count(cluster) == 0 && in != incoming.end() && !in->second.empty() &&
+        linking.count(cluster) == 0) {
+      name = in->second;
+      linking.insert(cluster);  // reserved while we connect without the lock
+    }
+  }
+  for (const std::string &g : gone) ctx.engine->Disconnect(g.c_str(), ctx.timeout_ms);
+  if (name.empty()) return;
+  std::shared_ptr<RemoteLink> rc;
+  const Status s = LinkOne(ctx, ClusterInfo{cluster, name}, ctx.timeout_ms, /*announce=*/false, &rc);
+  bool keep = false;
+  {
+    adxl::MutexLock lock(&mu);
+    linking.erase(cluster);
+    DrainNotifies();
+    // Still linked from there (no unlink arrived meanwhile) and no link made here meanwhile.
+    keep = s == LLM_SUCCESS && incoming.count(cluster) != 0 && links.count(cluster) == 0;
+    if (keep) links.emplace(cluster, rc);
+  }
+  if (s == LLM_SUCCESS && !keep) ctx.engine->Disconnect(name.c_str(), ctx.timeout_ms);
+  if (s == LLM_SUCCESS) {
+    ADXL_INFO("%s: cluster %lu linked to this cluster; connected back to it at %s", what,
+              static_cast<unsigned long>(cluster), name.c_str());
+  }
 }
 
 // Is the link healthy?  (check_link_status in Python)

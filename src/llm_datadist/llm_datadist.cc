@@ -126,7 +126,6 @@ class LlmDataDist::LlmDataDistImpl {
   adxl::Mutex mu;
   LlmRole role ADXL_GUARDED_BY(mu);
   bool initialized ADXL_GUARDED_BY(mu) = false;
-  bool enable_switch_role ADXL_GUARDED_BY(mu) = false;
   std::string listen ADXL_GUARDED_BY(mu);  // empty: client only
   std::map<adxl::AscendString, adxl::AscendString> engine_options ADXL_GUARDED_BY(mu);
   std::map<int64_t, std::vector<EngineMem>> allocated ADXL_GUARDED_BY(mu);
@@ -163,7 +162,6 @@ Status LlmDataDist::Initialize(const std::map<AscendString, AscendString> &optio
   if (o.sync_timeout_ms) (void)impl_->cm.SetSyncTimeout(*o.sync_timeout_ms);
   adxl::MutexLock lock(&impl_->mu);
   impl_->initialized = true;
-  impl_->enable_switch_role = o.enable_switch_role;
   impl_->listen = o.listen ? *o.listen : "";
   impl_->engine_options = o.engine;
   return LLM_SUCCESS;
@@ -195,23 +193,23 @@ Status LlmDataDist::SetRole(LlmRole role, const std::map<AscendString, AscendStr
   std::string listen;
   std::map<adxl::AscendString, adxl::AscendString> engine_options;
   {
+    // llm.EnableSwitchRole is not required: the vendor's C++ layer switches
+    // without it (only its Python package's v1 mode has the flag).
     adxl::MutexLock lock(&impl_->mu);
-    if (!impl_->enable_switch_role) {
-      ADXL_ERROR("SetRole: role switching is off (Initialize with llm.EnableSwitchRole = 1)");
-      return LLM_FEATURE_NOT_ENABLED;
-    }
     listen = impl_->listen;
     engine_options = impl_->engine_options;
   }
   for (const auto &kv : o.engine) engine_options[kv.first] = kv.second;
-  if (o.listen && *o.listen != listen) {
-    s = impl_->cm.Rebind(*o.listen, engine_options);
-    if (s != LLM_SUCCESS) return s;
-    listen = *o.listen;
-  } else if (role == LlmRole::kPrompt && listen.empty()) {
+  if (role == LlmRole::kPrompt && !o.listen && listen.empty()) {
     ADXL_ERROR("SetRole: the Prompt role needs llm.ListenIpInfo (ip:port); this cluster does not listen yet");
     return LLM_PARAM_INVALID;
   }
+  // As the vendor: llm.ListenIpInfo starts or moves the listener, a switch
+  // without it stops listening; any link either way is LLM_EXIST_LINK.
+  const std::string target = o.listen ? *o.listen : std::string(kClientOnlyName);
+  s = impl_->cm.Rebind(target, engine_options);
+  if (s != LLM_SUCCESS) return s;
+  listen = o.listen ? *o.listen : "";
   if (o.sync_timeout_ms) (void)impl_->cm.SetSyncTimeout(*o.sync_timeout_ms);
   adxl::MutexLock lock(&impl_->mu);
   impl_->role = role;
@@ -247,7 +245,7 @@ Status LlmDataDist::LinkLlmClusters(const std::vector<ClusterInfo> &clusters, st
     std::vector<internal::Status> got;
     (void)impl_->cm.LinkClusters(todo, got, timeout_in_millis);
     for (size_t j = 0; j < where.size() && j < got.size(); ++j) {
-      rets[where[j]] = got[j] == LLM_FAILED ? LLM_LINK_FAILED : got[j];
+      rets[where[j]] = got[j];  // LLM_LINK_FAILED for an unreachable peer: the cache layer's
     }
   }
   for (Status r : rets) {
@@ -269,23 +267,11 @@ Status LlmDataDist::UnlinkLlmClusters(const std::vector<ClusterInfo> &clusters, 
     rets.assign(clusters.size(), LLM_PARAM_INVALID);
     return LLM_PARAM_INVALID;
   }
-  rets.assign(clusters.size(), LLM_SUCCESS);
-  // The cache layer finds links by cluster id; the address is informative.
+  // The cache layer finds links by cluster id (the vendor's forced unlink
+  // needs no address either) and applies force_flag itself.
   std::vector<internal::ClusterInfo> todo;
   for (const ClusterInfo &c : clusters) todo.push_back({c.remote_cluster_id, ""});
-  std::vector<internal::Status> got;
-  (void)impl_->cm.UnlinkClusters(todo, got, timeout_in_millis);
-  for (size_t i = 0; i < rets.size() && i < got.size(); ++i) {
-    Status r = got[i];
-    // The cache layer drops a known link whatever the peer answers, so a
-    // forced unlink of it has succeeded here.
-    if (force_flag && r != LLM_SUCCESS && r != LLM_NOT_YET_LINK && r != LLM_PARAM_INVALID) r = LLM_SUCCESS;
-    rets[i] = r == LLM_FAILED ? LLM_UNLINK_FAILED : r;
-  }
-  for (Status r : rets) {
-    if (r != LLM_SUCCESS) return r;
-  }
-  return LLM_SUCCESS;
+  return impl_->cm.UnlinkClusters(todo, rets, timeout_in_millis, force_flag);
 }
 
 Status LlmDataDist::AllocateCache(const CacheDesc &cache_desc, Cache &cache) {

@@ -78,7 +78,9 @@ Status ParseOptions(const char *what, const std::map<ge::AscendString, ge::Ascen
         ADXL_ERROR("%s: llm.TransferBackend '%s' is not one of hixl, adxl (or empty)", what, value.c_str());
         return LLM_PARAM_INVALID;
       }
-      InfoOnce(key, "every backend is the one UCX engine here");
+      // The cache layer takes it (CacheManager::Initialize): "hixl" makes
+      // links one-way, as the vendor's HIXL backend's; the engine is the same.
+      out->engine[kv.first] = kv.second;
     } else if (key == "llm.LocalCommRes") {
       if (!value.empty()) out->engine[adxl::AscendString("adxl.LocalCommRes")] = kv.second;
     } else if (key == "llm.GlobalResourceConfig") {

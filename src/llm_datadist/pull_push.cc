@@ -69,6 +69,7 @@ Status PlanAndRun(
     const std::function<Status(const SideView &, const SideView &, uint64_t, std::vector<adxl::TransferOpDesc> *)>
         &build,
     adxl::TransferOp op) ADXL_EXCLUDES(impl->mu) {
+  impl->EnsureReverse(what, remote_cluster);  // two-way links: reach a cluster that linked to us
   OpContext ctx;
   Cache local;
   std::shared_ptr<RemoteLink> link;

@@ -29,7 +29,23 @@ void Deregister(adxl::AdxlEngine &engine, const std::vector<adxl::MemHandle> &ha
 }  // namespace
 
 Status CacheManager::Rebind(const std::string &local_engine,
-                            const std::map<adxl::AscendString, adxl::AscendString> &options) {
+                            const std::map<adxl::AscendString, adxl::AscendString> &options_in) {
+  {
+    // The vendor's switch needs no link either way, whatever it changes; the
+    // same name keeps the engine.
+    adxl::MutexLock lock(&impl_->mu);
+    if (!impl_->live || impl_->stopping) return LLM_FAILED;
+    impl_->DrainNotifies();
+    if (!impl_->links.empty() || !impl_->incoming.empty() || !impl_->linking.empty()) {
+      ADXL_ERROR("SetRole: %zu outgoing and %zu incoming links exist; unlink first", impl_->links.size(),
+                 impl_->incoming.size());
+      return LLM_EXIST_LINK;
+    }
+    if (local_engine == impl_->local_name) return LLM_SUCCESS;
+  }
+  // The backend is chosen at Initialize; the engine gets the rest.
+  std::map<adxl::AscendString, adxl::AscendString> options = options_in;
+  options.erase(adxl::AscendString(kTransferBackendOption));
   // The fresh engine starts outside the lock: Initialize binds a port and
   // starts threads, and nothing of this manager is touched yet.
   auto fresh = std::make_unique<adxl::AdxlEngine>();

@@ -6,8 +6,14 @@
 //  - RegisterKvCache of kDevice caches from aclrtMalloc, CopyKvCache and
 //    CopyKvBlocks between device caches (and a host one), bytes checked by
 //    aclrtMemcpy back to host;
-//  - host memory claimed as a kDevice cache is refused.
+//  - host memory claimed as a kDevice cache is refused;
+//  - a kDevice cache registered after a link exists (lazily, as omni-infer
+//    does) is pulled by the linked peer, with no relink.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -164,6 +170,59 @@ TEST_F(DeviceCache, HostMemoryAsDeviceCacheIsRefused) {
   EXPECT_EQ(dd.DeallocateCache(a.cache_id), llm_datadist::LLM_SUCCESS);
   EXPECT_EQ(dd.DeallocateCache(h.cache_id), llm_datadist::LLM_SUCCESS);
   dd.Finalize();
+}
+
+uint16_t FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
+  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len), 0);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Both sides register their device caches after the link (the holder's is
+// announced to the puller by the republished table): the pull moves them.
+TEST_F(DeviceCache, RegisteredAfterTheLinkIsPulled) {
+  const uint16_t port = FreePort();
+  LlmDataDist holder(1, LlmRole::kPrompt), puller(2, LlmRole::kDecoder);
+  const std::string listen = "127.0.0.1:" + std::to_string(port);
+  ASSERT_EQ(holder.Initialize({{llm_datadist::OPTION_LISTEN_IP_INFO, listen.c_str()}}), llm_datadist::LLM_SUCCESS);
+  ASSERT_EQ(puller.Initialize({}), llm_datadist::LLM_SUCCESS);
+  llm_datadist::ClusterInfo c{};
+  c.remote_cluster_id = 1;
+  llm_datadist::IpInfo ip{};
+  ip.ip = "127.0.0.1";
+  ip.port = port;
+  c.remote_ip_infos.push_back(ip);
+  std::vector<llm_datadist::Status> rets;
+  ASSERT_EQ(puller.LinkLlmClusters({c}, rets, 3000), llm_datadist::LLM_SUCCESS);
+  Cache src{}, dst{};
+  ASSERT_EQ(holder.AllocateCache(Desc(CachePlacement::kDevice, 2), src), llm_datadist::LLM_SUCCESS);
+  ASSERT_EQ(puller.AllocateCache(Desc(CachePlacement::kDevice, 2), dst), llm_datadist::LLM_SUCCESS);
+  for (uint32_t t = 0; t < 2; ++t) {
+    Fill(src.tensor_addrs[t], static_cast<int32_t>(t + 7));
+    ASSERT_EQ(aclrtMemset(reinterpret_cast<void *>(dst.tensor_addrs[t]), kTensorBytes, 0, kTensorBytes), ACL_SUCCESS);
+  }
+  llm_datadist::CacheIndex from{};
+  from.cluster_id = 1;
+  from.cache_id = src.cache_id;
+  ASSERT_EQ(puller.PullKvBlocks(from, dst, {2, 5}, {0, 6}), llm_datadist::LLM_SUCCESS);
+  for (uint32_t t = 0; t < 2; ++t) {
+    const std::vector<int32_t> s = Read(src.tensor_addrs[t]), d = Read(dst.tensor_addrs[t]);
+    std::vector<int32_t> want(s.size(), 0);
+    for (int e = 0; e < kRowElems; ++e) {
+      want[0 * kRowElems + e] = s[2 * kRowElems + e];
+      want[6 * kRowElems + e] = s[5 * kRowElems + e];
+    }
+    EXPECT_EQ(d, want) << "tensor " << t;
+  }
+  ASSERT_EQ(puller.UnlinkLlmClusters({c}, rets, 3000, true), llm_datadist::LLM_SUCCESS);
+  puller.Finalize();
+  holder.Finalize();
 }
 
 }  // namespace

@@ -248,12 +248,24 @@ TEST_F(LayerwiseTest, FailedTargetDoesNotStopOthers) {
   for (uint32_t l = 0; l < kLayers; ++l) EXPECT_TRUE(LayerArrived(d1_, l));
 }
 
+// As the vendor: no block indices on a blocks cache is a cache-to-cache copy,
+// block 0 to block 0 of each tensor in the layer range; nothing else moves.
+TEST_F(LayerwiseTest, NoBlockIndicesCopiesBlockZero) {
+  auto sync = std::make_shared<FnSync>([](uint32_t) { return true; });
+  TransferWithCacheKeyConfig first_two{BlocksCacheKey{kDecode, 0}, LayerRange{0, 2}, LayerRange{0, 2}, 0};
+  CacheTask task;
+  ASSERT_EQ(prefill_.TransferCacheAsync(src_cache_, sync, {first_two}, {}, {}, 0, task), LLM_SUCCESS);
+  ASSERT_EQ(task.Synchronize(), LLM_SUCCESS);
+  for (uint32_t t = 0; t < 4; ++t) EXPECT_TRUE(d1_.Holds(t, 0, t, 0)) << t;
+  for (uint32_t t = 0; t < 4; ++t) EXPECT_TRUE(d1_.Zero(t, 1)) << t;
+  EXPECT_TRUE(d1_.Zero(4, 0) && d1_.Zero(5, 0));  // layer 2 was not in the range
+}
+
 TEST_F(LayerwiseTest, RejectedArguments) {
   auto sync = std::make_shared<FnSync>([](uint32_t) { return true; });
   TransferWithCacheKeyConfig all{BlocksCacheKey{kDecode, 0}, LayerRange{0, 3}, LayerRange{0, 3}, 0};
   CacheTask task;
-  // paged source without blocks; blocks out of range; no synchronizer; no targets
-  EXPECT_EQ(prefill_.TransferCacheAsync(src_cache_, sync, {all}, {}, {}, 0, task), LLM_PARAM_INVALID);
+  // blocks out of range; no synchronizer; no targets (a paged source without blocks: see below)
   EXPECT_EQ(prefill_.TransferCacheAsync(src_cache_, sync, {all}, {8}, {0}, 0, task), LLM_PARAM_INVALID);
   EXPECT_EQ(prefill_.TransferCacheAsync(src_cache_, nullptr, {all}, {1}, {0}, 0, task), LLM_PARAM_INVALID);
   EXPECT_EQ(prefill_.TransferCacheAsync(src_cache_, sync, {}, {1}, {0}, 0, task), LLM_PARAM_INVALID);

@@ -152,7 +152,8 @@ TEST(LlmDataDist, ArgumentChecksGiveTheVendorCodes) {
   EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.PullKvCache(Index(2, 1), c), LLM_NOT_YET_LINK); }), 1);
   EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.UnregisterKvCache(id + 100), LLM_KV_CACHE_NOT_EXIST); }), 1);
   EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.UnlinkLlmClusters({Remote(2, 1)}, rets), LLM_NOT_YET_LINK); }), 1);
-  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.SetRole(LlmRole::kPrompt), LLM_FEATURE_NOT_ENABLED); }), 1);
+  // No llm.EnableSwitchRole needed (the vendor's C++ layer); a Prompt needs a listen address.
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.SetRole(LlmRole::kPrompt), LLM_PARAM_INVALID); }), 1);
   EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.SetRole(static_cast<LlmRole>(9)), LLM_PARAM_INVALID); }), 1);
   // Nobody listens there.
   EXPECT_EQ(dd.LinkLlmClusters({Remote(2, FreePort())}, rets, 500), LLM_LINK_FAILED);
@@ -242,7 +243,9 @@ TEST(LlmDataDist, PullAndPushBetweenTwoClusters) {
   EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(decoder.PullKvCache(Index(1, pid + 50), dc), LLM_KV_CACHE_NOT_EXIST); }), 1);
   EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(decoder.PullKvBlocks(Index(1, pid), dc, {8}, {0}), LLM_PARAM_INVALID); }), 1);
   ASSERT_EQ(decoder.UnlinkLlmClusters({Remote(1, port)}, rets, 3000), LLM_SUCCESS);
-  EXPECT_EQ(decoder.UnlinkLlmClusters({Remote(1, port)}, rets, 3000, true), LLM_NOT_YET_LINK);
+  // Forced: nothing to destroy is the vendor's LLM_SUCCESS (its DestroyEntity of a missing entity).
+  EXPECT_EQ(decoder.UnlinkLlmClusters({Remote(1, port)}, rets, 3000, true), LLM_SUCCESS);
+  EXPECT_EQ(rets, std::vector<Status>{LLM_SUCCESS});
 }
 
 // SetRole moves the listener; the cache keeps its id and can be pulled there.
@@ -270,6 +273,35 @@ TEST(LlmDataDist, SetRoleMovesTheListenerAndKeepsCaches) {
             }),
             1);
   ASSERT_EQ(b.UnlinkLlmClusters({Remote(1, port)}, rets, 3000), LLM_SUCCESS);
+  EXPECT_EQ(a.SetRole(LlmRole::kDecoder), LLM_SUCCESS);
+}
+
+// As the vendor's C++ prompt/decoder switch-roles examples: only llm.DeviceId
+// and llm.ListenIpInfo at Initialize (no llm.EnableSwitchRole).  A switch
+// without llm.ListenIpInfo stops listening, one with it listens there again;
+// the cache stays registered under its id; a link either way refuses a switch.
+TEST(LlmDataDist, SetRoleWithoutEnableSwitchRoleAsTheVendorsExamples) {
+  const uint16_t p1 = FreePort(), p2 = FreePort();
+  LlmDataDist a(1, LlmRole::kPrompt), b(2, LlmRole::kDecoder);
+  ASSERT_EQ(a.Initialize({{OPTION_DEVICE_ID, "0"}, {OPTION_LISTEN_IP_INFO, Listen(p1).c_str()}}), LLM_SUCCESS);
+  ASSERT_EQ(b.Initialize({{OPTION_DEVICE_ID, "0"}}), LLM_SUCCESS);
+  Tensors src(2, 4, 5), dst(2, 4, 0);
+  int64_t aid = -1, bid = -1;
+  ASSERT_EQ(a.RegisterKvCache(HostDesc(2, {4, 16}), src.addrs(), {}, aid), LLM_SUCCESS);
+  ASSERT_EQ(b.RegisterKvCache(HostDesc(2, {4, 16}), dst.addrs(), {}, bid), LLM_SUCCESS);
+  std::vector<Status> rets;
+  ASSERT_EQ(a.SetRole(LlmRole::kDecoder), LLM_SUCCESS);  // stops listening
+  EXPECT_EQ(b.LinkLlmClusters({Remote(1, p1)}, rets, 500), LLM_LINK_FAILED);
+  ASSERT_EQ(a.SetRole(LlmRole::kPrompt, {{OPTION_LISTEN_IP_INFO, Listen(p2).c_str()}}), LLM_SUCCESS);
+  ASSERT_EQ(b.LinkLlmClusters({Remote(1, p2)}, rets, 3000), LLM_SUCCESS);
+  EXPECT_EQ(a.SetRole(LlmRole::kDecoder), LLM_EXIST_LINK);  // linked from b
+  EXPECT_EQ(b.SetRole(LlmRole::kDecoder), LLM_EXIST_LINK);  // b links to a
+  Cache bc{};
+  bc.cache_id = bid;
+  ASSERT_EQ(b.PullKvCache(Index(1, aid, 1), bc, 2), LLM_SUCCESS);
+  EXPECT_TRUE(dst.Row(0, 2, src, 0, 1) && dst.Row(1, 2, src, 1, 1));
+  ASSERT_EQ(b.UnlinkLlmClusters({Remote(1, p2)}, rets, 3000, true), LLM_SUCCESS);
+  ASSERT_EQ(a.UnlinkLlmClusters({Remote(2, 0)}, rets, 3000, true), LLM_SUCCESS);  // the side that never linked
   EXPECT_EQ(a.SetRole(LlmRole::kDecoder), LLM_SUCCESS);
 }
 
