@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "ucx_config.h"
@@ -80,6 +81,9 @@ std::unique_ptr<NetPath> NetPath::Open(const std::string &device, const std::str
   // that waited for TCP's SYN retransmissions: 6 s in which the progress
   // thread moved nothing on any path (netns_failover_test, SilentPath...).
   if (st == UCS_OK) st = ModifyTransportSetting(config, "TCP_", "CONN_NB", "y");
+  // A path moves host memory only, by active messages: UCX's older
+  // protocols carry them faster over TCP (ApplyUcxSettings).
+  if (st == UCS_OK && getenv("UCX_PROTO_ENABLE") == nullptr) st = ucp_config_modify(config, "PROTO_ENABLE", "n");
   if (st == UCS_OK && !rx_seg_size.empty()) st = ModifyTransportSetting(config, "TCP_", "RX_SEG_SIZE", rx_seg_size.c_str());
   if (st != UCS_OK) {
     ucp_config_release(config);

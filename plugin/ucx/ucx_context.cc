@@ -46,6 +46,10 @@ bool HaveInfiniBand() {
   return any;
 }
 
+// Whether this host has a GPU UCX could move device memory of: the device
+// nodes of NVIDIA's (nvidiactl) or AMD's (kfd) driver.
+bool HaveGpu() { return access("/dev/nvidiactl", F_OK) == 0 || access("/dev/kfd", F_OK) == 0; }
+
 // Whether the user set a UCX_* variable for setting `field` of any transport
 // ("UCX_TCP_RX_SEG_SIZE", "UCX_RC_VERBS_SL"...: UCX_ ... _<field>, or
 // UCX_<field>).  Reads the environment, never writes it.
@@ -95,6 +99,13 @@ void ApplyUcxSettings(adxl_plugin_context *ctx, ucp_config_t *config, const UcxP
   // "^sm" keeps UCX's cuda / rocm transports (cuda_copy, cuda_ipc, gdr_copy...):
   // device memory moves through UCP on both lanes.
   if (tls == nullptr) set("TLS", kRdmaLaneTls);
+  // UCX's newer protocols (UCX_PROTO_ENABLE, on by default from UCX 1.16)
+  // carry the RDMA lane's active messages over TCP at a quarter to a third
+  // of the older ones' rate on UCX 1.22 (docs/ucx.md: 0.8 GB/s where the
+  // older move 2.2-4.6), but only they move device memory through UCP RMA
+  // (DeviceMemorySupport).  Hence the older ones where no GPU could give
+  // device memory; UCX's default where one could.
+  if (getenv("UCX_PROTO_ENABLE") == nullptr && !HaveGpu()) set("PROTO_ENABLE", "n");
   // Shared-memory transports refuse endpoints with peer error handling
   // unless told to watch the peer process; we need both (peer failure must
   // be detected on every lane, docs/architecture.md).  Only a
