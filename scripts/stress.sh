@@ -40,7 +40,7 @@
 # fails when a run skipped on a machine that can make a network namespace
 # and has tc (there a skip means the case broke).
 # One process through 100 cycles: ADXL_TEST_FLAP_CYCLES=100 on the flap test
-# (README, "Multi-path links").
+# (docs/performance.md, "Multi-path links").
 # BUILD_DIR (default build/) must hold a build (scripts/test.sh makes one).
 set -uo pipefail
 ADXL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

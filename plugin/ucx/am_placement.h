@@ -10,7 +10,7 @@
 // staging buffer and a second copy.  With the generic datatype UCP hands
 // each fragment to Unpack(), which asks the gate and copies it into place
 // or drops it: one copy fewer per byte on the receiving thread, which is
-// the busiest one of a transfer (adxl-bench --lane rdma, README).
+// the busiest one of a transfer (adxl-bench --lane rdma, docs/performance.md).
 //
 // A gate that says no once is not asked again: the rest of the message is
 // dropped too (refused() tells).  Bytes placed before that stay placed.

@@ -4,7 +4,7 @@
 //
 // Why a context per path: UCX 1.13 over TCP puts an endpoint made from a
 // worker address on one interface however many the context has (multi-rail
-// moved 1.0x one path, README "Multi-path links"), and a UCP endpoint cannot
+// moved 1.0x one path, docs/performance.md "Multi-path links"), and a UCP endpoint cannot
 // be told which interface to use.  A context that sees only interface i
 // makes every endpoint of its worker a connection over i, so the plugin
 // knows which path each connection takes and stripes a batch over them

@@ -117,7 +117,7 @@ void ApplyUcxSettings(adxl_plugin_context *ctx, ucp_config_t *config, const UcxP
   // The RDMA lane over TCP: UCX receives into segments of this size (64 KiB
   // by default), one receive call and one progress pass per segment.  The
   // lane's rendezvous data arrives in MiB-sized runs; 2 MiB segments about
-  // double its bandwidth on loopback (adxl-bench --lane rdma, README), for
+  // double its bandwidth on loopback (adxl-bench --lane rdma, docs/performance.md), for
   // 16 MiB of receive buffers per worker (UCX grows the pool 8 at a time).
   if (TlsMayUse(tls, {"tcp"}) && !UserSetUcx("RX_SEG_SIZE")) set("RX_SEG_SIZE", kRdmaRxSegSize, "TCP_");
   // Without an RDMA device UCX has no IB transports to take these.

@@ -52,7 +52,7 @@ bool EnvUnsigned(const char *name, uint64_t lo, uint64_t hi, uint64_t *out, std:
 
 bool UcxParams::ReadEnvironment(std::string *why) {
   // Bounds: a split threshold of 0 would mean nothing; 1 TiB and more means
-  // "never split" (README's measurements use 2^40).  A spin beyond a second
+  // "never split" (docs/performance.md's measurements use 2^40).  A spin beyond a second
   // is a busy loop, not a wait.
   constexpr uint64_t kMaxSplitBytes = uint64_t{1} << 62;
   constexpr uint64_t kMaxSpinUs = 1000 * 1000;

@@ -239,7 +239,7 @@ std::vector<OptionSpec> BuildTable() {
                   "the vendor's fixed statistics period, 30 minutes"));
   t.push_back(EnvOnly("ADXL_STATS_DISABLE", "`1`",
                       "turns the counting of transfers off; only for measuring what counting costs "
-                      "(README \"Per-link statistics\")"));
+                      "(docs/link_stats.md)"));
   // ---- End of per-link statistics.
   t.push_back(EnvOnly("ADXL_LOG_LEVEL", "`off`, `error`, `warn`, `info`, `debug`",
                       "log level of the one logger the engine, the cache layer and the plugin share (default "

@@ -1,7 +1,7 @@
 // The options table: one entry per setting of the engine, the single place
 // where a setting's key, spellings, environment variable, accepted values,
 // default and description are written down.  ParseOptions (options.h) parses
-// and validates with it, `adxl-info` prints it, and the README's options
+// and validates with it, `adxl-info` prints it, and docs/options.md's options
 // table is generated from it (`adxl-info --markdown`, checked by ctest).
 //
 // Defaults are EngineOptions' member initializers: an entry renders its
@@ -63,7 +63,7 @@ struct OptionSpec {
 // Every setting, in the order ParseOptions applies them.
 const std::vector<OptionSpec> &OptionTable();
 
-// The table as a markdown table (README), and as plain text for people.
+// The table as a markdown table (docs/options.md), and as plain text for people.
 std::string OptionTableMarkdown();
 std::string OptionTableText();
 

@@ -2,7 +2,7 @@
 //
 // Every setting (key, environment variable, accepted values, default,
 // description) is an entry of the options table, src/config/option_table.cc;
-// `adxl-info` prints it and the README's options table is generated from it.
+// `adxl-info` prints it and docs/options.md's options table is generated from it.
 // The rules, for all keys:
 //  - Vendor keys (docs/contract.md §3.5, e.g. "RdmaTrafficClass") are also
 //    accepted with the "adxl." prefix; the un-prefixed spelling wins when both
@@ -32,7 +32,7 @@ constexpr uint64_t kDefaultMaxDeviceBytes = 50ull << 30;
 constexpr uint64_t kDefaultMaxHostBytes = 1ull << 40;
 constexpr uint32_t kDefaultHeartbeatMs = 10000;
 constexpr uint32_t kDefaultHeartbeatTimeoutMs = 120000;
-// adxl.MaxInboundPeers: above the 512 peers of the connect storm (README).
+// adxl.MaxInboundPeers: above the 512 peers of the connect storm (docs/performance.md).
 constexpr uint32_t kDefaultMaxInboundPeers = 1024;
 // The control loop's tick: the heartbeat judges silence this often even when
 // it pings less often, so that detection is not coarser than a second.

@@ -16,7 +16,7 @@ constexpr int32_t kAsyncAutoConnectMs = 3000;  // AutoConnect budget of Transfer
 const char *OpName(TransferOp op) { return op == READ ? "READ" : "WRITE"; }
 
 // ADXL_STATS_DISABLE=1 turns transfer counting off.  It exists only to
-// measure what counting costs (README "Per-link statistics"); nothing else
+// measure what counting costs (docs/link_stats.md); nothing else
 // should set it.
 bool CountingEnabled() {
   const char *e = getenv("ADXL_STATS_DISABLE");

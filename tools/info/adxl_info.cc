@@ -5,7 +5,7 @@
 //                             then the transport plugin: where it was found and what it
 //                             reports through its ABI (include/adxl/plugin/adxl_plugin.h)
 //   adxl-info -c              the options only
-//   adxl-info --markdown      the options as a markdown table (the README's)
+//   adxl-info --markdown      the options as a markdown table (docs/options.md's)
 //   --plugin NAME, --plugin-path DIRS: as adxl.Plugin / adxl.PluginPath (which,
 //   with ADXL_PLUGIN / ADXL_PLUGIN_PATH, apply as for the engine).
 //

@@ -1,5 +1,5 @@
 // adxl-storm: N peer processes connect at once to one target engine, which
-// this process owns (storm.h); it reports what the connect-storm targets name (README, "Scale: a connect storm").
+// this process owns (storm.h); it reports what the connect-storm targets name (docs/performance.md, "Scale: a connect storm").
 //
 //   adxl-storm --peers N [--lane hccs|rdma] [--timeout-ms T] [--idle-ms I] [--no-kill]
 //   adxl-storm --kill-rounds R --peers N [--lane hccs|rdma] [--kill-window-ms W]
