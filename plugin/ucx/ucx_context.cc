@@ -50,6 +50,14 @@ bool HaveInfiniBand() {
 // nodes of NVIDIA's (nvidiactl) or AMD's (kfd) driver.
 bool HaveGpu() { return access("/dev/nvidiactl", F_OK) == 0 || access("/dev/kfd", F_OK) == 0; }
 
+// Whether the RDMA lane should run over active messages (StartAmLane):
+// unless ADXL_UCX_RDMA_PROTOCOL says otherwise, where there is no RDMA
+// hardware.
+bool WantAmLane(const UcxParams &params) {
+  using Proto = UcxParams::RdmaProtocol;
+  return params.rdma_protocol == Proto::kAuto ? !HaveInfiniBand() : params.rdma_protocol == Proto::kAm;
+}
+
 // Whether the user set a UCX_* variable for setting `field` of any transport
 // ("UCX_TCP_RX_SEG_SIZE", "UCX_RC_VERBS_SL"...: UCX_ ... _<field>, or
 // UCX_<field>).  Reads the environment, never writes it.
@@ -103,9 +111,12 @@ void ApplyUcxSettings(adxl_plugin_context *ctx, ucp_config_t *config, const UcxP
   // carry the RDMA lane's active messages over TCP at a quarter to a third
   // of the older ones' rate on UCX 1.22 (docs/ucx.md: 0.8 GB/s where the
   // older move 2.2-4.6), but only they move device memory through UCP RMA
-  // (DeviceMemorySupport).  Hence the older ones where no GPU could give
-  // device memory; UCX's default where one could.
-  if (getenv("UCX_PROTO_ENABLE") == nullptr && !HaveGpu()) set("PROTO_ENABLE", "n");
+  // (DeviceMemorySupport), and UCX 1.22's older ones have no RMA over TCP
+  // at all ("Unsupported operation").  Hence the older ones only where the
+  // lane runs over active messages and no GPU could give device memory;
+  // UCX's default elsewhere.  (An AM lane that then fails to start leaves
+  // UCP RMA, which over TCP fails its posts there: StartAmLane logs it.)
+  if (getenv("UCX_PROTO_ENABLE") == nullptr && WantAmLane(params) && !HaveGpu()) set("PROTO_ENABLE", "n");
   // Shared-memory transports refuse endpoints with peer error handling
   // unless told to watch the peer process; we need both (peer failure must
   // be detected on every lane, docs/architecture.md).  Only a
@@ -299,8 +310,7 @@ void ProgressLoop(adxl_plugin_context *ctx) {
 // The AM lane: unless ADXL_UCX_RDMA_PROTOCOL says otherwise, where there is
 // no RDMA hardware.  False (UCP RMA) when the lane cannot start.
 bool StartAmLane(adxl_plugin_context *ctx, const UcxParams &params) {
-  using Proto = UcxParams::RdmaProtocol;
-  const bool want = params.rdma_protocol == Proto::kAuto ? !HaveInfiniBand() : params.rdma_protocol == Proto::kAm;
+  const bool want = WantAmLane(params);
   std::string why;
   AmLane::Faults faults;
   faults.read_data_delay_us = params.test_read_data_delay_us;
