@@ -36,6 +36,12 @@ foreach(_link "libadxl.so:libcann_hixl.so" "libadxl.so.${PROJECT_VERSION_MAJOR}:
   install(FILES ${CMAKE_BINARY_DIR}/vendor/${_name} DESTINATION ${CMAKE_INSTALL_LIBDIR})
   # The same names in the build tree's lib/, for programs run from it.
   file(MAKE_DIRECTORY ${CMAKE_LIBRARY_OUTPUT_DIRECTORY})
+  # A build tree from before the rename holds the real library's name as a
+  # symlink to the old versioned file; left, it would close a loop with the
+  # link made here and the linker could not write the library.
+  if(IS_SYMLINK ${CMAKE_LIBRARY_OUTPUT_DIRECTORY}/${_target})
+    file(REMOVE ${CMAKE_LIBRARY_OUTPUT_DIRECTORY}/${_target})
+  endif()
   file(REMOVE ${CMAKE_LIBRARY_OUTPUT_DIRECTORY}/${_name})
   file(CREATE_LINK ${_target} ${CMAKE_LIBRARY_OUTPUT_DIRECTORY}/${_name} SYMBOLIC)
 endforeach()

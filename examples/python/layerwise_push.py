@@ -71,7 +71,9 @@ def decode(port, up, down):
 
 
 def prefill(port, up, down):
-    os.read(up, 1)
+    if os.read(up, 1) != b"r":  # decode failed before its cache was registered
+        print("prefill: decode did not start", flush=True)
+        return 1
     dd = LLMDataDist(LLMRole.PROMPT, PREFILL)
     dd.init({"llm.listenIpInfo": "127.0.0.1", "llm.SyncKvCacheWaitTime": "5000"})
     kv = kv_tensors()
@@ -99,9 +101,23 @@ def main():
     down_r, down_w = os.pipe()
     child = os.fork()  # before any engine exists in this process
     if child == 0:
-        os._exit(decode(port, up_w, down_r))
-    rc = prefill(port, up_r, down_w)
-    _, status = os.waitpid(child, 0)
+        # Each process keeps only its own ends: a side that dies closes its
+        # pipe and the other's read returns instead of waiting forever.
+        os.close(up_r)
+        os.close(down_w)
+        rc = 1
+        try:
+            rc = decode(port, up_w, down_r)
+        finally:
+            os._exit(rc)
+    os.close(up_w)
+    os.close(down_r)
+    rc = 1
+    try:
+        rc = prefill(port, up_r, down_w)
+    finally:
+        os.close(down_w)  # a decode still waiting for "d" sees EOF
+        _, status = os.waitpid(child, 0)
     return rc or os.waitstatus_to_exitcode(status)
 
 
