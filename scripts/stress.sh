@@ -33,7 +33,8 @@
 # kept, every packet dropped, under striped and under whole-on-one-path
 # streams), ITERATIONS/25 runs (skipped without root too);
 # the kill storm (adxl-storm --kill-rounds: rounds of 32 peer processes,
-# each SIGKILLed at a random moment of its first 1.5 s, then fresh peers
+# each SIGKILLed at a random moment of its life up to 1.5x the time an
+# unkilled peer takes to link on this machine now, then fresh peers
 # link and verify and the target finalizes), ITERATIONS/10 runs of 2 rounds
 # per lane: 320 killed peers per lane at CI's 50.
 # A run that skipped counts as skipped, never as passed, and the script
@@ -157,7 +158,8 @@ for lane in hccs rdma; do
 done
 run_command "ConnectStorm64/rdma-2paths" "$storm_runs" env BUILD_DIR="$BUILD_DIR" "$ADXL_ROOT/scripts/netns_storm.sh"
 # The kill storm: each run kills 2 rounds of 32 peers at random moments of
-# their first 1.5 s (start-up, handshake, wire-up, transfer), then 32 fresh
+# their life up to 1.5x the time a calibration round of unkilled peers took
+# to link (start-up, handshake, wire-up, transfer, idle link), then 32 fresh
 # peers must link and verify and the target finalize (adxl-storm
 # --kill-rounds); ITERATIONS/10 runs per lane, 320 killed peers per lane at
 # CI's 50.

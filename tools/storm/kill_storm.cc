@@ -3,15 +3,17 @@
 // In a serving cluster workers are OOM-killed, preempted and restarted, often
 // while they are still connecting.  Each round starts `peers` peer processes
 // at once and tells them to connect at once ("go stages"); each is SIGKILLed
-// at a uniformly random moment of its first `window_ms`, so the kills fall
-// into every stage of a peer's life: engine start-up, the control handshake,
-// the transport wire-up, the first transfers, and an idle link.  The stage a
+// at a uniformly random moment of its first `window_ms` (by default 1.5x
+// the time an unkilled peer takes here to link: CalibrateWindow), so the
+// kills fall into every stage of a peer's life: engine start-up, the control
+// handshake, the transport wire-up, the first transfers, and an idle link.  The stage a
 // peer had reached is the last line it reported ("ready": initialized;
 // "connected": Connect returned; "ok": READ verified and WRITE done).
 // After the rounds, `peers` fresh peers must link, READ and WRITE with every
 // byte verified, and the target must finalize: a target that aborted (a
 // signal kills this process), hung (the caller's time limit) or refuses new
 // peers fails the run.
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,6 +54,45 @@ void Drain(Peer *p) {
   while (ReadLine(p->fd, &p->buffer, &line, 0)) p->report = line;
 }
 
+// The kill window when none is given: how long a peer takes here, now, from
+// its start to a verified link, measured on a round of `n` peers that are
+// not killed (spawned and told to go at once, as the storm's are), times
+// 1.5, so that the kills spread over every stage of a peer's life however
+// loaded the machine is.  0 when a peer of that round did not link.
+int CalibrateWindow(const std::string &self, PeerArgs args, int n, int timeout_ms) {
+  std::vector<Peer> peers(n);
+  const auto start = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    args.index = i;
+    if (!Spawn(self, args, &peers[i])) return 0;
+    WriteLine(peers[i].fd, "go stages");
+  }
+  std::vector<double> linked_ms;
+  std::vector<pollfd> fds(n);
+  const auto end = start + std::chrono::milliseconds(timeout_ms * 3 + 10000);
+  int left = n;
+  while (left > 0 && Clock::now() < end) {
+    for (int i = 0; i < n; ++i) fds[i] = {peers[i].report.rfind("ok", 0) == 0 ? -1 : peers[i].fd, POLLIN, 0};
+    if (poll(fds.data(), fds.size(), 200) <= 0) continue;
+    for (int i = 0; i < n; ++i) {
+      if (fds[i].revents == 0) continue;
+      Drain(&peers[i]);
+      if (peers[i].report.rfind("ok", 0) == 0) {
+        linked_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+        --left;
+      } else if (peers[i].report.rfind("fail", 0) == 0 || (fds[i].revents & (POLLHUP | POLLERR))) {
+        left = -1;  // a peer that failed: the target is not well
+        break;
+      }
+    }
+  }
+  for (Peer &p : peers) close(p.fd);  // the peers finalize and exit
+  for (Peer &p : peers) waitpid(p.pid, nullptr, 0);
+  if (left != 0) return 0;
+  std::sort(linked_ms.begin(), linked_ms.end());
+  return static_cast<int>(1.5 * linked_ms.back()) + 1;
+}
+
 }  // namespace
 
 int RunKillStorm(const std::string &self, int rounds, int n, bool rdma, int window_ms, int timeout_ms) {
@@ -77,17 +118,25 @@ int RunKillStorm(const std::string &self, int rounds, int n, bool rdma, int wind
     fprintf(stderr, "kill storm: the target engine did not start\n");
     return 1;
   }
-  const uint64_t seed = static_cast<uint64_t>(Clock::now().time_since_epoch().count());
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int> kill_after(0, window_ms - 1);
-  printf("kill storm: %d rounds of %d peers on the %s lane, each killed within %d ms of its start (seed %llu)\n",
-         rounds, n, lane, window_ms, static_cast<unsigned long long>(seed));
-
   PeerArgs args;
   args.target = target;
   args.region = reinterpret_cast<uintptr_t>(region);
   args.rdma = rdma;
   args.timeout_ms = timeout_ms;
+  if (window_ms <= 0) {
+    window_ms = CalibrateWindow(self, args, n, timeout_ms);
+    if (window_ms <= 0) {
+      fprintf(stderr, "kill storm: the calibration round of %d unkilled peers did not all link\n", n);
+      return 1;
+    }
+    printf("kill storm: %d unkilled peers linked and verified within %d ms of their start; the kill window is 1.5x "
+           "that\n", n, window_ms * 2 / 3);
+  }
+  const uint64_t seed = static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> kill_after(0, window_ms - 1);
+  printf("kill storm: %d rounds of %d peers on the %s lane, each killed within %d ms of its start (seed %llu)\n",
+         rounds, n, lane, window_ms, static_cast<unsigned long long>(seed));
   std::map<std::string, int> stages;  // over all rounds
   int killed = 0;
   const auto storm_start = Clock::now();

@@ -70,8 +70,9 @@ void Collect(std::vector<Peer> &peers, const std::vector<int> &which, int timeou
 
 // The kill storm (kill_storm.cc): `rounds` rounds of `peers` peer processes,
 // each SIGKILLed at a random moment of its first `window_ms` (start-up,
-// handshake, wire-up, transfer), against one target engine in this process;
-// then `peers` fresh peers must link and verify and the target finalize.
+// handshake, wire-up, transfer; 0: 1.5x the time a round of unkilled peers
+// takes to link here), against one target engine in this process; then
+// `peers` fresh peers must link and verify and the target finalize.
 // Returns the process exit status (0: the target lived through it all).
 int RunKillStorm(const std::string &self, int rounds, int peers, bool rdma, int window_ms, int timeout_ms);
 

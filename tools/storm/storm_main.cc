@@ -116,7 +116,7 @@ int main(int argc, char **argv) {
     a.timeout_ms = atoi(argv[7]);
     return storm::RunPeer(a);
   }
-  int n = 0, timeout_ms = 60000, idle_ms = 3000, kill_rounds = 0, kill_window_ms = 1500;
+  int n = 0, timeout_ms = 60000, idle_ms = 3000, kill_rounds = 0, kill_window_ms = 0;
   bool rdma = false, kill_half = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -130,7 +130,7 @@ int main(int argc, char **argv) {
     else if (a == "--kill-window-ms" && v) kill_window_ms = atoi(argv[++i]);
     else return PrintUsage(argv[0]);
   }
-  if (n <= 0 || n > 4096 || timeout_ms <= 0 || idle_ms < 0 || kill_rounds < 0 || kill_window_ms <= 0) {
+  if (n <= 0 || n > 4096 || timeout_ms <= 0 || idle_ms < 0 || kill_rounds < 0 || kill_window_ms < 0) {
     return PrintUsage(argv[0]);
   }
   signal(SIGPIPE, SIG_IGN);
