@@ -110,14 +110,8 @@ int RunKillStorm(const std::string &self, int rounds, int n, bool rdma, int wind
   memset(region + kReadBytes, 0, region_len - kReadBytes);
 
   adxl::AdxlEngine engine;
-  std::map<adxl::AscendString, adxl::AscendString> opts{{"adxl.BufferPool", "0:0"}};
-  if (rdma) opts["GlobalResourceConfig"] = R"({"comm_resource_config.protocol_desc":"roce:host"})";
   adxl::MemHandle h = nullptr;
-  if (engine.Initialize(target.c_str(), opts) != adxl::SUCCESS ||
-      engine.RegisterMem({reinterpret_cast<uintptr_t>(region), region_len}, adxl::MEM_HOST, h) != adxl::SUCCESS) {
-    fprintf(stderr, "kill storm: the target engine did not start\n");
-    return 1;
-  }
+  if (!StartTarget(engine, target, rdma, region, region_len, &h)) return 1;
   PeerArgs args;
   args.target = target;
   args.region = reinterpret_cast<uintptr_t>(region);

@@ -20,8 +20,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
+
+#include "adxl/adxl_engine.h"
 
 namespace storm {
 
@@ -40,6 +43,10 @@ struct PeerArgs {
   int timeout_ms = 60000; // Connect and transfer timeout
   std::string name = "127.0.0.1";  // the peer engine's own name
 };
+
+// The options of every engine of the storm, target and peers: no buffer
+// pool; on the network lane the RDMA lane (roce:host).
+std::map<adxl::AscendString, adxl::AscendString> EngineOptions(bool rdma);
 
 // The peer's main (storm_peer.cc); returns the process exit status.
 int RunPeer(const PeerArgs &args);
@@ -64,6 +71,10 @@ struct Peer {
 bool FreePort(uint16_t *port);
 // Starts a peer (this executable, `self`, with --peer); false on failure.
 bool Spawn(const std::string &self, const PeerArgs &a, Peer *p);
+// Initializes the target engine as `name` and registers [region, +len) with
+// it; false (said on stderr) when either fails.
+bool StartTarget(adxl::AdxlEngine &engine, const std::string &name, bool rdma, void *region, size_t len,
+                 adxl::MemHandle *handle);
 // Reads one line from every peer in `which` until each answered or
 // timeout_ms passed; a peer that closed or timed out gets "lost".
 void Collect(std::vector<Peer> &peers, const std::vector<int> &which, int timeout_ms);

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -20,6 +21,22 @@ namespace storm {
 namespace {
 using Clock = std::chrono::steady_clock;
 }  // namespace
+
+std::map<adxl::AscendString, adxl::AscendString> EngineOptions(bool rdma) {
+  std::map<adxl::AscendString, adxl::AscendString> opts{{"adxl.BufferPool", "0:0"}};
+  if (rdma) opts["GlobalResourceConfig"] = R"({"comm_resource_config.protocol_desc":"roce:host"})";
+  return opts;
+}
+
+bool StartTarget(adxl::AdxlEngine &engine, const std::string &name, bool rdma, void *region, size_t len,
+                 adxl::MemHandle *handle) {
+  if (engine.Initialize(name.c_str(), EngineOptions(rdma)) != adxl::SUCCESS ||
+      engine.RegisterMem({reinterpret_cast<uintptr_t>(region), len}, adxl::MEM_HOST, *handle) != adxl::SUCCESS) {
+    fprintf(stderr, "storm: the target engine did not start\n");
+    return false;
+  }
+  return true;
+}
 
 bool FreePort(uint16_t *port) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -169,14 +169,8 @@ int main(int argc, char **argv) {
     all.push_back(i);
   }
   adxl::AdxlEngine engine;
-  std::map<adxl::AscendString, adxl::AscendString> opts{{"adxl.BufferPool", "0:0"}};
-  if (rdma) opts["GlobalResourceConfig"] = R"({"comm_resource_config.protocol_desc":"roce:host"})";
   adxl::MemHandle h = nullptr;
-  if (engine.Initialize(target.c_str(), opts) != adxl::SUCCESS ||
-      engine.RegisterMem({reinterpret_cast<uintptr_t>(region), region_len}, adxl::MEM_HOST, h) != adxl::SUCCESS) {
-    fprintf(stderr, "storm: the target engine did not start\n");
-    return 1;
-  }
+  if (!storm::StartTarget(engine, target, rdma, region, region_len, &h)) return 1;
   storm::Collect(peers, all, 600000);
   int not_ready = 0;
   for (Peer &p : peers) not_ready += p.report != "ready";

@@ -81,8 +81,7 @@ std::string ReadAndVerify(adxl::AdxlEngine &engine, const PeerArgs &a, uint8_t *
 
 int RunPeer(const PeerArgs &a) {
   adxl::AdxlEngine engine;
-  std::map<adxl::AscendString, adxl::AscendString> opts{{"adxl.BufferPool", "0:0"}};
-  if (a.rdma) opts["GlobalResourceConfig"] = R"({"comm_resource_config.protocol_desc":"roce:host"})";
+  const std::map<adxl::AscendString, adxl::AscendString> opts = EngineOptions(a.rdma);
   std::string buffer, line;
   if (engine.Initialize(a.name.c_str(), opts) != adxl::SUCCESS) {
     WriteLine(a.fd, "fail init 0");
