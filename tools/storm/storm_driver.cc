@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -50,6 +51,13 @@ bool Spawn(const std::string &self, const PeerArgs &a, Peer *p) {
     // Diagnosis: ADXL_STORM_TRACE_PEER=i gives peer i UCX's debug log.
     const char *trace = getenv("ADXL_STORM_TRACE_PEER");
     if (trace != nullptr && atoi(trace) == a.index) setenv("UCX_LOG_LEVEL", "debug", 1);
+    // The driver forks its peers before it starts any thread: this child
+    // has one thread, and the namespace it enters is the whole process's.
+    if (!a.netns.empty()) {
+      const int ns = open(("/var/run/netns/" + a.netns).c_str(), O_RDONLY | O_CLOEXEC);
+      if (ns < 0 || setns(ns, CLONE_NEWNET) != 0) _exit(126);
+      close(ns);
+    }
     execv(argv[0], argv.data());
     _exit(127);
   }
