@@ -66,7 +66,7 @@ for i in 0 1; do
 done
 
 out="$(ip netns exec "$tns" env -u ADXL_UCX_RDMA_PATHS "$STORM" --lane rdma --peer-netns "$pns" \
-  --target-host "10.231.$subnet.1" "${args[@]}" 2>&1)" && rc=0 || rc=$?
+  --target-host "10.231.$subnet.1" --peer-host "10.231.$subnet.2" "${args[@]}" 2>&1)" && rc=0 || rc=$?
 echo "$out" | grep '^storm:' || true
 if ((rc != 0)); then
   echo "$out" | tail -n 40 >&2

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -42,7 +41,10 @@ bool Spawn(const std::string &self, const PeerArgs &a, Peer *p) {
   fcntl(sv[0], F_SETFD, FD_CLOEXEC);
   std::vector<std::string> args{self,          "--peer",        std::to_string(sv[1]),   std::to_string(a.index),
                                 a.target,      std::to_string(a.region), a.rdma ? "rdma" : "hccs",
-                                std::to_string(a.timeout_ms)};
+                                std::to_string(a.timeout_ms), a.name};
+  // In another network namespace: through `ip netns exec`, which also
+  // mounts that namespace's /sys, where UCX finds its interfaces.
+  if (!a.netns.empty()) args.insert(args.begin(), {"ip", "netns", "exec", a.netns});
   std::vector<char *> argv;
   for (std::string &s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
@@ -51,14 +53,7 @@ bool Spawn(const std::string &self, const PeerArgs &a, Peer *p) {
     // Diagnosis: ADXL_STORM_TRACE_PEER=i gives peer i UCX's debug log.
     const char *trace = getenv("ADXL_STORM_TRACE_PEER");
     if (trace != nullptr && atoi(trace) == a.index) setenv("UCX_LOG_LEVEL", "debug", 1);
-    // The driver forks its peers before it starts any thread: this child
-    // has one thread, and the namespace it enters is the whole process's.
-    if (!a.netns.empty()) {
-      const int ns = open(("/var/run/netns/" + a.netns).c_str(), O_RDONLY | O_CLOEXEC);
-      if (ns < 0 || setns(ns, CLONE_NEWNET) != 0) _exit(126);
-      close(ns);
-    }
-    execv(argv[0], argv.data());
+    execvp(argv[0], argv.data());
     _exit(127);
   }
   close(sv[1]);
