@@ -7,6 +7,10 @@
 // ("127.0.0.1:<port>") but need not exist.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "adxl/adxl_engine.h"
@@ -34,9 +38,20 @@ int64_t HelloStatus(RawConn &c, const std::string &from, const std::string &to) 
 // earlier connection and is not refused."  An engine serving at most one
 // peer admits A, refuses B while A's connection is open, admits A again
 // on a second connection (the first still open: A restarted before its old
-// connection was seen to close) and closes A's earlier connection.
+// connection was seen to close) and closes A's earlier connection.  Each
+// refusal is a WARN line of the target's, and an engine refused is told why.
 TEST(InboundCap, APeerConnectingAgainUnderItsNameReplacesItsConnection) {
-  PeerProcess target;
+  // The target's log (stderr) goes to a file: the refusals' WARN lines.
+  char log_template[] = "/tmp/adxl_inbound_cap_XXXXXX";
+  const int log_fd = mkstemp(log_template);
+  ASSERT_GE(log_fd, 0);
+  close(log_fd);
+  const std::string log_path = log_template;
+  struct Unlink {
+    std::string path;
+    ~Unlink() { unlink(path.c_str()); }
+  } unlink_log{log_path};
+  PeerProcess target({"ADXL_LOG_LEVEL=warn"}, {"sh", "-c", "exec \"$0\" 2>>" + log_path});
   const std::string name = InitOnFreePort(target, "adxl.HeartbeatMs=1000 adxl.MaxInboundPeers=1");
   ASSERT_NE(name, "");
   const uint16_t port = static_cast<uint16_t>(std::stoi(name.substr(name.rfind(':') + 1)));
@@ -54,6 +69,27 @@ TEST(InboundCap, APeerConnectingAgainUnderItsNameReplacesItsConnection) {
   // Still one peer: another name is refused.
   RawConn third(port);
   EXPECT_EQ(HelloStatus(third, b, name), static_cast<int64_t>(adxl::RESOURCE_EXHAUSTED));
+  // "its Connect returns RESOURCE_EXHAUSTED with a line saying why, and the
+  // refusing engine logs a WARN line": an engine of this process is refused
+  // too, and both sides said so.
+  adxl::AdxlEngine client;
+  ASSERT_EQ(client.Initialize("127.0.0.1", {{"adxl.HeartbeatMs", "1000"}}), adxl::SUCCESS);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(client.Connect(name.c_str(), 3000), adxl::RESOURCE_EXHAUSTED);
+  const std::string client_log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(client_log.find("MaxInboundPeers"), std::string::npos) << "no line saying why: " << client_log;
+  client.Finalize();
+  std::ifstream in(log_path);
+  std::string target_log, line;
+  size_t warns = 0;
+  while (std::getline(in, line)) {
+    target_log += line + "\n";
+    if (line.find("WARN") != std::string::npos &&
+        line.find("refused: this engine accepts at most 1 peers (adxl.MaxInboundPeers)") != std::string::npos) {
+      ++warns;
+    }
+  }
+  EXPECT_GE(warns, 3u) << "the target did not log a WARN line for each of its 3 refusals: " << target_log;
 }
 
 }  // namespace
