@@ -210,7 +210,7 @@ TEST_F(NetnsFailoverTest, OnePathDownAndUpDuringVerifiedStream) {
   ASSERT_NO_FATAL_FAILURE(Start(kBatch));
   StartStream(kPhases);
   // Warm-up: both paths' rates measured before anything is cut.
-  ASSERT_TRUE(WaitUntil([this] { return stream_->Verified() >= 4 || stream_->GaveUp(); }, 30000, 20) &&
+  ASSERT_TRUE(WaitUntil([this] { return stream_->Verified() >= 4 || stream_->GaveUp(); }, ScaledMs(30000), 20) &&
               !stream_->GaveUp())
       << "the stream did not start with both paths up";
   const Snapshot both_from = Counts();
@@ -452,7 +452,7 @@ void NetnsFailoverTest::RunSilentPath(size_t batch) {
   const double back_within_ms = ScaledMs(20000);
   ASSERT_NO_FATAL_FAILURE(Start(kBatch));
   StartStream(1, batch);
-  ASSERT_TRUE(WaitUntil([this] { return stream_->Verified() >= 4 || stream_->GaveUp(); }, 30000, 20) &&
+  ASSERT_TRUE(WaitUntil([this] { return stream_->Verified() >= 4 || stream_->GaveUp(); }, ScaledMs(30000), 20) &&
               !stream_->GaveUp())
       << "the stream did not start with both paths up";
   AwaitTransferOnTheWire();
@@ -507,7 +507,7 @@ TEST_F(NetnsFailoverTest, LinkFlapCycles) {
                        << "' is not a number in [1, 100000]";
   ASSERT_NO_FATAL_FAILURE(Start(kBatch));
   StartStream(1);
-  ASSERT_TRUE(WaitUntil([this] { return stream_->Verified() >= 4 || stream_->GaveUp(); }, 30000, 20) &&
+  ASSERT_TRUE(WaitUntil([this] { return stream_->Verified() >= 4 || stream_->GaveUp(); }, ScaledMs(30000), 20) &&
               !stream_->GaveUp())
       << "the stream did not start with both paths up";
   const auto t0 = std::chrono::steady_clock::now();
