@@ -24,7 +24,10 @@
 # a real partition (NetnsPartitionTest: the only veth path between two
 # network namespaces taken down during verified transfers, every transfer
 # failing in time, then up and a verified reconnect), one down/up cycle per
-# run, ITERATIONS/5 runs (skipped without root); failover
+# run, ITERATIONS/5 runs (skipped without root); the WRITE queued in the
+# initiator's kernel across a partition that heals, which the target must
+# drop (NetnsPartitionTest.NothingOfAFailedWriteLandsWhenThePathReturns),
+# ITERATIONS/25 runs, at least 1 (skipped without root too); failover
 # of a two-path link (NetnsFailoverTest.LinkFlapCycles: path 1 and path 2 in
 # turn taken down and up 20 times under a verified WRITE/READ stream, no
 # transfer may fail or arrive corrupted), ITERATIONS/10 runs of fresh
@@ -70,12 +73,13 @@ for c in StoppedTargetWrite StoppedTargetRead LiveTargetWrite LiveTargetRead Sto
   PER_CASE_CASES+=("NetworkTimeout/$c|Cases/NetworkTimeoutTest.*/$c")
 done
 PARTITION_CASE='Partition/LinkDownUp|NetnsPartitionTest.LinkDown*'
+LATE_WRITE_CASE='Partition/NothingOfAFailedWriteLands|NetnsPartitionTest.NothingOfAFailedWriteLandsWhenThePathReturns'
 FLAP_CASE='Failover/LinkFlap20|NetnsFailoverTest.LinkFlapCycles'
 SILENT_CASE='Failover/SilentPath|NetnsFailoverTest.SilentPath*'
 # In $CONFORMANCE, not $TESTS.
 FINALIZE_CASE='FinalizeStoppedTarget/rdma_am|Lanes/Conformance.S3_3_FinalizeEndsOutstandingRequests*/rdma_am'
 unmatched=0
-for c in "${KILL_CASES[@]}" "${PER_CASE_CASES[@]}" "$PARTITION_CASE" "$FLAP_CASE" "$SILENT_CASE" \
+for c in "${KILL_CASES[@]}" "${PER_CASE_CASES[@]}" "$PARTITION_CASE" "$LATE_WRITE_CASE" "$FLAP_CASE" "$SILENT_CASE" \
   "$FINALIZE_CASE"; do
   filter="${c#*|}"
   binary="$TESTS"
@@ -144,6 +148,9 @@ for c in "${PER_CASE_CASES[@]}"; do
   run_case "${c%%|*}" "${c#*|}" "$per_case" ADXL_FAULT_ROUNDS=1
 done
 run_case "${PARTITION_CASE%%|*}" "${PARTITION_CASE#*|}" "$per_case"
+# One partition of a few seconds per run, deterministic in what it checks:
+# few runs.
+run_case "${LATE_WRITE_CASE%%|*}" "${LATE_WRITE_CASE#*|}" $(( ITERATIONS / 25 > 0 ? ITERATIONS / 25 : 1 ))
 per_tenth=$(( ITERATIONS / 10 > 0 ? ITERATIONS / 10 : 1 ))
 run_case "${FLAP_CASE%%|*}" "${FLAP_CASE#*|}" "$per_tenth" ADXL_TEST_FLAP_CYCLES=20
 # Two tests of ~7 s each per run; detection is deterministic (no race to

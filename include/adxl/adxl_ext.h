@@ -16,7 +16,10 @@ namespace ext {
 
 struct LinkInfo {
   std::string lane;        // "hccs" (same node) or "rdma" (network)
-  std::string transports;  // the plugin's transports for this link, e.g. "tcp/lo" or "posix/memory"
+  // The plugin's transports for this link, e.g. "cma/memory" (same node) or
+  // "am:tcp/lo" (network lane: "am:" active messages or "rma:" UCP put/get,
+  // "am*3:" for three connections, "am:tcp/eth0+tcp/eth1" over two paths).
+  std::string transports;
   bool same_node = false;  // the peer reported the same node identity
   bool failed = false;     // a transfer timed out or the peer died; Disconnect + Connect to reuse
   uint64_t bytes_read = 0;

@@ -342,7 +342,12 @@ int EpDescribe(adxl_plugin_ep_t *ep, char *buf, size_t len) {
     snprintf(buf, len, "%s", s.c_str());
     return ADXL_PLUGIN_OK;
   }
-  snprintf(buf, len, "%s", (ep->paths ? DescribePaths(ep) : DescribeUcpEp(ep->ep)).c_str());
+  // The RDMA lane names what moves its bytes ("am:" active messages, "rma:"
+  // UCP put/get) and, past one, its connections ("am*3:"), then UCP's
+  // transports, so that a test can tell which mover a link runs on.
+  std::string mover = ep->am ? "am" : "rma";
+  if (!ep->more_eps.empty()) mover += "*" + std::to_string(1 + ep->more_eps.size());
+  snprintf(buf, len, "%s:%s", mover.c_str(), (ep->paths ? DescribePaths(ep) : DescribeUcpEp(ep->ep)).c_str());
   return ADXL_PLUGIN_OK;
 }
 

@@ -9,7 +9,7 @@ namespace adxl {
 void Heartbeat::Tick() {
   const int64_t now = ControlLoop::NowMs();
   // Late by more than a tick: the control thread itself did not run.
-  const int64_t late = last_tick_ms_ == 0 ? 0 : now - last_tick_ms_ - tick_ms_;
+  const int64_t late = now - last_tick_ms_ - tick_ms_;
   last_tick_ms_ = now;
   const bool judge = late <= static_cast<int64_t>(tick_ms_);
   if (!judge) {

@@ -25,6 +25,7 @@
 #include <cstdint>
 
 #include "common/background_worker.h"
+#include "control/control.h"
 #include "core/connector.h"
 #include "core/link_table.h"
 #include "core/registrar.h"
@@ -55,8 +56,9 @@ class Heartbeat {
   const Registrar *const registrar_;
   Connector *const connector_;
   BackgroundWorker *const worker_;
-  // Control thread only.
-  int64_t last_tick_ms_ = 0;
+  // Control thread only.  From construction (just before the control loop
+  // starts), so that a first tick that comes late is seen as late too.
+  int64_t last_tick_ms_ = ControlLoop::NowMs();
   int64_t last_ping_ms_ = 0;
 };
 

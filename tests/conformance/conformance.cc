@@ -12,9 +12,12 @@ const std::vector<Lane> &AllLanes() {
       {"hccs_cma", "hccs", "cma", {}, {}, false, true},
       {"hccs_mapped", "hccs", "mapped", {"EnableUseFabricMem=1"}, {}, true, true},
       {"hccs_shared_file", "hccs", "mapped/memfd", {}, {}, false, true, true},
+      // Each network lane checks its mover: LinkInfo::transports begins
+      // "am:" or "rma:" (the plugin's ep_describe), so a lane that fell back
+      // to the other mover cannot pass as itself.
       {"rdma_am",
        "rdma",
-       "",
+       "am:",
        {"GlobalResourceConfig={\"comm_resource_config.protocol_desc\":\"roce:host\"}"},
        {"ADXL_UCX_RDMA_PROTOCOL=am"},
        false,
@@ -27,7 +30,7 @@ const std::vector<Lane> &AllLanes() {
       // over TCP; the §6.4 tests skip on this lane (timeout_fences).
       {"rdma_rma",
        "rdma",
-       "",
+       "rma:",
        {"GlobalResourceConfig={\"comm_resource_config.protocol_desc\":\"roce:host\"}"},
        {"ADXL_UCX_RDMA_PROTOCOL=rma"},
        false,
@@ -103,7 +106,8 @@ void Conformance::ExpectLane(adxl::AdxlEngine &engine, const std::string &remote
   adxl::ext::LinkInfo info;
   ASSERT_EQ(adxl::ext::GetLinkInfo(engine, remote.c_str(), info), adxl::SUCCESS);
   EXPECT_EQ(info.lane, lane().lane) << "the link is not on the lane under test";
-  EXPECT_NE(info.transports.find(lane().transport), std::string::npos) << info.transports;
+  EXPECT_NE(info.transports.find(lane().transport), std::string::npos)
+      << "the link's transports " << info.transports << " do not name the lane's \"" << lane().transport << "\"";
 }
 
 adxl::TransferStatus Conformance::WaitFor(adxl::TransferReq req, adxl::Status *rc) {

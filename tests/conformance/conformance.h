@@ -47,7 +47,7 @@ namespace adxl_test {
 struct Lane {
   const char *name;
   const char *lane;        // GetLinkInfo().lane of a link on this lane
-  const char *transport;   // substring of GetLinkInfo().transports, "" for any
+  const char *transport;   // substring of GetLinkInfo().transports ("am:", "rma:" on the network lanes)
   std::vector<std::string> options;  // "key=value" for every engine, both sides
   std::vector<std::string> env;      // "NAME=value" for every process
   bool mapped_memory;      // peers register MallocMem memory

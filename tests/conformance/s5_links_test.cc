@@ -170,6 +170,40 @@ TEST_P(Conformance, S5_6_HeartbeatDetectsAStoppedPeer) {
   EXPECT_EQ(Sync(READ, {{local_.addr(), remote_, 4096}}), SUCCESS);
 }
 
+// §5.6 (continued) "an engine whose own control thread ran late judges
+// nobody at that tick".
+//
+// Two peer processes, A (a second peer, the client) linked to B (peer_),
+// both stopped (SIGSTOP) for five times their 600 ms heartbeat timeout, as
+// a machine starved of CPU stops both ends of a link at once, then resumed
+// together: neither sent anything meanwhile, so each measures 3 s of
+// silence at its first tick, which comes late.  Judging there would fail
+// the link (A as client end, or B closing A's connection as server end);
+// the tick after, each has the other's frames.  The link must come through
+// both: A's transfer from B succeeds well after the resume.
+TEST_P(Conformance, S5_6_ALateTickJudgesNobody) {
+  std::string a_name;
+  uintptr_t a_buffer = 0;
+  auto a = StartPeer(&a_name, &a_buffer);
+  ASSERT_NE(a_name, "");
+  ASSERT_EQ(a->Command("connect " + peer_name_ + " 5000"), "ok");
+  const std::string read = "read " + peer_name_ + " 2000 0 0 " + std::to_string(remote_) + " 4096";
+  ASSERT_EQ(a->Command(read), "ok");
+  // A few ticks on time first, so that the late one is not A's first (a
+  // first tick is late as well, measured from the engine's start).
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  a->Stop();
+  peer_->Stop();
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));  // 5 timeouts of 3 periods of 200 ms
+  peer_->Signal(SIGCONT);
+  a->Signal(SIGCONT);
+  // Several ticks after the resume: any judging has happened by now.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  ASSERT_EQ(a->Command("fill 0 2"), "ok");  // B holds pattern 1
+  EXPECT_EQ(a->Command(read), "ok") << "the link failed after both ends resumed: a late tick judged its peer";
+  EXPECT_EQ(a->Command("hash 0 0 4096"), "ok " + std::to_string(PatternHash(1, 0, 4096)));
+}
+
 // §5.7 "The server side forgets links of clients that died: nothing of the
 // server (e.g. a later DeregisterMem, which waits for peers'
 // acknowledgements, §4.7) waits for them."

@@ -1,5 +1,6 @@
 // docs/contract.md §7 (notifies) and §8 (static helpers), on every lane.
 #include <csignal>
+#include <thread>
 
 #include "conformance.h"
 
@@ -40,6 +41,25 @@ TEST_P(Conformance, S7_2_UnacknowledgedNotifyIsTimeout) {
   EXPECT_GE(ms, 150) << "TIMEOUT before the deadline";
   EXPECT_LT(ms, 150 + ScaledMs(850));
   peer_->Signal(SIGCONT);
+}
+
+// §7.2 (continued) "A control connection that closes meanwhile is
+// NOTIFY_FAILED": the receiver is stopped (no acknowledgement) and killed
+// while the notify waits; the call ends with NOTIFY_FAILED when the
+// connection closes, long before its 5 s deadline, not TIMEOUT.
+TEST_P(Conformance, S7_2_AConnectionClosedMeanwhileIsNotifyFailed) {
+  InitLocal();
+  ASSERT_EQ(Connect(), SUCCESS);
+  peer_->Stop();
+  Status st = SUCCESS;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread sender([&] { st = Send(engine_, peer_name_, "n", "m", 5000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the notify is on the wire, unanswered
+  peer_->KillAndWait();
+  sender.join();
+  const double ms = MsSince(t0);
+  EXPECT_EQ(st, NOTIFY_FAILED) << "after " << ms << " ms";
+  EXPECT_LT(ms, ScaledMs(2000)) << "the closed connection did not end the notify at once";
 }
 
 // §7.3 "a receiver holding 4096 undrained notifies answers

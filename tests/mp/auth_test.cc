@@ -368,7 +368,7 @@ TEST_F(AuthTest, TokenNeverCrossesTheWire) {
   g_redirect_from.store(port_);
   EXPECT_EQ(other.Connect(peer_name_.c_str(), 3000), FAILED);
   g_redirect_from.store(0);
-  EXPECT_TRUE(WaitUntil([&] { return relay.connections() >= 2; }, 2000)) << relay.connections();
+  EXPECT_TRUE(WaitUntil([&] { return relay.connections() >= 2; }, ScaledMs(2000))) << relay.connections();
   // The relay copies on its own thread: wait until the capture stops growing.
   size_t captured = 0;
   WaitUntil(

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 #include "adxl/adxl_ext.h"
 #include "pattern.h"
 #include "peer_process.h"
+#include "time_scale.h"
 
 using namespace adxl_test;
 
@@ -113,7 +115,7 @@ TEST_F(ChannelPool, EvictsIdleLinksToTheLowMarkAndExhaustsWhenNoneIsIdle) {
   EXPECT_EQ(engine_.Connect(peers_[32].name.c_str(), 300), adxl::RESOURCE_EXHAUSTED);
   const long exhausted_ms = MsSince(t0);
   EXPECT_GE(MsSince(t0), 290);
-  EXPECT_LT(MsSince(t0), 900);
+  EXPECT_LT(MsSince(t0), ScaledMs(900));
   EXPECT_EQ(LinkedCount(), 32u);
 
   // All idle now; 0..7 used again.  The next Connect evicts 16: the
@@ -133,7 +135,7 @@ TEST_F(ChannelPool, EvictsIdleLinksToTheLowMarkAndExhaustsWhenNoneIsIdle) {
   // acknowledgement from us (a stale subscription would make it wait).
   t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(peers_[10].proc->Command("dereg " + peers_[10].handle), "ok");
-  EXPECT_LT(MsSince(t0), 1000);
+  EXPECT_LT(MsSince(t0), ScaledMs(1000));
 
   // A transfer to an evicted peer reconnects by itself (AutoConnect is off)
   // and moves the right bytes, both ways.
@@ -168,6 +170,73 @@ TEST_F(ChannelPool, EvictsIdleLinksToTheLowMarkAndExhaustsWhenNoneIsIdle) {
          "after %ld ms (timeout 300); evicting Connect (16 evicted) %ld ms; READ 64 KiB from an evicted peer "
          "(reconnect included) %ld ms; 64 Connects in turn %ld ms, at most %zu links\n",
          connect_32_ms, exhausted_ms, evicting_connect_ms, reconnect_read_ms, MsSince(t0), most);
+}
+
+// An engine with channel_pool.max_channel = 1 (the marks default to it),
+// and a 5 s heartbeat: a stopped peer is judged after 15 s, after the tests.
+void InitPoolOfOne(adxl::AdxlEngine &e, std::vector<uint8_t> *local, adxl::MemHandle *h) {
+  ASSERT_EQ(e.Initialize("127.0.0.1", {{"adxl.HeartbeatMs", "5000"},
+                                       {"GlobalResourceConfig", R"({"channel_pool.max_channel":"1"})"}}),
+            adxl::SUCCESS);
+  local->assign(kLen, 0);
+  ASSERT_EQ(e.RegisterMem({reinterpret_cast<uintptr_t>(local->data()), kLen}, adxl::MEM_HOST, *h), adxl::SUCCESS);
+}
+
+// §5.10 "a link in use is never evicted": the only link of a pool of one is
+// held by a notify its stopped peer never acknowledges (5 s), and last used
+// over 1 s ago when a Connect to another peer needs room: that Connect
+// waits its timeout and is RESOURCE_EXHAUSTED, and the link stays.  A pool
+// that judged idleness by the last use alone would evict it at 1 s.
+TEST(ChannelPoolInUse, ALinkInUseIsNeverEvicted) {
+  std::vector<Peer> peers = StartPeers(2);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  adxl::AdxlEngine engine;
+  std::vector<uint8_t> local;
+  adxl::MemHandle h = nullptr;
+  ASSERT_NO_FATAL_FAILURE(InitPoolOfOne(engine, &local, &h));
+  ASSERT_EQ(engine.Connect(peers[0].name.c_str(), 3000), adxl::SUCCESS);
+  peers[0].proc->Stop();
+  adxl::Status notify = adxl::SUCCESS;
+  std::thread holder([&] { notify = engine.SendNotify(peers[0].name.c_str(), {"n", "m"}, 5000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1300));  // past the 1 s of idleness
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(engine.Connect(peers[1].name.c_str(), 1500), adxl::RESOURCE_EXHAUSTED)
+      << "the Connect made room by evicting a link in use";
+  const long ms = MsSince(t0);
+  EXPECT_GE(ms, 1490) << "RESOURCE_EXHAUSTED before the Connect's timeout";
+  EXPECT_TRUE(Linked(engine, peers[0])) << "the link in use was evicted";
+  EXPECT_FALSE(Linked(engine, peers[1]));
+  holder.join();
+  EXPECT_EQ(notify, adxl::TIMEOUT);
+  peers[0].proc->Signal(SIGCONT);
+  engine.Finalize();
+}
+
+// §5.10 "What is counted is this engine's outgoing links ..., CONNECTING
+// ones included": in a pool of one, a Connect to a stopped peer (its
+// handshake unanswered, 4 s) holds the only place, so a Connect to another
+// peer meanwhile is RESOURCE_EXHAUSTED at its timeout; a pool that counted
+// connected links only would let both in.
+TEST(ChannelPoolInUse, ConnectingLinksCount) {
+  std::vector<Peer> peers = StartPeers(2);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  adxl::AdxlEngine engine;
+  std::vector<uint8_t> local;
+  adxl::MemHandle h = nullptr;
+  ASSERT_NO_FATAL_FAILURE(InitPoolOfOne(engine, &local, &h));
+  peers[0].proc->Stop();
+  adxl::Status first = adxl::SUCCESS;
+  std::thread connecting([&] { first = engine.Connect(peers[0].name.c_str(), 4000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // its handshake is on the wire
+  EXPECT_EQ(engine.Connect(peers[1].name.c_str(), 1000), adxl::RESOURCE_EXHAUSTED)
+      << "a CONNECTING link was not counted";
+  EXPECT_FALSE(Linked(engine, peers[1]));
+  connecting.join();
+  EXPECT_NE(first, adxl::SUCCESS) << "a stopped peer answered the handshake";
+  peers[0].proc->Signal(SIGCONT);
+  // The place is free again.
+  EXPECT_EQ(engine.Connect(peers[1].name.c_str(), 3000), adxl::SUCCESS);
+  engine.Finalize();
 }
 
 // §5.11: an engine serving adxl.MaxInboundPeers = 2 refuses a third peer

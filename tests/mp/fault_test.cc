@@ -249,11 +249,11 @@ TEST_F(FaultTest, DisconnectWithRequestsInFlight) {
   EXPECT_EQ(ts, TransferStatus::WAITING) << MsSince(stopped) << " ms after the target stopped";
   const double disconnect_at = MsSince(start);
   EXPECT_EQ(engine_.Disconnect(peer_name_.c_str(), 500), SUCCESS);
-  EXPECT_LT(MsSince(start) - disconnect_at, 500 + Slack()) << "Disconnect hung";
+  EXPECT_LT(MsSince(start) - disconnect_at, ScaledMs(500) + Slack()) << "Disconnect hung";
   for (auto &t : threads) t.join();
   for (int t = 0; t < 3; ++t) {
     EXPECT_EQ(sync_status[t], FAILED) << "sync transfer " << t;
-    EXPECT_LT(sync_end[t] - disconnect_at, 500 + Slack()) << "sync transfer " << t << " outlived Disconnect";
+    EXPECT_LT(sync_end[t] - disconnect_at, ScaledMs(500) + Slack()) << "sync transfer " << t << " outlived Disconnect";
   }
   for (size_t i = 1; i < reqs.size(); ++i) {
     ts = TransferStatus::WAITING;

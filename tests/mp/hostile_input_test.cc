@@ -35,6 +35,7 @@
 #include <thread>
 
 #include "mp_fixture.h"
+#include "raw_conn.h"
 #include "wire_frames.h"
 
 using namespace adxl;
@@ -69,114 +70,6 @@ std::string RandomBytes(std::mt19937_64 &rng, size_t n) {
   if (n >= 4 && GetLe(s, 0, 4) == kMagic) s[0] ^= 1;  // garbage, not by chance a header
   return s;
 }
-
-// A raw TCP connection to the control port, speaking whatever the test says.
-class RawConn {
- public:
-  // rcvbuf > 0: a small receive buffer (a client that reads slowly fills up fast).
-  explicit RawConn(uint16_t port, int rcvbuf = 0) {
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd_ >= 0 && rcvbuf > 0) setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(port);
-    if (fd_ >= 0 && connect(fd_, reinterpret_cast<sockaddr *>(&a), sizeof(a)) != 0) {
-      close(fd_);
-      fd_ = -1;
-    }
-    if (fd_ >= 0) {
-      int one = 1;
-      setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    }
-  }
-  ~RawConn() { Close(); }
-  RawConn(const RawConn &) = delete;
-  RawConn &operator=(const RawConn &) = delete;
-
-  bool ok() const { return fd_ >= 0; }
-  int fd() const { return fd_; }
-  void Close() {
-    if (fd_ >= 0) close(fd_);
-    fd_ = -1;
-  }
-  void ShutdownWrite() { shutdown(fd_, SHUT_WR); }
-
-  // Sends everything (blocking); false when the server closed or reset.
-  bool Send(const std::string &bytes) {
-    size_t off = 0;
-    while (off < bytes.size()) {
-      ssize_t n = send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      off += static_cast<size_t>(n);
-    }
-    return true;
-  }
-
-  // Reads one whole frame within timeout_ms.
-  bool ReadFrame(int timeout_ms, uint16_t *type, uint64_t *seq, std::string *payload) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    std::string h;
-    if (!ReadExact(kHeaderSize, deadline, &h)) return false;
-    const HeaderFields f = ParseHeader(h);
-    if (f.magic != kMagic || f.version != kVersion) return false;
-    *type = f.type;
-    *seq = f.seq;
-    if (f.length > kMaxPayload) return false;
-    return ReadExact(f.length, deadline, payload);
-  }
-
-  // True when the server closes (EOF or reset) within timeout_ms; whatever it
-  // sends before that is discarded.
-  bool ClosedByServer(int timeout_ms) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    char buf[4096];
-    while (true) {
-      const int left = static_cast<int>(
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
-      if (left <= 0) return false;
-      pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, left) <= 0) continue;
-      ssize_t n = recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
-      if (n == 0) return true;
-      if (n < 0 && (errno == ECONNRESET || errno == EPIPE)) return true;
-    }
-  }
-
-  // Non-blocking: has the server closed its end already?
-  bool ClosedNow() {
-    pollfd p{fd_, POLLIN, 0};
-    if (poll(&p, 1, 0) <= 0) return false;
-    if (p.revents & (POLLHUP | POLLERR)) return true;
-    char c;
-    ssize_t n = recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
-  }
-
- private:
-  bool ReadExact(size_t len, std::chrono::steady_clock::time_point deadline, std::string *out) {
-    out->clear();
-    char buf[4096];
-    while (out->size() < len) {
-      const int left = static_cast<int>(
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
-      if (left <= 0) return false;
-      pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, left) <= 0) continue;
-      ssize_t n = recv(fd_, buf, std::min(sizeof(buf), len - out->size()), MSG_DONTWAIT);
-      if (n == 0) return false;
-      if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
-        return false;
-      }
-      out->append(buf, static_cast<size_t>(n));
-    }
-    return true;
-  }
-
-  int fd_ = -1;
-};
 
 // ------------------------------------------------------------ the fixture
 
@@ -695,7 +588,7 @@ int ServerEndOf(const RawConn &c, int timeout_ms) {
 TEST_F(HandshakeStallTest, ClientThatNeverReadsItsHelloAckStallsNobody) {
   signal(SIGPIPE, SIG_IGN);
   constexpr int kRegions = 2800;
-  constexpr double kMaxDelayMs = 50;
+  const double kMaxDelayMs = ScaledMs(50);
   const uint16_t port = FreePort();
   const std::string name = LoopbackName(port);
   AdxlEngine server;
@@ -801,7 +694,7 @@ class SilentSubscribersTest : public PeerTest {};
 TEST_F(SilentSubscribersTest, RegistrationWaitsForNoneAndAWithdrawalCutsThemOff) {
   signal(SIGPIPE, SIG_IGN);
   constexpr int kSilent = 20;
-  constexpr double kMaxDelayMs = 50;
+  const double kMaxDelayMs = ScaledMs(50);
   const uint16_t port = FreePort();
   const std::string name = LoopbackName(port);
   AdxlEngine server;
@@ -899,7 +792,7 @@ TEST_F(SilentSubscribersTest, RegistrationWaitsForNoneAndAWithdrawalCutsThemOff)
 // the control thread 100 ms.)
 TEST_F(HandshakeStallTest, ControlThreadIsNotBlockedByClientsThatNeverRead) {
   signal(SIGPIPE, SIG_IGN);
-  constexpr double kMaxDelayMs = 50;
+  const double kMaxDelayMs = ScaledMs(50);
   const uint16_t port = FreePort();
   const std::string name = LoopbackName(port);
   AdxlEngine server;

@@ -100,7 +100,7 @@ class NetnsMultipathTest : public NetnsFixture {
 
 TEST_F(NetnsMultipathTest, LargeBatchesStripeOverBothPathsVerified) {
   ASSERT_NO_FATAL_FAILURE(Start(kTotal));
-  // "tcp/<path 1's device>+tcp/<path 2's device>": one part per path, in
+  // "am:tcp/<path 1's device>+tcp/<path 2's device>": one part per path, in
   // either order.
   std::vector<std::string> parts;
   std::istringstream split(transports_);

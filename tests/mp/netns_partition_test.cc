@@ -56,7 +56,7 @@ class NetnsPartitionTest : public NetnsFixture {
     if (answer == "status " + std::to_string(adxl::TIMEOUT)) {
       EXPECT_TRUE(TimeoutCameOnTime(ms, kDeadlineMs)) << cmd;
     } else {
-      EXPECT_LE(ms, kDeadlineMs + kLateMs) << cmd << " -> " << answer << " came after its deadline";
+      EXPECT_LE(ms, kDeadlineMs + ScaledMs(kLateMs)) << cmd << " -> " << answer << " came after its deadline";
     }
   }
   // B writes its buffer `buf` (pattern `seed`) to A's buffer `buf`, then

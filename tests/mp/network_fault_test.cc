@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "adxl/adxl_ext.h"
 #include "mp_fixture.h"
 
 using namespace adxl;
@@ -51,12 +52,26 @@ class NetworkTimeoutTest : public PeerTest, public ::testing::WithParamInterface
  protected:
   void SetUp() override {}  // each round starts its own peer
 
+  // The link is on the network lane over active messages with `connections`
+  // connections: LinkInfo::transports "am:..." for one, "am*3:..." for three
+  // (the plugin's ep_describe counts the connections it made), so a case
+  // that fell back to fewer connections cannot pass as the 3-connection one.
+  void ExpectConnections(const std::string &connections) {
+    ext::LinkInfo info;
+    ASSERT_EQ(ext::GetLinkInfo(engine_, peer_name_.c_str(), info), SUCCESS);
+    EXPECT_EQ(info.lane, "rdma");
+    const std::string want = connections == "1" ? "am:" : "am*" + connections + ":";
+    EXPECT_EQ(info.transports.rfind(want, 0), 0u)
+        << "the link is not on " << connections << " connection(s): transports " << info.transports;
+  }
+
   // One round: TIMEOUT, checks, reuse, clean finalize of the target.
   void Round(int round) {
     SCOPED_TRACE("round " + std::to_string(round));
     StartPeer(kRemoteTcpPeer);
     ASSERT_EQ(Connect(), SUCCESS);
     const Case c = GetParam();
+    ExpectConnections(c.connections);
     ASSERT_EQ(peer_->Command("fill 0 " + std::to_string(100 + round)), "ok");
     FillPattern(local_.data(), local_.size(), 200 + round);
     std::vector<TransferOpDesc> descs;
@@ -92,6 +107,7 @@ class NetworkTimeoutTest : public PeerTest, public ::testing::WithParamInterface
     EXPECT_EQ(engine_.TransferSync(peer_name_.c_str(), WRITE, {{local_.addr(), remote_, 64}}, 1000), FAILED);
     EXPECT_EQ(engine_.Disconnect(peer_name_.c_str(), 1000), SUCCESS);
     ASSERT_EQ(Connect(), SUCCESS);
+    ExpectConnections(c.connections);
     FillPattern(local_.data(), local_.size(), 300 + round);
     ASSERT_EQ(engine_.TransferSync(peer_name_.c_str(), WRITE, descs, 5000), SUCCESS);
     EXPECT_EQ(RemoteHash(0, kRemoteSize), Hash(local_.data(), local_.size()));

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "adxl/adxl_engine.h"
+#include "adxl/adxl_ext.h"
 #include "free_port.h"
 #include "mp_fixture.h"
 #include "pattern.h"
@@ -60,6 +61,19 @@ class RejoinTest : public ::testing::TestWithParam<const char *> {
     return memcmp(want.data(), local_.data(), kLen) == 0;
   }
 
+  // The target's link to `peer` runs on the lane under test.
+  void ExpectLane(const std::string &peer) {
+    ext::LinkInfo info;
+    ASSERT_EQ(ext::GetLinkInfo(target_, peer.c_str(), info), SUCCESS);
+    EXPECT_EQ(info.lane, GetParam()) << "the target's link is not on the lane under test: " << info.transports;
+  }
+  // And so does the peer process's link to the target ("ok <lane> <transports>").
+  static void ExpectPeerLane(PeerProcess &p, const std::string &target, const char *lane) {
+    const auto w = p.Ok("lane " + target);
+    ASSERT_EQ(w.size(), 2u);
+    EXPECT_EQ(w[0], lane) << "the peer's link is not on the lane under test: " << w[1];
+  }
+
   AlignedBuffer local_{kLen};
   AdxlEngine target_;
 };
@@ -81,8 +95,10 @@ TEST_P(RejoinTest, APeerRestartedUnderItsNameIsLinkedAgainWithoutDisconnect) {
   auto old_peer = StartPeer(&peer_name, 1, &old_addr);
   ASSERT_TRUE(old_peer && !peer_name.empty());
   ASSERT_EQ(target_.Connect(peer_name.c_str(), 5000), SUCCESS);
+  ExpectLane(peer_name);
   ASSERT_TRUE(ReadsPattern(peer_name, old_addr, 1));
   ASSERT_EQ(old_peer->Command("connect " + target_name + " 5000"), "ok");
+  ExpectPeerLane(*old_peer, target_name, GetParam());
   old_peer->KillAndWait();
 
   // The same name, a new process, new memory (maybe at the same address).
@@ -102,6 +118,8 @@ TEST_P(RejoinTest, APeerRestartedUnderItsNameIsLinkedAgainWithoutDisconnect) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_EQ(st, SUCCESS) << "a restarted peer must be linked again without Disconnect";
+  ExpectLane(peer_name);
+  ExpectPeerLane(*new_peer, target_name, GetParam());
   EXPECT_TRUE(ReadsPattern(peer_name, new_addr, 2)) << "the bytes read are not the new process's";
   if (old_addr + kLen <= new_addr || new_addr + kLen <= old_addr) {
     // The old process's region went with its link.

@@ -36,6 +36,7 @@
 #include "adxl/plugin/adxl_plugin.h"
 #include "common/log.h"
 #include "transport/plugin_loader.h"
+#include "../support/time_scale.h"
 
 namespace {
 
@@ -828,7 +829,7 @@ TEST_P(LaneTest, PeerDeathEndsBatchesWithAnError) {
     }
     EXPECT_NE(rc, ADXL_PLUGIN_OK) << (op == ADXL_PLUGIN_PUT ? "PUT" : "GET") << " to a dead peer succeeded";
     EXPECT_NE(rc, ADXL_PLUGIN_IN_PROGRESS) << "a batch to a dead peer still runs after 5 s";
-    EXPECT_LT(MsSince(t0), 5500);
+    EXPECT_LT(MsSince(t0), adxl_test::ScaledMs(5500));
   }
   // A flush after death does not hang either.
   {
@@ -845,7 +846,7 @@ TEST_P(LaneTest, PeerDeathEndsBatchesWithAnError) {
   ops_->rkey_destroy(rk);
   const auto t0 = std::chrono::steady_clock::now();
   ops_->ep_destroy(ep, 1);
-  EXPECT_LT(MsSince(t0), 3000) << "ep_destroy(force) after peer death";
+  EXPECT_LT(MsSince(t0), adxl_test::ScaledMs(3000)) << "ep_destroy(force) after peer death";
   if (pending != nullptr) {
     int st = ops_->test(pending);
     EXPECT_TRUE(st == ADXL_PLUGIN_ERR_CANCELED || st == ADXL_PLUGIN_ERR_IO) << "status " << st;
@@ -877,7 +878,7 @@ TEST_P(LaneTest, ForcedDestroyCancelsBatchesInFlight) {
   ops_->rkey_destroy(l.rk);
   const auto t0 = std::chrono::steady_clock::now();
   ops_->ep_destroy(ep, 1);
-  EXPECT_LT(MsSince(t0), 3000) << "ep_destroy(force) with batches in flight";
+  EXPECT_LT(MsSince(t0), adxl_test::ScaledMs(3000)) << "ep_destroy(force) with batches in flight";
   for (size_t i = 0; i < batches.size(); ++i) {
     const int st = ops_->test(batches[i]);
     if (before[i] == ADXL_PLUGIN_OK) {
@@ -923,7 +924,7 @@ TEST_P(LaneTest, PeerDeathBetweenReadRequestAndItsData) {
   ops_->rkey_destroy(l.rk);
   const auto t0 = std::chrono::steady_clock::now();
   ops_->ep_destroy(ep, 1);
-  EXPECT_LT(MsSince(t0), 3000) << "ep_destroy(force) after the peer died mid-READ";
+  EXPECT_LT(MsSince(t0), adxl_test::ScaledMs(3000)) << "ep_destroy(force) after the peer died mid-READ";
 }
 
 // Batches in flight when the peer dies end with an error within 100 ms of
@@ -961,7 +962,7 @@ TEST_P(LaneTest, BatchesInFlightEndPromptlyWhenThePeerDies) {
          LaneName(lane()), static_cast<int>(std::count(before.begin(), before.end(), ADXL_PLUGIN_IN_PROGRESS)),
          batches.size(), last_end_ms);
   constexpr double kPromptMs = 100, kSchedulingSlackMs = 50;
-  EXPECT_LT(last_end_ms, kPromptMs + kSchedulingSlackMs) << "batches outlived their dead peer";
+  EXPECT_LT(last_end_ms, adxl_test::ScaledMs(kPromptMs + kSchedulingSlackMs)) << "batches outlived their dead peer";
   for (auto *b : batches) ops_->release(b);
   ops_->rkey_destroy(l.rk);
   ops_->ep_destroy(ep, 1);

@@ -161,7 +161,7 @@ class NetnsFixture : public ::testing::Test {
     ASSERT_TRUE(made_);
     a_name_ = a_name;
     a_ = PeerIn(ns_a_, env_a);
-    b_ = PeerIn(ns_b_, env_b);
+    b_ = PeerIn(ns_b_, env_b, b_log_);
     ASSERT_EQ(a_->Command("init " + a_name_), "ok");
     ASSERT_EQ(b_->Command("init " + paths_.at(0).ip_b), "ok");
     auto buf = a_->Ok("alloc " + std::to_string(len));
@@ -177,9 +177,13 @@ class NetnsFixture : public ::testing::Test {
     transports_ = lane[1];
   }
 
-  // An engine process (adxl_test_peer) in namespace `ns`.
-  std::unique_ptr<PeerProcess> PeerIn(const std::string &ns, const std::vector<std::string> &env = {}) {
-    return std::make_unique<PeerProcess>(env, std::vector<std::string>{"ip", "netns", "exec", ns});
+  // An engine process (adxl_test_peer) in namespace `ns`; with `log` its
+  // stderr (the engine's and the plugin's log) is appended to that file.
+  std::unique_ptr<PeerProcess> PeerIn(const std::string &ns, const std::vector<std::string> &env = {},
+                                      const std::string &log = "") {
+    std::vector<std::string> prefix{"ip", "netns", "exec", ns};
+    if (!log.empty()) prefix.insert(prefix.end(), {"sh", "-c", "exec \"$0\" 2>>" + log});
+    return std::make_unique<PeerProcess>(env, prefix);
   }
 
   // Path i's root qdisc (empty: none): tbf at its rate.  burst: one GSO
@@ -196,6 +200,7 @@ class NetnsFixture : public ::testing::Test {
   // StartLinkedPair's engines (a test may make its own instead).
   std::unique_ptr<PeerProcess> a_, b_;
   std::string a_name_, transports_;
+  std::string b_log_;  // set before StartLinkedPair: B's stderr goes there
   uint64_t remote_ = 0;
 };
 

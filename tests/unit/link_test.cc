@@ -2,6 +2,7 @@
 // No transport: the link's endpoint stays null (Fail and Shutdown cancel it
 // only when there is one), so these tests see the state machine alone.
 #include "core/link.h"
+#include "time_scale.h"
 
 #include <gtest/gtest.h>
 
@@ -73,7 +74,7 @@ TEST(LinkTest, WaitSettledReturnsAtOnceForASettledLink) {
   link.SetConnected();
   const auto t0 = Clock::now();
   EXPECT_TRUE(link.WaitSettled(t0 + std::chrono::seconds(10)));
-  EXPECT_LT(MsSince(t0), 1000);
+  EXPECT_LT(MsSince(t0), adxl_test::ScaledMs(1000));
 }
 
 TEST(LinkTest, WaitSettledTimesOutWhileConnecting) {
@@ -99,7 +100,7 @@ TEST(LinkTest, WaitSettledWakesWhenAnotherThreadSettles) {
     });
     const auto t0 = Clock::now();
     EXPECT_TRUE(link.WaitSettled(t0 + std::chrono::seconds(10)));
-    EXPECT_LT(MsSince(t0), 5000) << "woke at the deadline, not when settled";
+    EXPECT_LT(MsSince(t0), adxl_test::ScaledMs(5000)) << "woke at the deadline, not when settled";
     settler.join();
     EXPECT_EQ(link.state(), connect ? LinkState::kConnected : LinkState::kFailed);
   }

@@ -42,6 +42,9 @@ struct PeerArgs {
   bool rdma = false;      // network lane: protocol_desc roce:host
   int timeout_ms = 60000; // Connect and transfer timeout
   std::string name = "127.0.0.1";  // the peer engine's own name
+  // A network namespace (`ip netns`) the peer process runs in, "" for the
+  // driver's own (adxl-storm --peer-netns).
+  std::string netns;
 };
 
 // The options of every engine of the storm, target and peers: no buffer

@@ -58,7 +58,10 @@ bool Spawn(const std::string &self, const PeerArgs &a, Peer *p) {
   fcntl(sv[0], F_SETFD, FD_CLOEXEC);
   std::vector<std::string> args{self,          "--peer",        std::to_string(sv[1]),   std::to_string(a.index),
                                 a.target,      std::to_string(a.region), a.rdma ? "rdma" : "hccs",
-                                std::to_string(a.timeout_ms)};
+                                std::to_string(a.timeout_ms), a.name};
+  // In another network namespace: through `ip netns exec`, which also
+  // mounts that namespace's /sys, where UCX finds its interfaces.
+  if (!a.netns.empty()) args.insert(args.begin(), {"ip", "netns", "exec", a.netns});
   std::vector<char *> argv;
   for (std::string &s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
@@ -67,7 +70,7 @@ bool Spawn(const std::string &self, const PeerArgs &a, Peer *p) {
     // Diagnosis: ADXL_STORM_TRACE_PEER=i gives peer i UCX's debug log.
     const char *trace = getenv("ADXL_STORM_TRACE_PEER");
     if (trace != nullptr && atoi(trace) == a.index) setenv("UCX_LOG_LEVEL", "debug", 1);
-    execv(argv[0], argv.data());
+    execvp(argv[0], argv.data());
     _exit(127);
   }
   close(sv[1]);

@@ -2,7 +2,14 @@
 // this process owns (storm.h); it reports what the connect-storm targets name (docs/performance.md, "Scale: a connect storm").
 //
 //   adxl-storm --peers N [--lane hccs|rdma] [--timeout-ms T] [--idle-ms I] [--no-kill]
+//              [--peer-netns NS --target-host ADDR --peer-host ADDR]
 //   adxl-storm --kill-rounds R --peers N [--lane hccs|rdma] [--kill-window-ms W]
+//
+// --peer-netns runs the peers in network namespace NS (ip netns),
+// --target-host names the target at ADDR, an address of this process's
+// namespace that NS reaches, and --peer-host names each peer (client only)
+// at an address of NS (scripts/netns_storm.sh: the storm's bytes cross
+// veth pairs, whose counters say which paths carried them).
 //
 // The second form is the kill storm (storm.h, kill_storm.cc): peers killed
 // while they start and connect, then fresh peers link and verify.
@@ -98,6 +105,7 @@ double MsSince(Clock::time_point t) { return std::chrono::duration<double, std::
 int PrintUsage(const char *argv0) {
   fprintf(stderr,
           "usage: %s --peers N [--lane hccs|rdma] [--timeout-ms T] [--idle-ms I] [--no-kill]\n"
+          "          [--peer-netns NS --target-host ADDR --peer-host ADDR]\n"
           "       %s --kill-rounds R --peers N [--lane hccs|rdma] [--timeout-ms T] [--kill-window-ms W]\n",
           argv0, argv0);
   return 2;
@@ -106,7 +114,7 @@ int PrintUsage(const char *argv0) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  if (argc == 8 && strcmp(argv[1], "--peer") == 0) {
+  if (argc == 9 && strcmp(argv[1], "--peer") == 0) {
     storm::PeerArgs a;
     a.fd = atoi(argv[2]);
     a.index = atoi(argv[3]);
@@ -114,10 +122,12 @@ int main(int argc, char **argv) {
     a.region = strtoull(argv[5], nullptr, 10);
     a.rdma = strcmp(argv[6], "rdma") == 0;
     a.timeout_ms = atoi(argv[7]);
+    a.name = argv[8];
     return storm::RunPeer(a);
   }
   int n = 0, timeout_ms = 60000, idle_ms = 3000, kill_rounds = 0, kill_window_ms = 0;
   bool rdma = false, kill_half = true;
+  std::string peer_netns, target_host = "127.0.0.1", peer_host = "127.0.0.1";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : nullptr;
@@ -126,6 +136,9 @@ int main(int argc, char **argv) {
     else if (a == "--timeout-ms" && v) timeout_ms = atoi(argv[++i]);
     else if (a == "--idle-ms" && v) idle_ms = atoi(argv[++i]);
     else if (a == "--no-kill") kill_half = false;
+    else if (a == "--peer-netns" && v) peer_netns = argv[++i];
+    else if (a == "--target-host" && v) target_host = argv[++i];
+    else if (a == "--peer-host" && v) peer_host = argv[++i];
     else if (a == "--kill-rounds" && v) kill_rounds = atoi(argv[++i]);
     else if (a == "--kill-window-ms" && v) kill_window_ms = atoi(argv[++i]);
     else return PrintUsage(argv[0]);
@@ -143,7 +156,7 @@ int main(int argc, char **argv) {
   // The peers first: forked before this process starts any engine thread.
   uint16_t port = 0;
   if (!storm::FreePort(&port)) return 1;
-  const std::string target = "127.0.0.1:" + std::to_string(port);
+  const std::string target = target_host + ":" + std::to_string(port);
   const size_t region_len = storm::kReadBytes + static_cast<size_t>(n) * storm::kWriteBytes;
   void *mem = nullptr;
   if (posix_memalign(&mem, 4096, region_len) != 0) return 1;
@@ -162,6 +175,8 @@ int main(int argc, char **argv) {
     a.region = reinterpret_cast<uintptr_t>(region);
     a.rdma = rdma;
     a.timeout_ms = timeout_ms;
+    a.netns = peer_netns;
+    a.name = peer_host;
     if (!storm::Spawn(self, a, &peers[i])) {
       fprintf(stderr, "storm: cannot start peer %d: %s\n", i, strerror(errno));
       return 1;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "adxl/adxl_engine.h"
+#include "adxl/adxl_ext.h"
 #include "pattern.h"
 #include "storm.h"
 
@@ -106,18 +107,28 @@ int RunPeer(const PeerArgs &a) {
   if (st != adxl::SUCCESS) {
     report = Fail("connect", st);
   } else {
-    report = ReadAndVerify(engine, a, local.data());
-    if (report == "ok") {
-      uint8_t *w = local.data() + kReadBytes;
-      adxl_test::FillPattern(w, kWriteBytes, WriteSeed(a.index));
-      const uint64_t slot = a.region + kReadBytes + static_cast<uint64_t>(a.index) * kWriteBytes;
-      st = engine.TransferSync(a.target.c_str(), adxl::WRITE, {{reinterpret_cast<uintptr_t>(w), slot, kWriteBytes}},
-                               a.timeout_ms);
-      if (st != adxl::SUCCESS) report = Fail("write", st);
+    // The link runs on the lane of the storm: a storm that fell back to the
+    // other lane (or found no link) fails as "fail lane <what it got>".
+    adxl::ext::LinkInfo info;
+    const char *want = a.rdma ? "rdma" : "hccs";
+    if (adxl::ext::GetLinkInfo(engine, a.target.c_str(), info) != adxl::SUCCESS) {
+      report = "fail lane none";
+    } else if (info.lane != want) {
+      report = "fail lane " + info.lane;
+    } else {
+      report = ReadAndVerify(engine, a, local.data());
     }
-    if (report == "ok") {
-      report = "ok " + std::to_string(static_cast<long>(connect_ms)) + " " + std::to_string(static_cast<long>(MsSince(start)));
-    }
+  }
+  if (report == "ok") {
+    uint8_t *w = local.data() + kReadBytes;
+    adxl_test::FillPattern(w, kWriteBytes, WriteSeed(a.index));
+    const uint64_t slot = a.region + kReadBytes + static_cast<uint64_t>(a.index) * kWriteBytes;
+    st = engine.TransferSync(a.target.c_str(), adxl::WRITE, {{reinterpret_cast<uintptr_t>(w), slot, kWriteBytes}},
+                             a.timeout_ms);
+    if (st != adxl::SUCCESS) report = Fail("write", st);
+  }
+  if (report == "ok") {
+    report = "ok " + std::to_string(static_cast<long>(connect_ms)) + " " + std::to_string(static_cast<long>(MsSince(start)));
   }
   WriteLine(a.fd, report);
   if (report.rfind("ok", 0) != 0) {
