@@ -1,6 +1,7 @@
 // adxl::Endpoint (src/transport/transport.h) over the UCX plugin: a teardown
-// in progress never holds up the calls that meet it.  The plugin's
-// test_ep_destroy_delay_us parameter keeps ep_destroy busy for a known time.
+// in progress never holds up the calls that meet it.  The test build's plugin
+// (ADXL_UCX_FAULTS_PLUGIN_PATH), whose test_ep_destroy_delay_us parameter
+// keeps ep_destroy busy for a known time (plugin/ucx/fault_injection.h).
 #include "transport/transport.h"
 
 #include <gtest/gtest.h>
@@ -28,7 +29,7 @@ constexpr auto kPrompt = std::chrono::milliseconds(400);
 
 std::shared_ptr<Transport> OpenUcx() {
   std::string why;
-  auto lib = PluginLibrary::LoadFile(ADXL_UCX_PLUGIN_PATH, ADXL_PLUGIN_ABI_VERSION, &why);
+  auto lib = PluginLibrary::LoadFile(ADXL_UCX_FAULTS_PLUGIN_PATH, ADXL_PLUGIN_ABI_VERSION, &why);
   if (lib == nullptr) return nullptr;
   const auto us = std::chrono::duration_cast<std::chrono::microseconds>(kDestroyDelay).count();
   return Transport::Open(std::move(lib), {{"test_ep_destroy_delay_us", std::to_string(us)}}, &why);
