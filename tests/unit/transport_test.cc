@@ -27,9 +27,9 @@ constexpr auto kTeardownStarted = std::chrono::milliseconds(200);
 // A call that meets the teardown answers well within the rest of it.
 constexpr auto kPrompt = std::chrono::milliseconds(400);
 
-std::shared_ptr<Transport> OpenUcx() {
+std::shared_ptr<Transport> OpenUcx(const char *path = ADXL_UCX_FAULTS_PLUGIN_PATH) {
   std::string why;
-  auto lib = PluginLibrary::LoadFile(ADXL_UCX_FAULTS_PLUGIN_PATH, ADXL_PLUGIN_ABI_VERSION, &why);
+  auto lib = PluginLibrary::LoadFile(path, ADXL_PLUGIN_ABI_VERSION, &why);
   if (lib == nullptr) return nullptr;
   const auto us = std::chrono::duration_cast<std::chrono::microseconds>(kDestroyDelay).count();
   return Transport::Open(std::move(lib), {{"test_ep_destroy_delay_us", std::to_string(us)}}, &why);
@@ -41,8 +41,8 @@ struct Fixture {
   std::vector<char> buf = std::vector<char>(4096);
   std::unique_ptr<TransportMem> mem;
 
-  bool Start() {
-    t = OpenUcx();
+  bool Start(const char *path = ADXL_UCX_FAULTS_PLUGIN_PATH) {
+    t = OpenUcx(path);
     if (t == nullptr) return false;
     // To itself over the RDMA lane (UCP over loopback): no peer process.
     if (Endpoint::Create(t, t->address(), ADXL_PLUGIN_LANE_RDMA, &ep) != ADXL_PLUGIN_OK) return false;
@@ -83,6 +83,18 @@ TEST(EndpointTeardown, ASecondCancelWaitsForTheFirst) {
   f.ep->Cancel();
   EXPECT_GE(std::chrono::duration_cast<Ms>(Clock::now() - start).count(), kDestroyDelay.count());
   closing.get();
+}
+
+// The installed plugin has no fault-injection seams (plugin/ucx/
+// fault_injection.h): it ignores test_ep_destroy_delay_us, so its teardown
+// does not take the delay the test build's plugin sleeps.
+TEST(EndpointTeardown, TheInstalledPluginIgnoresTheFaultInjectionParameters) {
+  Fixture f;
+  ASSERT_TRUE(f.Start(ADXL_UCX_PLUGIN_PATH));
+  const auto start = Clock::now();
+  f.ep->Cancel();
+  EXPECT_LT(std::chrono::duration_cast<Ms>(Clock::now() - start).count(), kDestroyDelay.count() / 2)
+      << "ms: the installed plugin slept at a fault-injection seam";
 }
 
 }  // namespace
