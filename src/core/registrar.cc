@@ -172,28 +172,50 @@ Status Registrar::Deregister(MemHandle handle) {
   const uint64_t id = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle));
   Withdrawal w;
   w.id = id;
+  bool found = false;
   {
     MutexLock op(&op_mu_);
     {
       WriterLock l(&mu_);
       std::shared_ptr<LocalRegion> region = registry_->Find(id);
-      if (!region) {
-        ADXL_INFO("DeregisterMem: handle %" PRIu64 " is not registered (already deregistered?); nothing to do", id);
-        return SUCCESS;
+      if (region) {
+        found = true;
+        if (--region->refs > 0) return SUCCESS;
+        registry_->Erase(id);
+        if (region->local_only) return SUCCESS;  // no peer knows it
+        ++version_;
+        w.peers.assign(subscribers_.begin(), subscribers_.end());
       }
-      if (--region->refs > 0) return SUCCESS;
-      registry_->Erase(id);
-      if (region->local_only) return SUCCESS;  // no peer knows it
-      ++version_;
-      w.peers.assign(subscribers_.begin(), subscribers_.end());
     }
-    // Sent under op_mu_, so that each peer gets the changes in the order the
-    // registry saw them; waited for outside it (AwaitWithdrawal), so that
-    // other registrations and deregistrations do not queue behind a peer
-    // that is slow to acknowledge.
-    StartWithdrawal(&w);
+    if (found) {
+      {
+        MutexLock wl(&withdrawing_mu_);
+        withdrawing_.insert(id);
+      }
+      // Sent under op_mu_, so that each peer gets the changes in the order
+      // the registry saw them; waited for outside it (AwaitWithdrawal), so
+      // that other registrations and deregistrations do not queue behind a
+      // peer that is slow to acknowledge.
+      StartWithdrawal(&w);
+    }
+  }
+  if (!found) {
+    // A second deregistration of a handle whose withdrawal is still waited
+    // for returns with the first: once no peer uses the region.
+    MutexLock wl(&withdrawing_mu_);
+    if (withdrawing_.count(id) == 0) {
+      ADXL_INFO("DeregisterMem: handle %" PRIu64 " is not registered (already deregistered?); nothing to do", id);
+      return SUCCESS;
+    }
+    withdrawn_cv_.Wait(&withdrawing_mu_, [&]() ADXL_REQUIRES(withdrawing_mu_) { return withdrawing_.count(id) == 0; });
+    return SUCCESS;
   }
   AwaitWithdrawal(w);
+  {
+    MutexLock wl(&withdrawing_mu_);
+    withdrawing_.erase(id);
+  }
+  withdrawn_cv_.NotifyAll();
   // The registration itself goes when the last transfer using it lets go.
   return SUCCESS;
 }

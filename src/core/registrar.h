@@ -44,6 +44,10 @@
 //    for peers' acknowledgements: a RegisterMem or DeregisterMem does not
 //    queue behind a DeregisterMem waiting on a slow or stopped peer.  Taken
 //    by API threads only, never by the control thread.
+//  - withdrawing_mu_ guards withdrawing_ (the ids whose withdrawal is being
+//    waited for; a second DeregisterMem of one waits on withdrawn_cv_ for
+//    the first to end).  A leaf: taken under op_mu_ or alone, nothing is
+//    taken under it, never held across a send.
 //  - mu_ guards registry_, subscribers_, the metadata and version_: shared
 //    for readers (snapshots, and a transfer's plan through RegistryView),
 //    exclusive for changes.  Never held across a wait or a transport call:
@@ -169,6 +173,12 @@ class Registrar {
 
   Mutex op_mu_;
   mutable SharedMutex mu_ ADXL_ACQUIRED_AFTER(op_mu_);
+  // The regions whose withdrawal a Deregister is waiting for (ids are never
+  // reused): a second DeregisterMem of such a handle waits until the first
+  // ends, so that it too returns only once no peer uses the region.
+  Mutex withdrawing_mu_ ADXL_ACQUIRED_AFTER(op_mu_);
+  CondVar withdrawn_cv_;
+  std::set<uint64_t> withdrawing_ ADXL_GUARDED_BY(withdrawing_mu_);
   std::unique_ptr<Registry> registry_ ADXL_GUARDED_BY(mu_);
   std::set<std::shared_ptr<ControlConn>> subscribers_ ADXL_GUARDED_BY(mu_);
   // Bumped by every change of the registry or the metadata (see TableSnapshot).

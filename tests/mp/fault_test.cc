@@ -204,8 +204,8 @@ TEST_F(FaultTest, KilledInitiatorIsForgottenByTheTarget) {
 // alive, silent) holds up nobody else: a RegisterMem, and a registration
 // and deregistration of local-only memory, from another thread return at
 // once (registrar.h: op_mu_ is not held across the wait), while the
-// DeregisterMem itself still returns only once the peer was cut off, at
-// its deadline.  The target runs a 5 s heartbeat, so the deadline is 5 s
+// DeregisterMem itself (and a second one of the same handle) still returns
+// only once the peer was cut off, at its deadline.  The target runs a 5 s heartbeat, so the deadline is 5 s
 // and the heartbeat would judge the peer only after 15 s; the bound of
 // 250 ms (scaled) fails on an engine that queues them behind the wait under
 // any ADXL_TEST_TIME_SCALE up to 20.
@@ -226,6 +226,7 @@ TEST_F(FaultTest, RegisterMemDoesNotWaitBehindADeregistrationWaitingOnAStoppedPe
   std::atomic<bool> dereg_done{false};
   double dereg_ms = 0;
   Status dereg_st = FAILED;
+  const auto started = std::chrono::steady_clock::now();
   std::thread dereg([&] {
     const auto t0 = std::chrono::steady_clock::now();
     dereg_st = target.DeregisterMem(h);
@@ -245,6 +246,11 @@ TEST_F(FaultTest, RegisterMemDoesNotWaitBehindADeregistrationWaitingOnAStoppedPe
   EXPECT_EQ(target.DeregisterMem(h_local), SUCCESS);
   EXPECT_LT(MsSince(t0), ScaledMs(kPromptMs)) << "a local-only registration waited behind a DeregisterMem";
   EXPECT_FALSE(dereg_done.load());
+  // A second DeregisterMem of the handle being withdrawn returns with the
+  // first, once the peer was cut off, not at once.
+  EXPECT_EQ(target.DeregisterMem(h), SUCCESS);
+  EXPECT_GE(MsSince(started), kAckWaitMs - 100)
+      << "a second DeregisterMem returned before the withdrawal it repeats ended";
   dereg.join();
   EXPECT_EQ(dereg_st, SUCCESS);
   // It returned once the peer was cut off at the deadline, not before.
