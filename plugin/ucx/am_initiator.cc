@@ -3,8 +3,6 @@
 // was closed or failed (am_lane.h, "Life of a batch").
 #include "am_lane.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -13,6 +11,7 @@
 
 #include "adxl/plugin/adxl_plugin.h"
 #include "am_protocol.h"
+#include "fault_injection.h"
 
 using namespace am_protocol;
 
@@ -433,7 +432,7 @@ ucs_status_t AmLane::OnReadData(void *arg, const void *header, size_t header_len
     self->MessageDone(token, msg, ADXL_PLUGIN_OK);
     return UCS_OK;
   }
-  if (self->faults_.read_data_delay_us > 0) usleep(self->faults_.read_data_delay_us);
+  FaultDelay(self->faults_.read_data_delay_us);  // a seam of the test build (fault_injection.h)
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   p.user_data = m;  // alive while the receive is counted

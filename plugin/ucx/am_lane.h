@@ -140,10 +140,11 @@ class AmLane {
     size_t len;
   };
 
-  // Fault injection for tests (plugin parameter "test_read_data_delay_us"):
-  // the initiator waits this long in the READ-data handler before posting
-  // the receive, which opens a window in which a test kills the target, so
-  // that UCP fails the receive synchronously inside the posting call.
+  // Fault injection for tests (plugin parameter "test_read_data_delay_us",
+  // acted on by the test build's plugin only: fault_injection.h): the
+  // initiator waits this long in the READ-data handler before posting the
+  // receive, which opens a window in which a test kills the target, so that
+  // UCP fails the receive synchronously inside the posting call.
   struct Faults {
     unsigned read_data_delay_us = 0;
   };

@@ -313,7 +313,7 @@ bool StartAmLane(adxl_plugin_context *ctx, const UcxParams &params) {
   const bool want = WantAmLane(params);
   std::string why;
   AmLane::Faults faults;
-  faults.read_data_delay_us = params.test_read_data_delay_us;
+  faults.read_data_delay_us = params.faults.read_data_delay_us;
   try {
     if (ctx->am.Init(ctx->worker, ctx->log, faults, &why)) {
       ctx->am.UseStagingFrom(ctx->ucp);
@@ -344,7 +344,7 @@ bool OpenPaths(adxl_plugin_context *ctx, const UcxParams &params) {
     return true;
   }
   AmLane::Faults faults;
-  faults.read_data_delay_us = params.test_read_data_delay_us;
+  faults.read_data_delay_us = params.faults.read_data_delay_us;
   const std::string seg = UserSetUcx("RX_SEG_SIZE") ? std::string() : std::string(kRdmaRxSegSize);
   for (const std::string &dev : devices) {
     if (ctx->paths.size() == UcxParams::kMaxRdmaPaths) break;
@@ -425,7 +425,7 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
     ctx->log(ADXL_PLUGIN_LOG_ERROR, "%s", env_why.c_str());
     return ADXL_PLUGIN_ERR_INVALID;
   }
-  ctx->test_ep_destroy_delay_us = params.test_ep_destroy_delay_us;
+  ctx->ep_destroy_delay_us = params.faults.ep_destroy_delay_us;
   ctx->rdma_connections = params.rdma_connections;
   WarnOfOldUcx(ctx->log);
   ucp_config_t *config = nullptr;

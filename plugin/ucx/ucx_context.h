@@ -92,7 +92,7 @@ struct adxl_plugin_context {
   // What Open configured, for Query: "cma,mapped" on the HCCS lane when it
   // is up, "am" or "rma" on the RDMA lane, UCP's transport list, device memory.
   std::string transports;
-  unsigned test_ep_destroy_delay_us = 0;  // UcxParams::test_ep_destroy_delay_us
+  unsigned ep_destroy_delay_us = 0;       // UcxParams::faults (fault_injection.h): test build only
   unsigned rdma_connections = 1;          // UcxParams::rdma_connections
 
   // open() and close() of the ABI.  Open returns an ADXL_PLUGIN_* status.

@@ -19,12 +19,7 @@ UcxParams UcxParams::Parse(const adxl_plugin_config_t *cfg) {
     if (strcmp(key, "progress_cpus") == 0) p.progress_cpus = value;
     if (strcmp(key, "rdma_traffic_class") == 0) p.rdma_traffic_class = value;
     if (strcmp(key, "rdma_service_level") == 0) p.rdma_service_level = value;
-    if (strcmp(key, "test_read_data_delay_us") == 0) {
-      p.test_read_data_delay_us = static_cast<unsigned>(strtoul(value, nullptr, 10));
-    }
-    if (strcmp(key, "test_ep_destroy_delay_us") == 0) {
-      p.test_ep_destroy_delay_us = static_cast<unsigned>(strtoul(value, nullptr, 10));
-    }
+    ParseFaultParam(key, value, &p.faults);
   }
   return p;
 }

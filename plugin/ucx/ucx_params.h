@@ -11,6 +11,7 @@
 
 #include "adxl/plugin/adxl_plugin.h"
 #include "cma_lane.h"
+#include "fault_injection.h"
 
 // The plugin parameters of open() (adxl_plugin_config_t::params) this
 // plugin knows; unknown keys are ignored.
@@ -19,7 +20,6 @@ struct UcxParams {
   std::string progress_cpus;           // "progress_cpus": "a-b,c,..." for the plugin's threads
   std::string rdma_traffic_class;      // "rdma_traffic_class" -> UCX IB_TRAFFIC_CLASS
   std::string rdma_service_level;      // "rdma_service_level" -> UCX IB_SL
-  unsigned test_read_data_delay_us = 0;  // "test_read_data_delay_us": AmLane::Faults
   // Environment settings (listed by adxl-info: src/config/option_table.cc).
   size_t cma_split_bytes = CmaLane::kSplitMinBytes;  // ADXL_UCX_CMA_SPLIT_BYTES
   unsigned cma_spin_us = CmaLane::kSpinUs;           // ADXL_UCX_CMA_SPIN_US
@@ -38,9 +38,9 @@ struct UcxParams {
   static constexpr size_t kMaxRdmaPaths = 16;
   std::vector<std::string> rdma_paths;
   bool rdma_paths_none = false;
-  // "test_ep_destroy_delay_us": ep_destroy sleeps this long first, so that a
-  // test sees an endpoint teardown in progress (tests/unit/transport_test.cc).
-  unsigned test_ep_destroy_delay_us = 0;
+  // The "test_*" parameters: fault-injection seams, acted on only by the
+  // test build's plugin (fault_injection.h).
+  FaultInjection faults;
   static UcxParams Parse(const adxl_plugin_config_t *cfg);
   // Reads the environment settings into *this; false (and *why, naming the
   // variable) when one is set to a value it does not accept.

@@ -42,6 +42,7 @@
 #include "adxl/plugin/adxl_plugin.h"
 #include "am_lane.h"
 #include "cma_lane.h"
+#include "fault_injection.h"
 #include "hccs_lane.h"
 #include "mapped_lane.h"
 #include "net_paths.h"
@@ -315,7 +316,7 @@ uint32_t EpLane(adxl_plugin_ep_t *ep) { return ep == nullptr ? 0 : ep->lane; }
 void EpDestroy(adxl_plugin_ep_t *ep, int force) {
   if (ep == nullptr) return;
   adxl_plugin_context *ctx = ep->ctx;
-  if (ctx->test_ep_destroy_delay_us > 0) usleep(ctx->test_ep_destroy_delay_us);
+  FaultDelay(ctx->ep_destroy_delay_us);  // a seam of the test build (fault_injection.h)
   if (ep->cma_ep != nullptr) ctx->cma.Disconnect(ep->cma_ep);  // nothing in flight: cma is synchronous
   if (ep->paths) ClosePaths(ep, force != 0);  // fenced, closed and abandoned
   if (ep->ep != nullptr) {

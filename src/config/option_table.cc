@@ -359,6 +359,15 @@ const std::vector<OptionSpec> &OptionTable() {
   return kTable;
 }
 
+const char *EnvOnlySetting(const char *name) {
+  for (const OptionSpec &s : OptionTable()) {
+    if (s.kind == OptionKind::kEnvOnly && strcmp(s.env, name) == 0) return getenv(name);
+  }
+  ADXL_ERROR("internal: environment variable %s read but not in the option table (src/config/option_table.cc); "
+             "ignored", name);
+  return nullptr;
+}
+
 std::string OptionTableMarkdown() {
   std::string out = "| key | environment | values | default | description |\n|---|---|---|---|---|\n";
   for (const OptionSpec &s : OptionTable()) {

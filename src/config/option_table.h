@@ -63,6 +63,13 @@ struct OptionSpec {
 // Every setting, in the order ParseOptions applies them.
 const std::vector<OptionSpec> &OptionTable();
 
+// The value of the environment variable `name` (null when unset), which
+// must be a kEnvOnly entry of the table: the engine reads the settings that
+// are read where they are used through this, so that none is read without
+// being in the table (and so in adxl-info and docs/options.md).  A name
+// that is not in the table gives null and an ERROR line, set or not.
+const char *EnvOnlySetting(const char *name);
+
 // The table as a markdown table (docs/options.md), and as plain text for people.
 std::string OptionTableMarkdown();
 std::string OptionTableText();

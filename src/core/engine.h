@@ -27,7 +27,8 @@
 //   of these two is declared in link.h, so clang's analysis checks it), for the
 //   plan alone: never across a post, a refresh from the peer or the wait for
 //   a batch (batch_wait.h), which hold no engine lock.
-//   LinkTable, AsyncRequests, Notifier, StagedTransfers::pool_mu_,
+//   Registrar::withdrawing_mu_ (after op_mu_ or alone), LinkTable,
+//   AsyncRequests, Notifier, StagedTransfers::pool_mu_,
 //   BufferPool::mu_, BackgroundWorker, WireupReaper, Link::state_mu_ and
 //   ControlConn locks are leaves.  UCP's worker lock lives
 //   inside the plugin, below all of them: the plugin never calls back into

@@ -170,30 +170,69 @@ Status Registrar::Deregister(MemHandle handle) {
     return PARAM_INVALID;
   }
   const uint64_t id = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle));
-  MutexLock op(&op_mu_);
-  std::vector<std::shared_ptr<ControlConn>> peers;
+  Withdrawal w;
+  w.id = id;
+  bool found = false;
   {
-    WriterLock l(&mu_);
-    std::shared_ptr<LocalRegion> region = registry_->Find(id);
-    if (!region) {
+    MutexLock op(&op_mu_);
+    {
+      WriterLock l(&mu_);
+      std::shared_ptr<LocalRegion> region = registry_->Find(id);
+      if (region) {
+        found = true;
+        if (--region->refs > 0) return SUCCESS;
+        registry_->Erase(id);
+        if (region->local_only) return SUCCESS;  // no peer knows it
+        ++version_;
+        w.peers.assign(subscribers_.begin(), subscribers_.end());
+      }
+    }
+    if (found) {
+      {
+        MutexLock wl(&withdrawing_mu_);
+        withdrawing_.insert(id);
+      }
+      // Sent under op_mu_, so that each peer gets the changes in the order
+      // the registry saw them; waited for outside it (AwaitWithdrawal), so
+      // that other registrations and deregistrations do not queue behind a
+      // peer that is slow to acknowledge.
+      StartWithdrawal(&w);
+    }
+  }
+  if (!found) {
+    // A second deregistration of a handle whose withdrawal is still waited
+    // for returns with the first: once no peer uses the region.
+    MutexLock wl(&withdrawing_mu_);
+    if (withdrawing_.count(id) == 0) {
       ADXL_INFO("DeregisterMem: handle %" PRIu64 " is not registered (already deregistered?); nothing to do", id);
       return SUCCESS;
     }
-    if (--region->refs > 0) return SUCCESS;
-    registry_->Erase(id);
-    if (region->local_only) return SUCCESS;  // no peer knows it
-    ++version_;
-    peers.assign(subscribers_.begin(), subscribers_.end());
+    withdrawn_cv_.Wait(&withdrawing_mu_, [&]() ADXL_REQUIRES(withdrawing_mu_) { return withdrawing_.count(id) == 0; });
+    return SUCCESS;
   }
-  PushWithdrawal(id, peers);
+  AwaitWithdrawal(w);
+  {
+    MutexLock wl(&withdrawing_mu_);
+    withdrawing_.erase(id);
+  }
+  withdrawn_cv_.NotifyAll();
   // The registration itself goes when the last transfer using it lets go.
   return SUCCESS;
 }
 
-void Registrar::PushWithdrawal(uint64_t id, const std::vector<std::shared_ptr<ControlConn>> &peers) {
-  const Clock::time_point deadline = Clock::now() + deregister_wait_;
-  std::vector<uint64_t> seqs(peers.size());
-  for (size_t i = 0; i < peers.size(); ++i) seqs[i] = peers[i]->StartRequest(wire::RegionDel{id}, deadline);
+void Registrar::StartWithdrawal(Withdrawal *w) {
+  w->deadline = Clock::now() + deregister_wait_;
+  w->seqs.resize(w->peers.size());
+  for (size_t i = 0; i < w->peers.size(); ++i) {
+    w->seqs[i] = w->peers[i]->StartRequest(wire::RegionDel{w->id}, w->deadline);
+  }
+}
+
+void Registrar::AwaitWithdrawal(const Withdrawal &w) {
+  const uint64_t id = w.id;
+  const Clock::time_point deadline = w.deadline;
+  const auto &peers = w.peers;
+  const auto &seqs = w.seqs;
   for (size_t i = 0; i < peers.size(); ++i) {
     if (seqs[i] == 0) continue;  // closed: it uses nothing of ours any more
     uint32_t status = 0;
@@ -267,8 +306,8 @@ Status Registrar::Publish(const std::string &name, const std::string &blob) {
                wire::kMaxMetadataName, blob.size(), wire::kMaxMetadataBlob);
     return PARAM_INVALID;
   }
-  // Not under op_mu_, which a deregistration holds while it waits for peers:
-  // publishing never waits.  Two publishes may reach a peer in either order;
+  // Not under op_mu_, which a registration holds across the transport's
+  // registration: publishing never waits.  Two publishes may reach a peer in either order;
   // the peer keeps the higher version (Link::SetMetadata).
   wire::Metadata entry;
   std::vector<std::shared_ptr<ControlConn>> peers;

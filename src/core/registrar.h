@@ -16,15 +16,16 @@
 //    under mu_ exclusively, then push outside it, one change at a time
 //    (op_mu_).  So a change is either in a peer's snapshot or pushed to it,
 //    and the push lands behind the queued HelloAck; pushes keep op_mu_'s
-//    order.
+//    order, which is the registry's.
 //  - A registration waits for nobody: the addition is queued to every
 //    subscriber, and a peer whose transfer names a range it has not seen
 //    yet asks for the whole table once before refusing the transfer
 //    (SendTable, wire::TableRequest; refresh on miss).  So RegisterMem costs
 //    the same with a thousand silent peers as with none, and a peer can use
 //    a new region as soon as RegisterMem returned.
-//  - A deregistration is sent to every subscriber at once and waits, until
-//    one short deadline (kDeregisterWait), for their acknowledgements (a peer
+//  - A deregistration is sent to every subscriber at once (under op_mu_)
+//    and then waits, with no lock held, until one short deadline
+//    (deregister_wait_), for their acknowledgements (a peer
 //    acknowledges once no transfer of its own uses the region); a peer that
 //    misses the deadline, or cannot apply the change, is cut off (its
 //    connection closed, which fails its link), so it never uses the region
@@ -35,9 +36,18 @@
 //
 // Thread-safety: every method may be called from any thread.  Locks, in
 // nesting order:
-//  - op_mu_ serialises registrations, deregistrations and their pushes; held
-//    across a push and a deregistration's wait for peers, so only by API
-//    threads, never by the control thread.
+//  - op_mu_ serialises registrations, deregistrations and their pushes (a
+//    registration's check, transport registration and insertion are one
+//    step under it, so two calls for one range cannot both register it).
+//    Held across the transport's registration and the pushes, which only
+//    queue (ControlConn::PostToLoop, StartRequest), never across the wait
+//    for peers' acknowledgements: a RegisterMem or DeregisterMem does not
+//    queue behind a DeregisterMem waiting on a slow or stopped peer.  Taken
+//    by API threads only, never by the control thread.
+//  - withdrawing_mu_ guards withdrawing_ (the ids whose withdrawal is being
+//    waited for; a second DeregisterMem of one waits on withdrawn_cv_ for
+//    the first to end).  A leaf: taken under op_mu_ or alone, nothing is
+//    taken under it, never held across a send.
 //  - mu_ guards registry_, subscribers_, the metadata and version_: shared
 //    for readers (snapshots, and a transfer's plan through RegistryView),
 //    exclusive for changes.  Never held across a wait or a transport call:
@@ -118,10 +128,19 @@ class Registrar {
 
  private:
   friend class Link;  // names mu_ in its lock order (Link::regions_mu_ is taken after it)
-  // Sends a withdrawal to `peers` and waits for their acknowledgements (see
+  // A deregistration's withdrawal of region `id` from `peers` (the
+  // subscribers when it left the registry): StartWithdrawal sends it to
+  // each, under op_mu_ (so pushes keep the registry's order); AwaitWithdrawal
+  // waits for their acknowledgements until `deadline` with no lock held (see
   // the top of this file); a peer that does not confirm in time is closed.
-  void PushWithdrawal(uint64_t id, const std::vector<std::shared_ptr<ControlConn>> &peers) ADXL_REQUIRES(op_mu_)
-      ADXL_EXCLUDES(mu_);
+  struct Withdrawal {
+    uint64_t id = 0;
+    std::vector<std::shared_ptr<ControlConn>> peers;
+    std::vector<uint64_t> seqs;  // 0: not sent (the connection was closed)
+    Clock::time_point deadline;
+  };
+  void StartWithdrawal(Withdrawal *w) ADXL_REQUIRES(op_mu_) ADXL_EXCLUDES(mu_);
+  void AwaitWithdrawal(const Withdrawal &w) ADXL_EXCLUDES(op_mu_, mu_);
   static wire::Region ToWire(const LocalRegion &r);
 
   // What peers learn of this engine, copied under mu_ (pointers and the
@@ -154,6 +173,12 @@ class Registrar {
 
   Mutex op_mu_;
   mutable SharedMutex mu_ ADXL_ACQUIRED_AFTER(op_mu_);
+  // The regions whose withdrawal a Deregister is waiting for (ids are never
+  // reused): a second DeregisterMem of such a handle waits until the first
+  // ends, so that it too returns only once no peer uses the region.
+  Mutex withdrawing_mu_ ADXL_ACQUIRED_AFTER(op_mu_);
+  CondVar withdrawn_cv_;
+  std::set<uint64_t> withdrawing_ ADXL_GUARDED_BY(withdrawing_mu_);
   std::unique_ptr<Registry> registry_ ADXL_GUARDED_BY(mu_);
   std::set<std::shared_ptr<ControlConn>> subscribers_ ADXL_GUARDED_BY(mu_);
   // Bumped by every change of the registry or the metadata (see TableSnapshot).

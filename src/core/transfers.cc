@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "config/option_table.h"
 #include "core/batch_wait.h"
 #include "core/sync_slicer.h"
 
@@ -19,7 +20,7 @@ const char *OpName(TransferOp op) { return op == READ ? "READ" : "WRITE"; }
 // measure what counting costs (docs/link_stats.md); nothing else
 // should set it.
 bool CountingEnabled() {
-  const char *e = getenv("ADXL_STATS_DISABLE");
+  const char *e = EnvOnlySetting("ADXL_STATS_DISABLE");
   return e == nullptr || strcmp(e, "1") != 0;
 }
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/log.h"
+#include "config/option_table.h"
 
 namespace adxl {
 
@@ -31,7 +32,7 @@ bool ParseIndex(const std::string &s, unsigned *out) {
 }
 
 const char *EnvOrEmpty(const char *name) {
-  const char *v = std::getenv(name);
+  const char *v = EnvOnlySetting(name);  // ADXL_NIC, ADXL_NUMA_NODE
   return v == nullptr ? "" : v;
 }
 

@@ -200,6 +200,65 @@ TEST_F(FaultTest, KilledInitiatorIsForgottenByTheTarget) {
   EXPECT_EQ(target.DeregisterMem(h), SUCCESS);
 }
 
+// A DeregisterMem waiting for a stopped peer's acknowledgement (SIGSTOP:
+// alive, silent) holds up nobody else: a RegisterMem, and a registration
+// and deregistration of local-only memory, from another thread return at
+// once (registrar.h: op_mu_ is not held across the wait), while the
+// DeregisterMem itself (and a second one of the same handle) still returns
+// only once the peer was cut off, at its deadline.  The target runs a 5 s heartbeat, so the deadline is 5 s
+// and the heartbeat would judge the peer only after 15 s; the bound of
+// 250 ms (scaled) fails on an engine that queues them behind the wait under
+// any ADXL_TEST_TIME_SCALE up to 20.
+TEST_F(FaultTest, RegisterMemDoesNotWaitBehindADeregistrationWaitingOnAStoppedPeer) {
+  constexpr double kPromptMs = 250;
+  constexpr int kAckWaitMs = 5000;  // the deregistration's deadline: the target's heartbeat period
+  AdxlEngine target;
+  const std::string name = LoopbackName(FreePort());
+  ASSERT_EQ(target.Initialize(name.c_str(), {{"adxl.HeartbeatMs", std::to_string(kAckWaitMs).c_str()}}), SUCCESS);
+  AlignedBuffer mem(1 << 16), extra(1 << 16), local_only(1 << 16);
+  MemHandle h = nullptr, h_extra = nullptr, h_local = nullptr;
+  ASSERT_EQ(target.RegisterMem({mem.addr(), mem.size()}, MEM_HOST, h), SUCCESS);
+  PeerProcess initiator;
+  ASSERT_EQ(initiator.Command("init 127.0.0.1 adxl.HeartbeatMs=5000"), "ok");
+  ASSERT_EQ(initiator.Command("connect " + name + " 5000"), "ok");
+  initiator.Stop();
+
+  std::atomic<bool> dereg_done{false};
+  double dereg_ms = 0;
+  Status dereg_st = FAILED;
+  const auto started = std::chrono::steady_clock::now();
+  std::thread dereg([&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    dereg_st = target.DeregisterMem(h);
+    dereg_ms = MsSince(t0);
+    dereg_done.store(true);
+  });
+  // Let the deregistration reach its wait for the stopped peer.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(dereg_done.load()) << "DeregisterMem did not wait for the stopped peer";
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(target.RegisterMem({extra.addr(), extra.size()}, MEM_HOST, h_extra), SUCCESS);
+  EXPECT_LT(MsSince(t0), ScaledMs(kPromptMs)) << "RegisterMem waited behind a DeregisterMem waiting on a peer";
+  MemDesc d{local_only.addr(), local_only.size()};
+  d.local_only = true;
+  t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(target.RegisterMem(d, MEM_HOST, h_local), SUCCESS);
+  EXPECT_EQ(target.DeregisterMem(h_local), SUCCESS);
+  EXPECT_LT(MsSince(t0), ScaledMs(kPromptMs)) << "a local-only registration waited behind a DeregisterMem";
+  EXPECT_FALSE(dereg_done.load());
+  // A second DeregisterMem of the handle being withdrawn returns with the
+  // first, once the peer was cut off, not at once.
+  EXPECT_EQ(target.DeregisterMem(h), SUCCESS);
+  EXPECT_GE(MsSince(started), kAckWaitMs - 100)
+      << "a second DeregisterMem returned before the withdrawal it repeats ended";
+  dereg.join();
+  EXPECT_EQ(dereg_st, SUCCESS);
+  // It returned once the peer was cut off at the deadline, not before.
+  EXPECT_GE(dereg_ms, kAckWaitMs - 100) << "DeregisterMem returned before the stopped peer acknowledged or was cut off";
+  initiator.KillAndWait();
+  EXPECT_EQ(target.DeregisterMem(h_extra), SUCCESS);
+}
+
 // Disconnect while sync and async transfers are in flight (the target is
 // stopped, so on the RDMA lane over TCP they cannot complete): async requests
 // end NOT_CONNECTED + FAILED, sync ones FAILED, nothing hangs.

@@ -71,6 +71,22 @@ TEST_F(OptionTableTest, EveryEntryIsDocumented) {
   }
 }
 
+// EnvOnlySetting reads exactly the variables of the table's kEnvOnly
+// entries: each reads through, a name outside the table reads as unset.
+TEST_F(OptionTableTest, EnvOnlySettingReadsOnlyTheTablesVariables) {
+  for (const OptionSpec &s : OptionTable()) {
+    if (s.kind != OptionKind::kEnvOnly) continue;
+    EXPECT_EQ(EnvOnlySetting(s.env), nullptr) << s.env;
+    setenv(s.env, "x", 1);
+    const char *v = EnvOnlySetting(s.env);
+    EXPECT_TRUE(v != nullptr && std::string(v) == "x") << s.env;
+    unsetenv(s.env);
+  }
+  setenv("ADXL_NOT_AN_OPTION_FOR_THIS_TEST", "1", 1);
+  EXPECT_EQ(EnvOnlySetting("ADXL_NOT_AN_OPTION_FOR_THIS_TEST"), nullptr);
+  unsetenv("ADXL_NOT_AN_OPTION_FOR_THIS_TEST");
+}
+
 TEST_F(OptionTableTest, NoDuplicateKeysOrVariables) {
   std::set<std::string> keys, envs;
   for (const OptionSpec &s : OptionTable()) {

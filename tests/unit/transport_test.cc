@@ -1,6 +1,7 @@
 // adxl::Endpoint (src/transport/transport.h) over the UCX plugin: a teardown
-// in progress never holds up the calls that meet it.  The plugin's
-// test_ep_destroy_delay_us parameter keeps ep_destroy busy for a known time.
+// in progress never holds up the calls that meet it.  The test build's plugin
+// (ADXL_UCX_FAULTS_PLUGIN_PATH), whose test_ep_destroy_delay_us parameter
+// keeps ep_destroy busy for a known time (plugin/ucx/fault_injection.h).
 #include "transport/transport.h"
 
 #include <gtest/gtest.h>
@@ -27,9 +28,9 @@ constexpr auto kTeardownStarted = std::chrono::milliseconds(200);
 // A call that meets the teardown answers well within the rest of it.
 constexpr auto kPrompt = std::chrono::milliseconds(400);
 
-std::shared_ptr<Transport> OpenUcx() {
+std::shared_ptr<Transport> OpenUcx(const char *path = ADXL_UCX_FAULTS_PLUGIN_PATH) {
   std::string why;
-  auto lib = PluginLibrary::LoadFile(ADXL_UCX_PLUGIN_PATH, ADXL_PLUGIN_ABI_VERSION, &why);
+  auto lib = PluginLibrary::LoadFile(path, ADXL_PLUGIN_ABI_VERSION, &why);
   if (lib == nullptr) return nullptr;
   const auto us = std::chrono::duration_cast<std::chrono::microseconds>(kDestroyDelay).count();
   return Transport::Open(std::move(lib), {{"test_ep_destroy_delay_us", std::to_string(us)}}, &why);
@@ -41,8 +42,8 @@ struct Fixture {
   std::vector<char> buf = std::vector<char>(4096);
   std::unique_ptr<TransportMem> mem;
 
-  bool Start() {
-    t = OpenUcx();
+  bool Start(const char *path = ADXL_UCX_FAULTS_PLUGIN_PATH) {
+    t = OpenUcx(path);
     if (t == nullptr) return false;
     // To itself over the RDMA lane (UCP over loopback): no peer process.
     if (Endpoint::Create(t, t->address(), ADXL_PLUGIN_LANE_RDMA, &ep) != ADXL_PLUGIN_OK) return false;
@@ -83,6 +84,18 @@ TEST(EndpointTeardown, ASecondCancelWaitsForTheFirst) {
   f.ep->Cancel();
   EXPECT_GE(std::chrono::duration_cast<Ms>(Clock::now() - start).count(), kDestroyDelay.count());
   closing.get();
+}
+
+// The installed plugin has no fault-injection seams (plugin/ucx/
+// fault_injection.h): it ignores test_ep_destroy_delay_us, so its teardown
+// does not take the delay the test build's plugin sleeps.
+TEST(EndpointTeardown, TheInstalledPluginIgnoresTheFaultInjectionParameters) {
+  Fixture f;
+  ASSERT_TRUE(f.Start(ADXL_UCX_PLUGIN_PATH));
+  const auto start = Clock::now();
+  f.ep->Cancel();
+  EXPECT_LT(std::chrono::duration_cast<Ms>(Clock::now() - start).count(), kDestroyDelay.count() / 2)
+      << "ms: the installed plugin slept at a fault-injection seam";
 }
 
 }  // namespace
