@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 
@@ -22,8 +23,10 @@ constexpr int kSideChannelConnectMs = 10000;
 // Engine rows get their ratios to the baselines of the same group (none to
 // a baseline that failed: its row has no bandwidth).
 void FillRatios(std::vector<Row> *group) {
-  double memcpy_gbps = 0, ucp_gbps = 0, tcp_gbps = 0, cma_gbps = 0;
+  double memcpy_gbps = 0, ucp_gbps = 0, tcp_gbps = 0, cma_gbps = 0, nixl_gbps = 0, mooncake_gbps = 0;
   for (const Row &r : *group) {
+    if (r.benchmark.rfind("nixl", 0) == 0) nixl_gbps = std::max(nixl_gbps, r.bandwidth_gbps);  // its best
+    if (r.benchmark == "mooncake") mooncake_gbps = r.bandwidth_gbps;
     if (r.benchmark == "cma") cma_gbps = r.bandwidth_gbps;
     if (r.benchmark == "memcpy") memcpy_gbps = r.bandwidth_gbps;
     if (r.benchmark == "ucp") ucp_gbps = r.bandwidth_gbps;
@@ -35,10 +38,13 @@ void FillRatios(std::vector<Row> *group) {
     if (ucp_gbps > 0) r.vs_ucp = r.bandwidth_gbps / ucp_gbps;
     if (tcp_gbps > 0) r.vs_tcp = r.bandwidth_gbps / tcp_gbps;
     if (cma_gbps > 0) r.vs_cma = r.bandwidth_gbps / cma_gbps;
+    if (nixl_gbps > 0) r.vs_nixl = r.bandwidth_gbps / nixl_gbps;
+    if (mooncake_gbps > 0) r.vs_mooncake = r.bandwidth_gbps / mooncake_gbps;
   }
 }
 
 Session::~Session() {
+  peers_.clear();
   tcp_.reset();
   ucp_.reset();
   if (engine_ != nullptr) {
@@ -100,6 +106,7 @@ void Session::SetUp(const std::function<bool()> &keep_trying) {
     }
   }
   if (o_.tcp_baseline) StartTcp();
+  StartPeers();
 }
 
 void Session::Hello() {
@@ -194,6 +201,7 @@ void Session::StartTcp() {
 void Session::Finish() {
   if (finished_) return;
   finished_ = true;
+  peers_.clear();
   tcp_.reset();
   ucp_.reset();  // graceful close needs the target still up
   if (connected_ && runner_) engine_counters_ = runner_->EngineCounters();  // before the link goes
@@ -245,6 +253,7 @@ RunInfo Session::Info() const {
       {"ucp transport", transport_.empty() ? "unknown (ucp baseline off)" : transport_ + " (lanes of the ucp endpoint)"},
       {"ucp rma", rma_note_},
       {"tcp stream", tcp_stream_.empty() ? "n/a (tcp baseline off)" : tcp_stream_},
+      {"peers", peers_note_},
       {"directions", Join(o_.directions, ",")},
       {"transfer size", FormatSize(o_.transfer_size) + " per step"},
       {"block sizes", Join(blocks, ",")},
@@ -333,10 +342,16 @@ void Session::RunInTurn(const BlockBatch &b, std::vector<Turn> *turns) {
   for (const Turn &t : *turns) {
     TurnRow r;
     r.step = [this, &t, span] {
-      if (o_.verify) PoisonDestination(t.dest, span);
-      return t.step();
+      if (o_.verify && !t.check) PoisonDestination(t.dest, span);
+      // CPU time per GB: both bench processes around the step, unless the
+      // step measured its own (the peers: their two processes).
+      const double cpu0 = BenchCpuSeconds();
+      StepResult s = t.step();
+      if (s.cpu_seconds < 0) s.cpu_seconds = BenchCpuSeconds() - cpu0;
+      return s;
     };
-    if (o_.verify) r.check = [this, &t, span] { return DestinationHash(t.dest, span) == t.expected; };
+    if (o_.verify && t.check) r.check = t.check;
+    if (o_.verify && !t.check) r.check = [this, &t, span] { return DestinationHash(t.dest, span) == t.expected; };
     r.bytes = span;
     r.ops = b.count;
     rows.push_back(std::move(r));
@@ -412,6 +427,7 @@ void Session::RunBandwidth(const Direction &d, Progress &progress, std::vector<R
       turns.push_back({NewRow("cma", "seq", d, block, b.count, cma_->threads()), remote_side, expected,
                        [this, b] { return cma_->RunStep(b); }});
     }
+    if (host_only) AddPeerTurns(b, d, &turns);
     if (o_.memcpy_baseline) {
       const Destination dest = MemcpyDestination(d);
       const PageBuffer &src = MemcpySource(d);

@@ -21,6 +21,7 @@
 #include "lane.h"
 #include "measurement.h"
 #include "options.h"
+#include "peer_baseline.h"
 #include "progress.h"
 #include "report.h"
 #include "side_channel.h"
@@ -114,6 +115,11 @@ class Session {
   void StartEngine();
   void StartUcp();
   void StartTcp();
+  // The peer rows (peer_session.cc): drivers started once, turns per group.
+  void StartPeers();
+  // CPU seconds so far of this process and the target's (same host; else
+  // this process only).
+  double BenchCpuSeconds() const;
 
   void RunBandwidth(const Direction &d, Progress &progress, std::vector<Row> *rows);
   void RunLatency(const Direction &d, Progress &progress, std::vector<Row> *rows);
@@ -127,9 +133,14 @@ class Session {
     Destination dest;
     uint64_t expected = 0;
     std::function<StepResult()> step;
+    // Set for rows that check their own bytes (the peers): dest and
+    // expected are then unused.
+    std::function<bool()> check = nullptr;
   };
   // Measures the rows of a group step by step in turn (RunBandwidth).
   void RunInTurn(const BlockBatch &b, std::vector<Turn> *turns);
+  // The peer rows of a bandwidth group (peer_session.cc).
+  void AddPeerTurns(const BlockBatch &b, const Direction &d, std::vector<Turn> *turns);
 
   StepResult RunKvEngineStep(adxl::TransferOp op, const std::vector<KvKeyDescs> &keys, Mode mode);
   // What the destination pool hashes to after a correct step of `plan`:
@@ -210,6 +221,13 @@ class Session {
   std::unique_ptr<UcpInitiator> ucp_;
   std::unique_ptr<TcpInitiator> tcp_;
   std::unique_ptr<CmaBaseline> cma_;  // same host only
+  struct Peer {
+    std::string name;  // nixl, nixl_poll, mooncake: the row's benchmark
+    std::unique_ptr<PeerDriver> driver;
+  };
+  std::vector<Peer> peers_;
+  std::string peers_note_ = "off (--baselines nixl,mooncake)";
+  bool target_same_host_ = false;
   uint64_t target_pid_ = 0;
   std::string target_host_;
   bool finished_ = false;
