@@ -24,6 +24,9 @@ COLUMNS = [
     "initiator_memory", "target_memory", "bandwidth_gbps", "ops_per_sec", "avg_latency_us",
     "p99_us", "error_count", "consistency", "p50_us",
 ]
+# Columns a newer bench appends (CPU time per GB, ratios to the limit and the peers):
+# optional, so that older CSV files still plot.
+OPTIONAL = ["cpu_s_per_gb", "engine_vs_tcp", "engine_vs_nixl", "engine_vs_mooncake"]
 
 # Baselines dashed, engine solid: the eye finds the engine first.
 STYLE = {"memcpy": ":", "ucp": "--"}
@@ -34,7 +37,8 @@ def read_rows(paths):
     for path in paths:
         with open(path, newline="") as f:
             reader = csv.DictReader(f)
-            if reader.fieldnames != COLUMNS:
+            names = reader.fieldnames or []
+            if names[:len(COLUMNS)] != COLUMNS or not set(names[len(COLUMNS):]) <= set(OPTIONAL):
                 raise ValueError(f"{path}: not an adxl-bench CSV (columns {reader.fieldnames})")
             rows.extend(reader)
     return rows
