@@ -68,3 +68,30 @@ double Session::BenchCpuSeconds() const {
 }
 
 }  // namespace bench
+
+namespace bench {
+
+void Session::AddTcpLimitTurns(const BlockBatch &b, const Direction &d, const Destination &dest, uint64_t expected,
+                               std::vector<Turn> *turns) {
+  if (!tcp_limit_) return;
+  for (const TcpVariant &v : TcpLimitVariants()) {
+    TcpLimit *limit = tcp_limit_.get();
+    turns->push_back({NewRow(v.name, "seq", d, b.block, b.count, v.streams), dest, expected,
+                      [limit, b, &v] { return limit->RunStep(b, v); }});
+  }
+}
+
+void Session::AddTcpLimitRow(std::vector<Row> *group) {
+  const Row *best = nullptr;
+  for (const Row &r : *group) {
+    if (r.benchmark.rfind("tcp_", 0) != 0 || r.error_count != 0 || r.consistency == "fail") continue;
+    if (best == nullptr || r.bandwidth_gbps > best->bandwidth_gbps) best = &r;
+  }
+  if (best == nullptr) return;
+  Row limit = *best;
+  limit.benchmark = "tcp";
+  limit.note = "limit: best of tcp_*, here " + best->benchmark;
+  group->push_back(limit);
+}
+
+}  // namespace bench

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <sstream>
 #include <ctime>
 
 #include "kv_rows.h"
@@ -45,6 +47,7 @@ void FillRatios(std::vector<Row> *group) {
 
 Session::~Session() {
   peers_.clear();
+  tcp_limit_.reset();
   tcp_.reset();
   ucp_.reset();
   if (engine_ != nullptr) {
@@ -148,6 +151,12 @@ void Session::Hello() {
     uint64_t port = 0;
     Check(ready.GetU64("tcp_port", &port) && port > 0 && port <= 65535, "target's READY lacks a valid tcp_port");
     tcp_port_ = static_cast<uint16_t>(port);
+    std::istringstream ports(ready.Get("tcp_limit_ports"));  // "p1,p2,..."; absent from an older target
+    std::string p;
+    while (std::getline(ports, p, ',')) {
+      const unsigned long v = strtoul(p.c_str(), nullptr, 10);
+      if (v > 0 && v <= 65535) tcp_limit_ports_.push_back(static_cast<uint16_t>(v));
+    }
   }
 }
 
@@ -196,12 +205,20 @@ void Session::StartTcp() {
   tcp_ = TcpInitiator::Create(host, tcp_port_, remote_addr_, o_.timeout_ms, &why);
   Check(tcp_ != nullptr, why);
   tcp_stream_ = tcp_->description();
+  if (tcp_limit_ports_.empty()) {
+    tcp_limit_note_ = "n/a (the target offers no limit streams)";
+    return;
+  }
+  tcp_limit_ = TcpLimit::Create(host, tcp_limit_ports_, remote_addr_, o_.timeout_ms, &why);
+  Check(tcp_limit_ != nullptr, why);
+  tcp_limit_note_ = tcp_limit_->description() + "; MSG_ZEROCOPY: " + ProbeZeroCopy(host);
 }
 
 void Session::Finish() {
   if (finished_) return;
   finished_ = true;
   peers_.clear();
+  tcp_limit_.reset();
   tcp_.reset();
   ucp_.reset();  // graceful close needs the target still up
   if (connected_ && runner_) engine_counters_ = runner_->EngineCounters();  // before the link goes
@@ -228,7 +245,7 @@ RunInfo Session::Info() const {
   std::vector<std::string> baselines;
   if (o_.memcpy_baseline) baselines.push_back("memcpy (1 thread)");
   if (o_.ucp_baseline) baselines.push_back("ucp (1 thread)");
-  if (o_.tcp_baseline) baselines.push_back("tcp (1 stream)");
+  if (o_.tcp_baseline) baselines.push_back("tcp (the limit: best of tcp_1stream and tcp_x2/x4/x1_poll/x2_poll)");
   if (cma_) {
     baselines.push_back("cma (process_vm_readv/writev, " + std::to_string(IOV_MAX) + " descriptors a call, " +
                         std::to_string(cma_->threads()) + " thread" + (cma_->threads() > 1 ? "s" : "") + ")");
@@ -253,6 +270,7 @@ RunInfo Session::Info() const {
       {"ucp transport", transport_.empty() ? "unknown (ucp baseline off)" : transport_ + " (lanes of the ucp endpoint)"},
       {"ucp rma", rma_note_},
       {"tcp stream", tcp_stream_.empty() ? "n/a (tcp baseline off)" : tcp_stream_},
+      {"tcp limit", tcp_limit_note_},
       {"peers", peers_note_},
       {"directions", Join(o_.directions, ",")},
       {"transfer size", FormatSize(o_.transfer_size) + " per step"},
@@ -420,8 +438,10 @@ void Session::RunBandwidth(const Direction &d, Progress &progress, std::vector<R
                        [this, b] { return ucp_->RunStep(b, o_.timeout_ms); }});
     }
     if (tcp_ && host_only) {
-      turns.push_back({NewRow("tcp", "seq", d, block, b.count, 1), remote_side, expected,
+      // The old one-stream row; the group's `tcp` row is the limit (best of all).
+      turns.push_back({NewRow("tcp_1stream", "seq", d, block, b.count, 1), remote_side, expected,
                        [this, b] { return tcp_->RunStep(b); }});
+      AddTcpLimitTurns(b, d, remote_side, expected, &turns);
     }
     if (cma_ && host_only) {
       turns.push_back({NewRow("cma", "seq", d, block, b.count, cma_->threads()), remote_side, expected,
@@ -443,6 +463,7 @@ void Session::RunBandwidth(const Direction &d, Progress &progress, std::vector<R
     RunInTurn(b, &turns);
     std::vector<Row> group;
     for (Turn &t : turns) group.push_back(std::move(t.row));
+    AddTcpLimitRow(&group);
     EndGroup(&group, rows);
   }
 }

@@ -26,6 +26,7 @@
 #include "report.h"
 #include "side_channel.h"
 #include "tcp_baseline.h"
+#include "tcp_limit.h"
 #include "ucp_baseline.h"
 
 namespace bench {
@@ -141,6 +142,11 @@ class Session {
   void RunInTurn(const BlockBatch &b, std::vector<Turn> *turns);
   // The peer rows of a bandwidth group (peer_session.cc).
   void AddPeerTurns(const BlockBatch &b, const Direction &d, std::vector<Turn> *turns);
+  // The tcp limit's variant rows (tcp_limit.h), and after the group is
+  // measured its `tcp` row: the best of them and tcp_1stream (peer_session.cc).
+  void AddTcpLimitTurns(const BlockBatch &b, const Direction &d, const Destination &dest, uint64_t expected,
+                        std::vector<Turn> *turns);
+  static void AddTcpLimitRow(std::vector<Row> *group);
 
   StepResult RunKvEngineStep(adxl::TransferOp op, const std::vector<KvKeyDescs> &keys, Mode mode);
   // What the destination pool hashes to after a correct step of `plan`:
@@ -220,6 +226,9 @@ class Session {
   std::unique_ptr<EngineRunner> runner_;
   std::unique_ptr<UcpInitiator> ucp_;
   std::unique_ptr<TcpInitiator> tcp_;
+  std::unique_ptr<TcpLimit> tcp_limit_;  // the limit's streams (bandwidth rows)
+  std::vector<uint16_t> tcp_limit_ports_;
+  std::string tcp_limit_note_ = "n/a (tcp baseline off)";
   std::unique_ptr<CmaBaseline> cma_;  // same host only
   struct Peer {
     std::string name;  // nixl, nixl_poll, mooncake: the row's benchmark
