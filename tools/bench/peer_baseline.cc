@@ -123,6 +123,7 @@ std::unique_ptr<PeerDriver> PeerDriver::Create(const std::string &python, const 
 
 PeerDriver::~PeerDriver() {
   std::string why;
+  if (!plan_path_.empty()) unlink(plan_path_.c_str());
   if (!broken_) WriteLine("quit", &why);
   if (to_ >= 0) close(to_);
   if (from_ >= 0) close(from_);
@@ -181,16 +182,46 @@ bool PeerDriver::ReadLine(std::string *line, std::string *why) {
 }
 
 StepResult PeerDriver::RunStep(const BlockBatch &b, bool verify) {
+  std::ostringstream cmd;
+  cmd << "step " << (b.op == adxl::WRITE ? 'W' : 'R') << ' ' << b.block << ' ' << b.count << ' ' << (verify ? 1 : 0);
+  return Command(cmd.str());
+}
+
+StepResult PeerDriver::RunKeys(adxl::TransferOp op, bool verify) {
+  return Command(std::string("kvstep ") + (op == adxl::WRITE ? 'W' : 'R') + ' ' + (verify ? '1' : '0'));
+}
+
+bool PeerDriver::LoadPlan(const KvPlan &plan, std::string *why) {
+  if (plan_path_.empty()) plan_path_ = PeerLogPath("plan-" + std::to_string(to_)) + ".bin";
+  std::vector<uint64_t> words = {plan.pool_bytes, plan.calls()};
+  for (const KeyTransfer &key : plan.keys) {
+    for (const SegmentCall &call : key.calls) {
+      words.push_back(call.size());
+      for (const Segment &s : call) words.insert(words.end(), {s.local, s.remote, s.len});
+    }
+  }
+  FILE *f = fopen(plan_path_.c_str(), "wb");  // little-endian host, as the driver reads it
+  const bool written = f != nullptr && fwrite(words.data(), sizeof(uint64_t), words.size(), f) == words.size();
+  if (f != nullptr) fclose(f);
+  std::string line;
+  if (!written) {
+    *why = "cannot write " + plan_path_;
+    return false;
+  }
+  if (!WriteLine("plan " + plan_path_, why) || !ReadLine(&line, why)) return false;
+  if (line != "ok") *why = line;
+  return line == "ok";
+}
+
+StepResult PeerDriver::Command(const std::string &command) {
   StepResult r;
   last_check_ = true;
   if (broken_) {
     r.Fail("peer driver broken by an earlier step");
     return r;
   }
-  std::ostringstream cmd;
-  cmd << "step " << (b.op == adxl::WRITE ? 'W' : 'R') << ' ' << b.block << ' ' << b.count << ' ' << (verify ? 1 : 0);
   std::string line, why;
-  if (!WriteLine(cmd.str(), &why) || !ReadLine(&line, &why)) {
+  if (!WriteLine(command, &why) || !ReadLine(&line, &why)) {
     broken_ = true;
     r.Fail(why);
     return r;

@@ -31,6 +31,7 @@
 #include <string>
 
 #include "engine_runner.h"
+#include "kv_layout.h"
 #include "measurement.h"
 #include "options.h"
 
@@ -55,6 +56,12 @@ class PeerDriver {
 
   // One step; StepResult::cpu_seconds is the peer processes' CPU time.
   StepResult RunStep(const BlockBatch &b, bool verify);
+  // One command line, one "ok SECONDS CPU CHECK" answer.
+  StepResult Command(const std::string &command);
+  // --workload kv: the plan's calls (written to a file the driver reads);
+  // false with *why.  RunKeys: every call of it in order, one step.
+  bool LoadPlan(const KvPlan &plan, std::string *why);
+  StepResult RunKeys(adxl::TransferOp op, bool verify);
   // Whether the last step's destination matched (true when unchecked).
   bool LastCheck() const { return last_check_; }
   const std::string &description() const { return description_; }
@@ -72,6 +79,7 @@ class PeerDriver {
   bool broken_ = false;
   bool last_check_ = true;
   std::string description_;
+  std::string plan_path_;  // removed by the destructor
 };
 
 }  // namespace bench

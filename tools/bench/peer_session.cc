@@ -3,6 +3,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "session.h"
 
 namespace bench {
@@ -12,6 +14,10 @@ void Session::StartPeers() {
   gethostname(host, sizeof(host) - 1);
   target_same_host_ = target_pid_ != 0 && target_host_ == host;
   if (!o_.nixl_baseline && !o_.mooncake_baseline) return;
+  if (o_.peers > 1) {
+    peers_note_ = "off (--peers N > 1: the peer rows cover one target)";
+    return;
+  }
   std::vector<std::string> names;
   if (o_.nixl_baseline) names = {"nixl", "nixl_poll"};
   if (o_.mooncake_baseline) names.push_back("mooncake");
@@ -28,8 +34,10 @@ void Session::StartPeers() {
       notes.push_back("mooncake: no same-node transport in its non-CUDA wheel (TCP only), not on --lane hccs");
       continue;
     }
-    std::unique_ptr<PeerDriver> d = PeerDriver::Create(python, name, o_.lane, o_.transfer_size,
-                                                           o_.transfer_size / o_.block_sizes.front(), o_.timeout_ms, &why);
+    // The engine buffer's size (the kv pool under --workload kv); Mooncake's
+    // queue as deep as the largest batch (a bandwidth step of the smallest block).
+    const size_t batch = std::max<size_t>(4096, buffer_.size() / o_.block_sizes.front());
+    std::unique_ptr<PeerDriver> d = PeerDriver::Create(python, name, o_.lane, buffer_.size(), batch, o_.timeout_ms, &why);
     if (d == nullptr) {
       notes.push_back(why);
       continue;
@@ -51,6 +59,15 @@ void Session::AddPeerTurns(const BlockBatch &b, const Direction &d, std::vector<
     // The peer's own transports, not the engine's link.
     row.transport = std::string(LaneName(o_.lane)) + ":" + (p.name == "mooncake" ? "mooncake-tcp" : "nixl-ucx");
   }
+}
+
+PeerDriver *Session::KvPeer(KvKind k) const {
+  const char *name = k == KvKind::kNixl ? "nixl" : k == KvKind::kNixlPoll ? "nixl_poll" : k == KvKind::kMooncake ? "mooncake" : nullptr;
+  if (name == nullptr) return nullptr;
+  for (const Peer &p : peers_) {
+    if (p.name == name) return p.driver.get();
+  }
+  return nullptr;
 }
 
 double Session::BenchCpuSeconds() const {

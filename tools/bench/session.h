@@ -67,7 +67,8 @@ void FillRatios(std::vector<Row> *group);
 // its uniform reference (BuildUniformPlan), the ucp and tcp baselines, and
 // the cma baseline (the kernel's cross-memory copy, no engine) on the plan
 // and on the uniform reference.
-enum class KvKind { kEngine, kUniform, kUcp, kTcp, kCma, kCmaUniform };
+// kNixl, kNixlPoll, kMooncake: the peer rows on the plan (peer_baseline.h).
+enum class KvKind { kEngine, kUniform, kUcp, kTcp, kCma, kCmaUniform, kNixl, kNixlPoll, kMooncake };
 using KvKeyDescs = std::vector<std::vector<adxl::TransferOpDesc>>;  // one key: its calls
 
 class Session {
@@ -110,6 +111,9 @@ class Session {
   const KvPlan &KvPlanOf(KvKind k) const;
   Row KvRow(const std::string &benchmark, const Direction &d, KvKind k) const;
   void AppendKvInfo(RunInfo *info) const;
+  // CPU seconds so far of this process and the target's (same host; else
+  // this process only): the cpu/GB column (peer_session.cc).
+  double BenchCpuSeconds() const;
 
  private:
   void Hello();
@@ -118,9 +122,8 @@ class Session {
   void StartTcp();
   // The peer rows (peer_session.cc): drivers started once, turns per group.
   void StartPeers();
-  // CPU seconds so far of this process and the target's (same host; else
-  // this process only).
-  double BenchCpuSeconds() const;
+  // The peer driver of a kv row (nullptr: none).
+  PeerDriver *KvPeer(KvKind k) const;
 
   void RunBandwidth(const Direction &d, Progress &progress, std::vector<Row> *rows);
   void RunLatency(const Direction &d, Progress &progress, std::vector<Row> *rows);

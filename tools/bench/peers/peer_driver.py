@@ -11,12 +11,18 @@ engine rows do.
 Line protocol on stdin / stdout (one line each way per command):
   step W|R BLOCK COUNT VERIFY  ->  ok SECONDS CPU_SECONDS pass|fail|unchecked
                                    | err WHY
+  plan FILE                    ->  ok | err WHY      (--workload kv: the calls to make)
+  kvstep W|R VERIFY            ->  ok SECONDS CPU_SECONDS pass|fail|unchecked
   quit                         ->  (exit)
 First line out: "ready DESCRIPTION" or "unavailable WHY" (then exit 0).
 SECONDS is the wall time of the transfer alone (prepared descriptors are
 cached per shape); CPU_SECONDS the CPU time of both peer processes in it.
 VERIFY=1: the destination is poisoned before the step and compared with the
-source's pattern after it (outside the timed part).
+source's pattern after it (outside the timed part).  A plan FILE (little-endian
+u64): pool bytes, number of calls, then per call its number of segments and
+per segment (local offset, remote offset, length); kvstep makes the calls one
+after another and checks the whole destination pool against its expected
+image (poison, the source pattern at every destination segment).
 
 Engines: nixl (UCX backend, its progress thread), nixl_poll (no progress
 thread: the initiator polls the transfer, the target polls its agent),
@@ -114,6 +120,21 @@ class Nixl:
         if state == "ERR":
             raise RuntimeError("nixl transfer state ERR")
 
+    def call(self, op, key, local, remote, lengths, peer_base):
+        h = self.handles.get(key)
+        if h is None:
+            zeros = np.zeros_like(lengths)
+            ld = np.stack([self.buf.ctypes.data + local, lengths, zeros], axis=1)
+            rd = np.stack([peer_base + remote, lengths, zeros], axis=1)
+            h = self.agent.initialize_xfer("WRITE" if op == "W" else "READ", self.agent.get_xfer_descs(ld, "DRAM"),
+                                           self.agent.get_xfer_descs(rd, "DRAM"), self.peer)
+            self.handles[key] = h
+        state = self.agent.transfer(h)
+        while state not in ("DONE", "ERR"):
+            state = self.agent.check_xfer_state(h)
+        if state == "ERR":
+            raise RuntimeError("nixl transfer state ERR")
+
     def serve_once(self):
         # Busy-polling target: getting notifications progresses the UCX worker.
         self.agent.get_new_notifs()
@@ -150,6 +171,17 @@ class Mooncake:
         if rc != 0:
             raise RuntimeError(f"mooncake batch transfer: {rc}")
 
+    def call(self, op, key, local, remote, lengths, peer_base):
+        lists = self.lists.get(key[1:])
+        if lists is None:
+            lists = ([int(x) for x in self.buf.ctypes.data + local], [int(x) for x in peer_base + remote],
+                     [int(x) for x in lengths])
+            self.lists[key[1:]] = lists
+        fn = self.te.batch_transfer_sync_write if op == "W" else self.te.batch_transfer_sync_read
+        rc = fn(self.peer, lists[0], lists[1], lists[2])
+        if rc != 0:
+            raise RuntimeError(f"mooncake batch transfer: {rc}")
+
     def serve_once(self):
         time.sleep(0.001)  # the transfer engine's own threads serve
 
@@ -169,6 +201,7 @@ def target_main(args, pipe):
     eng = make(args.engine, "target")
     pipe.send(f"meta {eng.register(buf)} {buf.ctypes.data}")
     poll = ENGINES[args.engine][1]
+    plan, images = None, {}
     while True:
         if poll:
             # Busy-polling agent: poll, and look at the pipe every few hundred turns.
@@ -193,6 +226,15 @@ def target_main(args, pipe):
         elif cmd == "check":
             n = int(words[2])
             pipe.send("pass" if np.array_equal(buf[:n], pattern(int(words[1]), n)) else "fail")
+        elif cmd == "plan":
+            plan, images = load_plan(words[1]), {}
+            pipe.send("ok")
+        elif cmd == "checkkv":
+            op, seed = words[1], int(words[2])
+            if op not in images:
+                images[op] = expected_image(plan[0], plan[1], op, seed)
+            n = plan[0]
+            pipe.send("pass" if np.array_equal(buf[:n], images[op]) else "fail")
         elif cmd == "quit":
             sys.stdout.flush()
             os._exit(0)  # NIXL's UCX may crash at exit in its bundled netlink library
@@ -212,6 +254,29 @@ def start_target(args):
     os.close(to_r)
     os.close(from_w)
     return pid, Pipe(from_r, to_w)
+
+
+def load_plan(path):
+    """[(local, remote, lengths) per call] as uint64 arrays, and the pool's bytes."""
+    raw = np.fromfile(path, dtype="<u8")
+    pool, ncalls, pos, calls = int(raw[0]), int(raw[1]), 2, []
+    for _ in range(ncalls):
+        n = int(raw[pos])
+        seg = raw[pos + 1:pos + 1 + 3 * n].reshape(n, 3)
+        calls.append((seg[:, 0].copy(), seg[:, 1].copy(), seg[:, 2].copy()))
+        pos += 1 + 3 * n
+    return pool, calls
+
+
+def expected_image(pool, calls, op, seed):
+    """The destination pool after a correct kv step: poison, the source pattern at every segment."""
+    src = pattern(seed, pool)
+    out = np.full(pool, POISON, dtype=np.uint8)
+    for local, remote, lengths in calls:
+        frm, to = (local, remote) if op == "W" else (remote, local)
+        for f, t, n in zip(frm.tolist(), to.tolist(), lengths.tolist()):
+            out[t:t + n] = src[f:f + n]
+    return out
 
 
 def initiator_main(args):
@@ -239,6 +304,7 @@ def initiator_main(args):
         os._exit(0)
     out.send(f"ready {args.engine} pid {os.getpid()}+{pid}")
     seed = 1
+    plan, plan_id, images = None, "", {}
     while True:
         try:
             words = out.recv().split()
@@ -248,6 +314,22 @@ def initiator_main(args):
             tgt.send("quit")
             os.waitpid(pid, 0)
             os._exit(0)
+        if words[0] == "plan":
+            try:
+                plan = load_plan(words[1])
+                plan_id = words[1]
+                images = {}
+                tgt.send(f"plan {words[1]}")
+                out.send(tgt.recv())
+            except Exception as e:
+                out.send(f"err {type(e).__name__}: {e}".replace("\n", " "))
+            continue
+        if words[0] == "kvstep":
+            try:
+                out.send(kv_step(eng, tgt, buf, peer_base, plan, plan_id, images, words[1], words[2] == "1"))
+            except Exception as e:
+                out.send(f"err {type(e).__name__}: {e}".replace("\n", " "))
+            continue
         op, block, count, verify = words[1], int(words[2]), int(words[3]), words[4] == "1"
         n = block * count
         try:
@@ -277,6 +359,38 @@ def initiator_main(args):
             out.send(f"ok {t1 - t0!r} {cpu1 - cpu0!r} {check}")
         except Exception as e:
             out.send(f"err {type(e).__name__}: {e}".replace("\n", " "))
+
+
+def kv_step(eng, tgt, buf, peer_base, plan, plan_id, images, op, verify):
+    """One kv step: every call of the plan in order; verified over the whole pool."""
+    pool, calls = plan
+    seed = 1 if op == "W" else 2  # fixed per direction: the destination is poisoned before every step
+    if verify:
+        if op == "W":
+            buf[:pool] = pattern(seed, pool)
+            tgt.send(f"poison {pool}")
+        else:
+            tgt.send(f"fill {seed} {pool}")
+            buf[:pool] = POISON
+        tgt.recv()
+    tgt.send("cpu")
+    cpu0 = float(tgt.recv()) + time.process_time()
+    t0 = time.perf_counter()
+    for i, (local, remote, lengths) in enumerate(calls):
+        eng.call(op, (op, plan_id, i), local, remote, lengths, peer_base)
+    t1 = time.perf_counter()
+    tgt.send("cpu")
+    cpu1 = float(tgt.recv()) + time.process_time()
+    check = "unchecked"
+    if verify:
+        if op == "R" and op not in images:
+            images[op] = expected_image(pool, calls, op, seed)
+        if op == "W":
+            tgt.send(f"checkkv {op} {seed}")  # the target computes the same image from the same plan
+            check = tgt.recv()
+        else:
+            check = "pass" if np.array_equal(buf[:pool], images[op]) else "fail"
+    return f"ok {t1 - t0!r} {cpu1 - cpu0!r} {check}"
 
 
 def main():
