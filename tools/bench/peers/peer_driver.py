@@ -202,9 +202,12 @@ def target_main(args, pipe):
     pipe.send(f"meta {eng.register(buf)} {buf.ctypes.data}")
     poll = ENGINES[args.engine][1]
     plan, images = None, {}
+    active = False  # between "start" and "stop": a step is in flight
     while True:
-        if poll:
-            # Busy-polling agent: poll, and look at the pipe every few hundred turns.
+        if poll and active:
+            # Busy-polling agent, only while a step is in flight (between steps it
+            # sleeps on the pipe and leaves the cores to the other rows): poll, and
+            # look at the pipe every few hundred turns.
             for _ in range(256):
                 eng.serve_once()
             if not pipe.readable():
@@ -214,7 +217,8 @@ def target_main(args, pipe):
         if cmd == "connect":
             eng.connect(words[1])
             pipe.send("ok")
-        elif cmd == "cpu":
+        elif cmd in ("start", "stop"):  # a step begins / has ended: this process's CPU time so far
+            active = cmd == "start"
             pipe.send(f"{time.process_time()!r}")
         elif cmd == "poison":
             buf[: int(words[1])] = POISON
@@ -342,12 +346,12 @@ def initiator_main(args):
                     tgt.send(f"fill {seed} {n}")
                     buf[:n] = POISON
                 tgt.recv()
-            tgt.send("cpu")
+            tgt.send("start")
             cpu0 = float(tgt.recv()) + time.process_time()
             t0 = time.perf_counter()
             eng.transfer(op, block, count, peer_base)
             t1 = time.perf_counter()
-            tgt.send("cpu")
+            tgt.send("stop")
             cpu1 = float(tgt.recv()) + time.process_time()
             check = "unchecked"
             if verify:
@@ -373,13 +377,13 @@ def kv_step(eng, tgt, buf, peer_base, plan, plan_id, images, op, verify):
             tgt.send(f"fill {seed} {pool}")
             buf[:pool] = POISON
         tgt.recv()
-    tgt.send("cpu")
+    tgt.send("start")
     cpu0 = float(tgt.recv()) + time.process_time()
     t0 = time.perf_counter()
     for i, (local, remote, lengths) in enumerate(calls):
         eng.call(op, (op, plan_id, i), local, remote, lengths, peer_base)
     t1 = time.perf_counter()
-    tgt.send("cpu")
+    tgt.send("stop")
     cpu1 = float(tgt.recv()) + time.process_time()
     check = "unchecked"
     if verify:
