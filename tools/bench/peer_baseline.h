@@ -19,7 +19,9 @@
 // wheel's netlink module may crash at exit), UCX_TLS for the lane with tcp in
 // it (NIXL's default error mode needs a transport with peer-failure support),
 // MC_TCP_ENABLE_CONNECTION_POOL=1 and MC_TCP_MAX_QUEUED_TRANSFERS_PER_PEER
-// = the run's largest batch.  A UCX_* (but UCX_TLS on --lane hccs/rdma) or
+// = the run's largest batch.  Between its own steps the driver's process
+// group is stopped (SIGSTOP): idle NIXL progress threads would otherwise take
+// CPU from the rows measured in turn with it.  A UCX_* (but UCX_TLS on --lane hccs/rdma) or
 // MC_* the user set is kept.  The driver's stderr goes to a log file.
 #ifndef ADXL_TOOLS_BENCH_PEER_BASELINE_H_
 #define ADXL_TOOLS_BENCH_PEER_BASELINE_H_
@@ -69,6 +71,8 @@ class PeerDriver {
  private:
   PeerDriver() = default;
   bool ReadLine(std::string *line, std::string *why);
+  // SIGSTOP / SIGCONT the driver's process group (the driver and its target).
+  void Pause(bool stop);
   bool WriteLine(const std::string &line, std::string *why);
 
   pid_t pid_ = -1;
