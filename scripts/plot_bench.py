@@ -36,6 +36,9 @@ OPTIONAL = ["cpu_s_per_gb", "engine_vs_tcp", "engine_vs_nixl", "engine_vs_moonca
 PEERS = ("nixl", "nixl_poll", "mooncake")
 LIMITS = ("tcp", "cma")
 LABEL = {"tcp": "tcp limit (best socket)", "cma": "cma limit (kernel copy)"}
+# One colour per benchmark in every panel; the limits black and grey.
+COLOR = {"engine_sync": "tab:blue", "engine_async": "tab:cyan", "nixl": "tab:orange", "nixl_poll": "tab:red",
+         "mooncake": "tab:green", "tcp": "black", "cma": "tab:gray", "ucp": "tab:purple", "memcpy": "tab:brown"}
 
 
 def style(bench):
@@ -100,8 +103,8 @@ def plot(data, output, title, logy):
             points.sort()
             xs, ys = [p[0] for p in points], [p[1] for p in points]
             blocks.update(xs)
-            color = "black" if bench in LIMITS else None
-            ax.plot(xs, ys, style(bench), marker="o", label=LABEL.get(bench, bench), color=color)
+            ax.plot(xs, ys, style(bench), marker="s" if bench in LIMITS else "o", label=LABEL.get(bench, bench),
+                    color=COLOR.get(bench))
         ax.set_xscale("log", base=2)
         if logy:
             ax.set_yscale("log")  # memcpy can dwarf the rest
