@@ -21,9 +21,16 @@ std::vector<Row> MeasureRows(const Options &o, const std::vector<Session *> &pee
     }
     t.step = [&peers, d, kind, mode, n] {
       for (Session *p : peers) p->KvPoison(d, kind);
-      return RunParallel(n, [&](int peer, StepResult *out) {
-        *out = peers[static_cast<size_t>(peer)]->KvStep(d, kind, mode);
-      });
+      if (n > 1) {
+        return RunParallel(n, [&](int peer, StepResult *out) {
+          *out = peers[static_cast<size_t>(peer)]->KvStep(d, kind, mode);
+        });
+      }
+      // One target: CPU time per GB as in the bandwidth rows (a peer measures its own).
+      const double cpu0 = peers[0]->BenchCpuSeconds();
+      StepResult s = peers[0]->KvStep(d, kind, mode);
+      if (s.cpu_seconds < 0) s.cpu_seconds = peers[0]->BenchCpuSeconds() - cpu0;
+      return s;
     };
     if (o.verify) {
       t.check = [&peers, d, kind] {
@@ -50,7 +57,9 @@ std::vector<Row> MeasureRows(const Options &o, const std::vector<Session *> &pee
 void RunKvRows(const Options &o, const std::vector<Session *> &peers, std::vector<Row> *rows) {
   Session &first = *peers[0];
   const bool ucp = first.KvHas(KvKind::kUcp), tcp = first.KvHas(KvKind::kTcp), cma = first.KvHas(KvKind::kCma);
-  const int per_direction = static_cast<int>(o.modes.size()) + (ucp ? 1 : 0) + (tcp ? 1 : 0);
+  const int peer_rows = (first.KvHas(KvKind::kNixl) ? 1 : 0) + (first.KvHas(KvKind::kNixlPoll) ? 1 : 0) +
+                        (first.KvHas(KvKind::kMooncake) ? 1 : 0);
+  const int per_direction = static_cast<int>(o.modes.size()) + (ucp ? 1 : 0) + (tcp ? 1 : 0) + peer_rows;
   Progress progress(per_direction * static_cast<int>(o.directions.size()));
   for (const std::string &name : o.directions) {
     const Direction &d = *FindDirection(name.c_str());
@@ -78,6 +87,14 @@ void RunKvRows(const Options &o, const std::vector<Session *> &peers, std::vecto
     if (tcp) {
       progress.Row(label + "tcp");
       add(MeasureRows(o, peers, d, {KvKind::kTcp}, {"tcp"}, Mode::kSync));
+    }
+    // The peers (one target only): each call of a key after the other, as TransferSync.
+    const std::pair<KvKind, const char *> kPeerKinds[] = {
+        {KvKind::kNixl, "nixl"}, {KvKind::kNixlPoll, "nixl_poll"}, {KvKind::kMooncake, "mooncake"}};
+    for (const auto &peer : kPeerKinds) {
+      if (!first.KvHas(peer.first)) continue;
+      progress.Row(label + peer.second);
+      add(MeasureRows(o, peers, d, {peer.first}, {peer.second}, Mode::kSync));
     }
     FillRatios(&group);
     rows->insert(rows->end(), group.begin(), group.end());

@@ -127,6 +127,9 @@ bool Session::KvHas(KvKind k) const {
     case KvKind::kCmaUniform: return cma_ != nullptr;
     case KvKind::kEngine:
     case KvKind::kUniform: return true;
+    case KvKind::kNixl:
+    case KvKind::kNixlPoll:
+    case KvKind::kMooncake: return KvPeer(k) != nullptr;
   }
   return false;
 }
@@ -144,6 +147,14 @@ void Session::KvPrepare(const Direction &d) {
     kv_->plan = BuildKvPlan(model, PlanSettings(o_));
     kv_->uniform = BuildUniformPlan(kv_->plan);
     Check(kv_->plan.pool_bytes <= buffer_.size(), "kv pool larger than the engine buffer");
+    for (Peer &p : peers_) {
+      std::string why;
+      // A peer that cannot take the plan has no kv rows (its header line says why).
+      if (!p.driver->LoadPlan(kv_->plan, &why)) {
+        peers_note_ += "; " + p.name + ": no kv plan: " + why;
+        p.driver.reset();
+      }
+    }
   }
   kv_->descs = EngineDescs(kv_->plan, Local(d).addr(), remote_addr_);
   kv_->uniform_descs = EngineDescs(kv_->uniform, Local(d).addr(), remote_addr_);
@@ -155,11 +166,13 @@ void Session::KvPrepare(const Direction &d) {
 }
 
 void Session::KvPoison(const Direction &d, KvKind k) {
+  if (KvPeer(k) != nullptr) return;  // the peer's driver poisons its own
   if (o_.verify) PoisonDestination(RemoteSideDestination(d), KvPlanOf(k).pool_bytes);
 }
 
 bool Session::KvCheck(const Direction &d, KvKind k) {
   if (!o_.verify) return true;
+  if (KvPeer(k) != nullptr) return KvPeer(k)->LastCheck();
   const uint64_t expected = &KvPlanOf(k) == &kv_->uniform ? kv_->expected_uniform : kv_->expected;
   return DestinationHash(RemoteSideDestination(d), KvPlanOf(k).pool_bytes) == expected;
 }
@@ -172,13 +185,18 @@ StepResult Session::KvStep(const Direction &d, KvKind k, Mode m) {
     case KvKind::kTcp: return tcp_->RunKeys(d.op, Local(d).addr(), kv_->plan);
     case KvKind::kCma: return cma_->RunKeys(d.op, Local(d).addr(), remote_addr_, kv_->plan);
     case KvKind::kCmaUniform: return cma_->RunKeys(d.op, Local(d).addr(), remote_addr_, kv_->uniform);
+    case KvKind::kNixl:
+    case KvKind::kNixlPoll:
+    case KvKind::kMooncake: return KvPeer(k)->RunKeys(d.op, o_.verify);
   }
   return StepResult{};
 }
 
 Row Session::KvRow(const std::string &benchmark, const Direction &d, KvKind k) const {
   const KvPlan &plan = KvPlanOf(k);
-  return NewRow(benchmark, "kv", d, plan.average_block(), plan.descriptors / std::max<size_t>(1, plan.calls()), 1);
+  Row row = NewRow(benchmark, "kv", d, plan.average_block(), plan.descriptors / std::max<size_t>(1, plan.calls()), 1);
+  if (KvPeer(k) != nullptr) row.transport = std::string(LaneName(o_.lane)) + (k == KvKind::kMooncake ? ":mooncake-tcp" : ":nixl-ucx");
+  return row;
 }
 
 void Session::AppendKvInfo(RunInfo *info) const {

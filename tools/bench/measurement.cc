@@ -24,6 +24,7 @@ void RowAccumulator::FillRow(Row *row) const {
     row->p99_us = Percentile(latencies_, 99);
     row->p50_us = Percentile(latencies_, 50);
   }
+  if (cpu_bytes_ > 0 && errors_ == 0) row->cpu_s_per_gb = cpu_seconds_ / (static_cast<double>(cpu_bytes_) / 1e9);
   row->error_count = errors_;
   row->consistency = !checked_ ? "unchecked" : mismatched_ ? "fail" : "pass";
   row->note = note_;

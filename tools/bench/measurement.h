@@ -23,6 +23,9 @@ struct StepResult {
   std::vector<double> call_us;
   int errors = 0;
   std::string first_error;
+  // CPU time of both sides' processes in the step (-1: not measured; the
+  // in-turn loop of the bandwidth rows then measures both bench processes).
+  double cpu_seconds = -1;
   void Fail(const std::string &why) {
     if (errors++ == 0) first_error = why;
   }
@@ -44,6 +47,7 @@ struct Row {
   double avg_latency_us = 0;
   double p99_us = 0;
   double p50_us = 0;  // the median call: what a noisy machine disturbs least
+  double cpu_s_per_gb = NAN;  // CPU seconds of both sides per GB moved (NaN: not measured)
   int error_count = 0;
   std::string consistency = "unchecked";  // pass, fail, unchecked
   // Engine rows only: engine GB/s divided by the baseline's (NaN: none).
@@ -51,6 +55,8 @@ struct Row {
   double vs_ucp = NAN;
   double vs_tcp = NAN;
   double vs_cma = NAN;
+  double vs_nixl = NAN;      // over the best NIXL row of the group
+  double vs_mooncake = NAN;
   std::string note;  // first error, for the table
 };
 
@@ -65,6 +71,10 @@ class RowAccumulator {
     latencies_.insert(latencies_.end(), s.call_us.begin(), s.call_us.end());
     errors_ += s.errors;
     if (note_.empty()) note_ = s.first_error;
+    if (s.cpu_seconds >= 0) {
+      cpu_seconds_ += s.cpu_seconds;
+      cpu_bytes_ += bytes;
+    }
   }
   // One verified step: whether the destination matched the source.  A row
   // with no check at all reports "unchecked".
@@ -84,6 +94,8 @@ class RowAccumulator {
   double seconds_ = 0;
   size_t bytes_ = 0;
   size_t ops_ = 0;
+  double cpu_seconds_ = 0;
+  size_t cpu_bytes_ = 0;
   std::vector<double> latencies_;
   int errors_ = 0;
   bool checked_ = false;

@@ -120,8 +120,14 @@ bool ParseBaselines(const std::string &text, Options *o, std::string *why) {
       o->tcp_baseline = true;
     } else if (b == "cma") {
       o->cma_baseline = true;
+    } else if (b == "nixl") {
+      o->nixl_baseline = true;
+    } else if (b == "mooncake") {
+      o->mooncake_baseline = true;
+    } else if (b == "peers") {
+      o->nixl_baseline = o->mooncake_baseline = true;
     } else if (b != "none") {
-      *why = "--baselines: '" + b + "' is not memcpy, ucp, tcp, cma or none";
+      *why = "--baselines: '" + b + "' is not memcpy, ucp, tcp, cma, nixl, mooncake, peers or none";
       return false;
     }
   }
@@ -192,6 +198,8 @@ bool Apply(const std::string &name, const std::string &value, Options *o, std::s
     if (!ParseInt(value, 1, 1 << 20, &o->async_batch)) return bad("expected an integer >= 1");
   } else if (name == "--baselines") {
     return ParseBaselines(value, o, why);
+  } else if (name == "--peers-venv") {
+    o->peers_venv = value;
   } else if (name == "--bench") {
     return ParseBench(value, o, why);
   } else if (name == "--latency-iters") {
@@ -245,7 +253,8 @@ const std::set<std::string> kValued = {
     "--role",        "--side-channel", "--local-engine", "--lane",          "--directions",     "--block-sizes",
     "--transfer-size", "--loops",      "--mode",         "--threads",       "--async-batch",    "--baselines",
     "--bench",       "--latency-iters", "--csv",         "--json",          "--timeout-ms",     "--accept-timeout",
-    "--target-progress", "--memory", "--workload", "--model", "--tokens", "--keys", "--kv-call", "--peers"};
+    "--target-progress", "--memory", "--workload", "--model", "--tokens", "--keys", "--kv-call", "--peers",
+    "--peers-venv"};
 
 void ApplyQuickDefaults(const std::set<std::string> &given, Options *o) {
   o->verify = true;
@@ -458,11 +467,17 @@ std::string HelpText(const char *prog) {
     << "  --threads N           initiator threads, each moving 1/N of the batch     [1]\n"
     << "  --async-batch N       descriptors per TransferAsync request (async mode)  [64]\n"
     << "  --baselines LIST      memcpy (one thread, local copy), ucp (raw UCP put/get\n"
-    << "                        + flush, one thread), tcp (one plain TCP stream to the\n"
-    << "                        target's engine IP, one send/recv per block), cma\n"
+    << "                        + flush, one thread), tcp (the network limit: the best\n"
+    << "                        of one plain TCP stream to the target's engine IP, one\n"
+    << "                        send/recv per block, and 2/4 streams and busy-polled\n"
+    << "                        receives with 4 MiB socket buffers), cma\n"
     << "                        (process_vm_writev/readv, IOV_MAX descriptors a call,\n"
     << "                        the engine's same-node copy threads; same host only)\n"
     << "                        or none                                [memcpy,ucp,tcp,cma]\n"
+    << "                        nixl, mooncake (or peers: both): the peer engines from\n"
+    << "                        their PyPI wheels (scripts/peers_venv.sh), rows nixl,\n"
+    << "                        nixl_poll and mooncake; 'not installed' without the venv\n"
+    << "  --peers-venv DIR      the peers' venv [$ADXL_BENCH_PEERS_VENV, else .venv-peers]\n"
     << "  --bench WHAT          bandwidth, latency (one 4 KiB descriptor per\n"
     << "                        TransferSync) or all                                 [all]\n"
     << "  --latency             same as --bench latency\n"

@@ -39,6 +39,12 @@ struct Options {
   bool ucp_baseline = true;
   bool tcp_baseline = true;
   bool cma_baseline = true;  // same host only
+  // Peer rows (peer_baseline.h): NIXL (its progress thread, and busy-polling
+  // agents) and Mooncake, from the venv of scripts/peers_venv.sh.  Off unless
+  // --baselines names them.
+  bool nixl_baseline = false;
+  bool mooncake_baseline = false;
+  std::string peers_venv;  // --peers-venv; "" = $ADXL_BENCH_PEERS_VENV or .venv-peers
   bool run_bandwidth = true;
   bool run_latency = true;
   int latency_iters = 2000;

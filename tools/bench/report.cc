@@ -16,7 +16,8 @@ namespace {
 // The CSV columns, in this order, are part of the tool's interface.
 const char kCsvHeader[] =
     "benchmark,pattern,block_size,batch_size,threads,transport,direction,initiator_memory,target_memory,"
-    "bandwidth_gbps,ops_per_sec,avg_latency_us,p99_us,error_count,consistency,p50_us";
+    "bandwidth_gbps,ops_per_sec,avg_latency_us,p99_us,error_count,consistency,p50_us,cpu_s_per_gb,"
+    "engine_vs_tcp,engine_vs_nixl,engine_vs_mooncake";
 
 std::string Fixed(double v, int digits) {
   char buf[64];
@@ -60,6 +61,9 @@ std::string JsonString(const std::string &s) {
   }
   return out + "\"";
 }
+
+// An empty field for "not measured".
+std::string CsvNumber(double v) { return std::isnan(v) || std::isinf(v) ? "" : Fixed(v, 4); }
 
 std::string JsonNumber(double v) {
   if (std::isnan(v) || std::isinf(v)) return "null";
@@ -107,7 +111,7 @@ namespace {
 
 // One line of the uniform benchmark's table.
 void PrintLine(FILE *out, const std::vector<std::string> &cells) {
-  static const std::vector<int> kWidths = {-5, -8, -13, 6, 6, 3, 9, 8, 10, 10, 10, 8, 8, 8, 4, -9, 0};
+  static const std::vector<int> kWidths = {-5, -8, -13, 6, 6, 3, 9, 8, 10, 10, 7, 10, 8, 8, 8, 8, 9, 4, -9, 0};
   PrintCells(out, cells, kWidths);
 }
 
@@ -115,7 +119,8 @@ void PrintLine(FILE *out, const std::vector<std::string> &cells) {
 
 void PrintTable(FILE *out, const std::vector<Row> &rows) {
   PrintLine(out, {"dir", "pattern", "benchmark", "block", "batch", "thr", "GB/s", "ops/s", "avg_us", "p99_us",
-                  "eng/memcpy", "eng/ucp", "eng/tcp", "eng/cma", "err", "check", ""});
+                  "cpu/GB", "eng/memcpy", "eng/ucp", "eng/tcp", "eng/cma", "eng/nixl", "eng/mooncake", "err", "check",
+                  ""});
   std::string group;
   for (const Row &r : rows) {
     // A blank line between (direction, block) groups: engine and its baselines.
@@ -124,41 +129,53 @@ void PrintTable(FILE *out, const std::vector<Row> &rows) {
     group = key;
     PrintLine(out, {r.direction, r.pattern, r.benchmark, FormatSize(r.block_size), std::to_string(r.batch_size),
                     std::to_string(r.threads), Fixed(r.bandwidth_gbps, 3), Short(r.ops_per_sec),
-                    Fixed(r.avg_latency_us, 1), Fixed(r.p99_us, 1), Ratio(r.vs_memcpy), Ratio(r.vs_ucp),
-                    Ratio(r.vs_tcp), Ratio(r.vs_cma), std::to_string(r.error_count), r.consistency, r.note.empty() ? "" : "(" + r.note + ")"});
+                    Fixed(r.avg_latency_us, 1), Fixed(r.p99_us, 1), Ratio(r.cpu_s_per_gb), Ratio(r.vs_memcpy),
+                    Ratio(r.vs_ucp), Ratio(r.vs_tcp), Ratio(r.vs_cma), Ratio(r.vs_nixl), Ratio(r.vs_mooncake),
+                    std::to_string(r.error_count), r.consistency, r.note.empty() ? "" : "(" + r.note + ")"});
   }
   fprintf(out, "\nGB/s = 1e9 bytes/s; ops = descriptors; latency = one transfer call (the whole batch in "
-               "bandwidth rows);\neng/x = engine GB/s / baseline GB/s in the same run.\n");
+               "bandwidth rows);\ncpu/GB = CPU seconds of both sides' processes per GB moved (the bench's two "
+               "processes, or the peer's two);\neng/x = engine GB/s / baseline GB/s in the same run (eng/nixl: over "
+               "the best nixl row).\n");
 }
 
 void PrintRatioSummary(FILE *out, const std::vector<Row> &rows) {
+  struct Baseline {
+    const char *name;
+    double Row::*ratio;
+    const char *row;  // the row that must exist (prefix)
+  };
+  static const Baseline kBaselines[] = {{"tcp", &Row::vs_tcp, "tcp"},   {"ucp", &Row::vs_ucp, "ucp"},
+                                        {"cma", &Row::vs_cma, "cma"},   {"nixl", &Row::vs_nixl, "nixl"},
+                                        {"mooncake", &Row::vs_mooncake, "mooncake"}};
   struct Line {
     std::string label;
-    std::string tcp, ucp, cma;
+    std::vector<std::string> cells;  // per baseline
   };
-  auto measured = [&rows](const char *baseline) {
-    return std::any_of(rows.begin(), rows.end(),
-                       [baseline](const Row &r) { return r.pattern == "seq" && r.benchmark == baseline; });
-  };
-  const bool have_tcp = measured("tcp"), have_ucp = measured("ucp"), have_cma = measured("cma");
-  if (!have_tcp && !have_ucp && !have_cma) return;
+  std::vector<const Baseline *> have;
+  for (const Baseline &b : kBaselines) {
+    if (std::any_of(rows.begin(), rows.end(),
+                    [&b](const Row &r) { return r.pattern == "seq" && r.benchmark.rfind(b.row, 0) == 0; })) {
+      have.push_back(&b);
+    }
+  }
+  if (have.empty()) return;
   std::vector<Line> lines;
   for (const Row &r : rows) {
     if (r.pattern != "seq" || r.benchmark.rfind("engine", 0) != 0) continue;
     const std::string label = r.direction + " " + r.benchmark;
     auto it = std::find_if(lines.begin(), lines.end(), [&](const Line &l) { return l.label == label; });
-    if (it == lines.end()) it = lines.insert(lines.end(), Line{label, "", "", ""});
+    if (it == lines.end()) it = lines.insert(lines.end(), Line{label, std::vector<std::string>(have.size())});
     const std::string block = FormatSize(r.block_size);
-    it->tcp += "  " + block + " " + Ratio(r.vs_tcp);
-    it->ucp += "  " + block + " " + Ratio(r.vs_ucp);
-    it->cma += "  " + block + " " + Ratio(r.vs_cma);
+    for (size_t i = 0; i < have.size(); ++i) it->cells[i] += "  " + block + " " + Ratio(r.*(have[i]->ratio));
   }
   if (lines.empty()) return;
   fprintf(out, "\nengine GB/s / baseline GB/s by block size ('-': no baseline row or a failed one):\n");
   for (const Line &l : lines) {
-    if (have_tcp) fprintf(out, "%-18s eng/tcp:%s\n", l.label.c_str(), l.tcp.c_str());
-    if (have_ucp) fprintf(out, "%-18s eng/ucp:%s\n", have_tcp ? "" : l.label.c_str(), l.ucp.c_str());
-    if (have_cma) fprintf(out, "%-18s eng/cma:%s\n", have_tcp || have_ucp ? "" : l.label.c_str(), l.cma.c_str());
+    for (size_t i = 0; i < have.size(); ++i) {
+      const std::string name = std::string("eng/") + have[i]->name + ":";
+      fprintf(out, "%-18s %-14s%s\n", i == 0 ? l.label.c_str() : "", name.c_str(), l.cells[i].c_str());
+    }
   }
 }
 
@@ -170,7 +187,8 @@ bool WriteCsv(const std::string &path, const std::vector<Row> &rows, std::string
       << r.threads << ',' << CsvField(r.transport) << ',' << CsvField(r.direction) << ','
       << CsvField(r.initiator_memory) << ',' << CsvField(r.target_memory) << ',' << Fixed(r.bandwidth_gbps, 4)
       << ',' << Fixed(r.ops_per_sec, 1) << ',' << Fixed(r.avg_latency_us, 3) << ',' << Fixed(r.p99_us, 3) << ','
-      << r.error_count << ',' << CsvField(r.consistency) << ',' << Fixed(r.p50_us, 3) << "\n";
+      << r.error_count << ',' << CsvField(r.consistency) << ',' << Fixed(r.p50_us, 3) << ',' << CsvNumber(r.cpu_s_per_gb)
+      << ',' << CsvNumber(r.vs_tcp) << ',' << CsvNumber(r.vs_nixl) << ',' << CsvNumber(r.vs_mooncake) << "\n";
   }
   return Save(path, s.str(), why);
 }
@@ -196,6 +214,8 @@ bool WriteJson(const std::string &path, const RunInfo &info, const std::vector<R
       << ", \"error_count\": " << r.error_count << ", \"consistency\": " << JsonString(r.consistency)
       << ", \"engine_vs_memcpy\": " << JsonNumber(r.vs_memcpy) << ", \"engine_vs_ucp\": " << JsonNumber(r.vs_ucp)
       << ", \"engine_vs_tcp\": " << JsonNumber(r.vs_tcp) << ", \"engine_vs_cma\": " << JsonNumber(r.vs_cma)
+      << ", \"engine_vs_nixl\": " << JsonNumber(r.vs_nixl) << ", \"engine_vs_mooncake\": " << JsonNumber(r.vs_mooncake)
+      << ", \"cpu_s_per_gb\": " << JsonNumber(r.cpu_s_per_gb)
       << ", \"note\": " << JsonString(r.note) << "}";
   }
   s << "\n  ]\n}\n";

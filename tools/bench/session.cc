@@ -3,7 +3,10 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <sstream>
 #include <ctime>
 
 #include "kv_rows.h"
@@ -22,8 +25,10 @@ constexpr int kSideChannelConnectMs = 10000;
 // Engine rows get their ratios to the baselines of the same group (none to
 // a baseline that failed: its row has no bandwidth).
 void FillRatios(std::vector<Row> *group) {
-  double memcpy_gbps = 0, ucp_gbps = 0, tcp_gbps = 0, cma_gbps = 0;
+  double memcpy_gbps = 0, ucp_gbps = 0, tcp_gbps = 0, cma_gbps = 0, nixl_gbps = 0, mooncake_gbps = 0;
   for (const Row &r : *group) {
+    if (r.benchmark.rfind("nixl", 0) == 0) nixl_gbps = std::max(nixl_gbps, r.bandwidth_gbps);  // its best
+    if (r.benchmark == "mooncake") mooncake_gbps = r.bandwidth_gbps;
     if (r.benchmark == "cma") cma_gbps = r.bandwidth_gbps;
     if (r.benchmark == "memcpy") memcpy_gbps = r.bandwidth_gbps;
     if (r.benchmark == "ucp") ucp_gbps = r.bandwidth_gbps;
@@ -35,10 +40,14 @@ void FillRatios(std::vector<Row> *group) {
     if (ucp_gbps > 0) r.vs_ucp = r.bandwidth_gbps / ucp_gbps;
     if (tcp_gbps > 0) r.vs_tcp = r.bandwidth_gbps / tcp_gbps;
     if (cma_gbps > 0) r.vs_cma = r.bandwidth_gbps / cma_gbps;
+    if (nixl_gbps > 0) r.vs_nixl = r.bandwidth_gbps / nixl_gbps;
+    if (mooncake_gbps > 0) r.vs_mooncake = r.bandwidth_gbps / mooncake_gbps;
   }
 }
 
 Session::~Session() {
+  peers_.clear();
+  tcp_limit_.reset();
   tcp_.reset();
   ucp_.reset();
   if (engine_ != nullptr) {
@@ -100,6 +109,7 @@ void Session::SetUp(const std::function<bool()> &keep_trying) {
     }
   }
   if (o_.tcp_baseline) StartTcp();
+  StartPeers();
 }
 
 void Session::Hello() {
@@ -141,6 +151,12 @@ void Session::Hello() {
     uint64_t port = 0;
     Check(ready.GetU64("tcp_port", &port) && port > 0 && port <= 65535, "target's READY lacks a valid tcp_port");
     tcp_port_ = static_cast<uint16_t>(port);
+    std::istringstream ports(ready.Get("tcp_limit_ports"));  // "p1,p2,..."; absent from an older target
+    std::string p;
+    while (std::getline(ports, p, ',')) {
+      const unsigned long v = strtoul(p.c_str(), nullptr, 10);
+      if (v > 0 && v <= 65535) tcp_limit_ports_.push_back(static_cast<uint16_t>(v));
+    }
   }
 }
 
@@ -189,11 +205,20 @@ void Session::StartTcp() {
   tcp_ = TcpInitiator::Create(host, tcp_port_, remote_addr_, o_.timeout_ms, &why);
   Check(tcp_ != nullptr, why);
   tcp_stream_ = tcp_->description();
+  if (tcp_limit_ports_.empty()) {
+    tcp_limit_note_ = "n/a (the target offers no limit streams)";
+    return;
+  }
+  tcp_limit_ = TcpLimit::Create(host, tcp_limit_ports_, remote_addr_, o_.timeout_ms, &why);
+  Check(tcp_limit_ != nullptr, why);
+  tcp_limit_note_ = tcp_limit_->description() + "; MSG_ZEROCOPY: " + ProbeZeroCopy(host);
 }
 
 void Session::Finish() {
   if (finished_) return;
   finished_ = true;
+  peers_.clear();
+  tcp_limit_.reset();
   tcp_.reset();
   ucp_.reset();  // graceful close needs the target still up
   if (connected_ && runner_) engine_counters_ = runner_->EngineCounters();  // before the link goes
@@ -220,7 +245,7 @@ RunInfo Session::Info() const {
   std::vector<std::string> baselines;
   if (o_.memcpy_baseline) baselines.push_back("memcpy (1 thread)");
   if (o_.ucp_baseline) baselines.push_back("ucp (1 thread)");
-  if (o_.tcp_baseline) baselines.push_back("tcp (1 stream)");
+  if (o_.tcp_baseline) baselines.push_back("tcp (the limit: best of tcp_1stream and tcp_x2/x4/x1_poll/x2_poll)");
   if (cma_) {
     baselines.push_back("cma (process_vm_readv/writev, " + std::to_string(IOV_MAX) + " descriptors a call, " +
                         std::to_string(cma_->threads()) + " thread" + (cma_->threads() > 1 ? "s" : "") + ")");
@@ -245,6 +270,8 @@ RunInfo Session::Info() const {
       {"ucp transport", transport_.empty() ? "unknown (ucp baseline off)" : transport_ + " (lanes of the ucp endpoint)"},
       {"ucp rma", rma_note_},
       {"tcp stream", tcp_stream_.empty() ? "n/a (tcp baseline off)" : tcp_stream_},
+      {"tcp limit", tcp_limit_note_},
+      {"peers", peers_note_},
       {"directions", Join(o_.directions, ",")},
       {"transfer size", FormatSize(o_.transfer_size) + " per step"},
       {"block sizes", Join(blocks, ",")},
@@ -333,10 +360,16 @@ void Session::RunInTurn(const BlockBatch &b, std::vector<Turn> *turns) {
   for (const Turn &t : *turns) {
     TurnRow r;
     r.step = [this, &t, span] {
-      if (o_.verify) PoisonDestination(t.dest, span);
-      return t.step();
+      if (o_.verify && !t.check) PoisonDestination(t.dest, span);
+      // CPU time per GB: both bench processes around the step, unless the
+      // step measured its own (the peers: their two processes).
+      const double cpu0 = BenchCpuSeconds();
+      StepResult s = t.step();
+      if (s.cpu_seconds < 0) s.cpu_seconds = BenchCpuSeconds() - cpu0;
+      return s;
     };
-    if (o_.verify) r.check = [this, &t, span] { return DestinationHash(t.dest, span) == t.expected; };
+    if (o_.verify && t.check) r.check = t.check;
+    if (o_.verify && !t.check) r.check = [this, &t, span] { return DestinationHash(t.dest, span) == t.expected; };
     r.bytes = span;
     r.ops = b.count;
     rows.push_back(std::move(r));
@@ -405,13 +438,16 @@ void Session::RunBandwidth(const Direction &d, Progress &progress, std::vector<R
                        [this, b] { return ucp_->RunStep(b, o_.timeout_ms); }});
     }
     if (tcp_ && host_only) {
-      turns.push_back({NewRow("tcp", "seq", d, block, b.count, 1), remote_side, expected,
+      // The old one-stream row; the group's `tcp` row is the limit (best of all).
+      turns.push_back({NewRow("tcp_1stream", "seq", d, block, b.count, 1), remote_side, expected,
                        [this, b] { return tcp_->RunStep(b); }});
+      AddTcpLimitTurns(b, d, remote_side, expected, &turns);
     }
     if (cma_ && host_only) {
       turns.push_back({NewRow("cma", "seq", d, block, b.count, cma_->threads()), remote_side, expected,
                        [this, b] { return cma_->RunStep(b); }});
     }
+    if (host_only) AddPeerTurns(b, d, &turns);
     if (o_.memcpy_baseline) {
       const Destination dest = MemcpyDestination(d);
       const PageBuffer &src = MemcpySource(d);
@@ -427,6 +463,7 @@ void Session::RunBandwidth(const Direction &d, Progress &progress, std::vector<R
     RunInTurn(b, &turns);
     std::vector<Row> group;
     for (Turn &t : turns) group.push_back(std::move(t.row));
+    AddTcpLimitRow(&group);
     EndGroup(&group, rows);
   }
 }

@@ -21,10 +21,12 @@
 #include "lane.h"
 #include "measurement.h"
 #include "options.h"
+#include "peer_baseline.h"
 #include "progress.h"
 #include "report.h"
 #include "side_channel.h"
 #include "tcp_baseline.h"
+#include "tcp_limit.h"
 #include "ucp_baseline.h"
 
 namespace bench {
@@ -65,7 +67,8 @@ void FillRatios(std::vector<Row> *group);
 // its uniform reference (BuildUniformPlan), the ucp and tcp baselines, and
 // the cma baseline (the kernel's cross-memory copy, no engine) on the plan
 // and on the uniform reference.
-enum class KvKind { kEngine, kUniform, kUcp, kTcp, kCma, kCmaUniform };
+// kNixl, kNixlPoll, kMooncake: the peer rows on the plan (peer_baseline.h).
+enum class KvKind { kEngine, kUniform, kUcp, kTcp, kCma, kCmaUniform, kNixl, kNixlPoll, kMooncake };
 using KvKeyDescs = std::vector<std::vector<adxl::TransferOpDesc>>;  // one key: its calls
 
 class Session {
@@ -108,12 +111,19 @@ class Session {
   const KvPlan &KvPlanOf(KvKind k) const;
   Row KvRow(const std::string &benchmark, const Direction &d, KvKind k) const;
   void AppendKvInfo(RunInfo *info) const;
+  // CPU seconds so far of this process and the target's (same host; else
+  // this process only): the cpu/GB column (peer_session.cc).
+  double BenchCpuSeconds() const;
 
  private:
   void Hello();
   void StartEngine();
   void StartUcp();
   void StartTcp();
+  // The peer rows (peer_session.cc): drivers started once, turns per group.
+  void StartPeers();
+  // The peer driver of a kv row (nullptr: none).
+  PeerDriver *KvPeer(KvKind k) const;
 
   void RunBandwidth(const Direction &d, Progress &progress, std::vector<Row> *rows);
   void RunLatency(const Direction &d, Progress &progress, std::vector<Row> *rows);
@@ -127,9 +137,19 @@ class Session {
     Destination dest;
     uint64_t expected = 0;
     std::function<StepResult()> step;
+    // Set for rows that check their own bytes (the peers): dest and
+    // expected are then unused.
+    std::function<bool()> check = nullptr;
   };
   // Measures the rows of a group step by step in turn (RunBandwidth).
   void RunInTurn(const BlockBatch &b, std::vector<Turn> *turns);
+  // The peer rows of a bandwidth group (peer_session.cc).
+  void AddPeerTurns(const BlockBatch &b, const Direction &d, std::vector<Turn> *turns);
+  // The tcp limit's variant rows (tcp_limit.h), and after the group is
+  // measured its `tcp` row: the best of them and tcp_1stream (peer_session.cc).
+  void AddTcpLimitTurns(const BlockBatch &b, const Direction &d, const Destination &dest, uint64_t expected,
+                        std::vector<Turn> *turns);
+  static void AddTcpLimitRow(std::vector<Row> *group);
 
   StepResult RunKvEngineStep(adxl::TransferOp op, const std::vector<KvKeyDescs> &keys, Mode mode);
   // What the destination pool hashes to after a correct step of `plan`:
@@ -209,7 +229,17 @@ class Session {
   std::unique_ptr<EngineRunner> runner_;
   std::unique_ptr<UcpInitiator> ucp_;
   std::unique_ptr<TcpInitiator> tcp_;
+  std::unique_ptr<TcpLimit> tcp_limit_;  // the limit's streams (bandwidth rows)
+  std::vector<uint16_t> tcp_limit_ports_;
+  std::string tcp_limit_note_ = "n/a (tcp baseline off)";
   std::unique_ptr<CmaBaseline> cma_;  // same host only
+  struct Peer {
+    std::string name;  // nixl, nixl_poll, mooncake: the row's benchmark
+    std::unique_ptr<PeerDriver> driver;
+  };
+  std::vector<Peer> peers_;
+  std::string peers_note_ = "off (--baselines nixl,mooncake)";
+  bool target_same_host_ = false;
   uint64_t target_pid_ = 0;
   std::string target_host_;
   bool finished_ = false;

@@ -11,6 +11,7 @@
 #include "lane.h"
 #include "side_channel.h"
 #include "tcp_baseline.h"
+#include "tcp_limit.h"
 #include "ucp_baseline.h"
 
 namespace bench {
@@ -33,8 +34,10 @@ struct TargetState {
   adxl::MemHandle device_handle = nullptr;
   std::unique_ptr<UcpTarget> ucp;
   std::unique_ptr<TcpTarget> tcp;
+  std::vector<std::unique_ptr<TcpTarget>> tcp_limit;  // the limit's streams (tcp_limit.h)
   TlsChoice tls;
   ~TargetState() {
+    tcp_limit.clear();
     tcp.reset();
     ucp.reset();
     if (handle != nullptr) engine.DeregisterMem(handle);
@@ -110,6 +113,13 @@ bool SetUp(const Options &o, const Message &hello, TargetState *s, Message *read
     s->tcp = TcpTarget::Create(s->buffer.data(), s->buffer.size(), host, why);
     if (!s->tcp) return false;
     ready->Set("tcp_port", s->tcp->port());
+    std::string ports;
+    for (int i = 0; i < kLimitStreams; ++i) {
+      s->tcp_limit.push_back(TcpTarget::Create(s->buffer.data(), s->buffer.size(), host, why, kLimitSocketBuffer));
+      if (!s->tcp_limit.back()) return false;
+      ports += (ports.empty() ? "" : ",") + std::to_string(s->tcp_limit.back()->port());
+    }
+    ready->Set("tcp_limit_ports", ports);
   }
   ready->Set("engine", o.local_engine).Set("addr", s->buffer.addr()).Set("size", s->buffer.size());
   ready->Set("memory", MemoryOptionName(memory));

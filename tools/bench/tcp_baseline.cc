@@ -27,6 +27,11 @@ constexpr uint32_t kOpRead = 2;
 // the header, then the data of each segment in order.
 constexpr uint32_t kOpWriteSegments = 3;
 constexpr uint32_t kOpReadSegments = 4;
+// Or'ed into a WRITE/READ op: the receiving side busy-polls (recv with
+// MSG_DONTWAIT in a loop) instead of sleeping in recv (the limit rows).
+constexpr uint32_t kFlagBusyPoll = 0x100;
+// How long a busy-polled receive spins without a byte before it gives up.
+constexpr double kBusyPollLimitS = 30;
 constexpr uint64_t kMaxSegments = 1 << 20;  // per step; bounds what a confused peer makes us allocate
 constexpr size_t kSegmentEntrySize = 16;
 constexpr size_t kHeaderSize = 4 + 4 + 8 + 8 + 8;
@@ -37,6 +42,7 @@ std::string Errno(const char *what) { return std::string("tcp baseline: ") + wha
 
 struct StepHeader {
   uint32_t op = 0;
+  bool busy_poll = false;
   uint64_t offset = 0;
   uint64_t block = 0;
   uint64_t count = 0;
@@ -54,7 +60,7 @@ uint64_t GetLe(const uint8_t *p, int bytes) {
 
 void Encode(const StepHeader &h, uint8_t *out) {
   PutLe(out, kMagic, 4);
-  PutLe(out + 4, h.op, 4);
+  PutLe(out + 4, h.op | (h.busy_poll ? kFlagBusyPoll : 0), 4);
   PutLe(out + 8, h.offset, 8);
   PutLe(out + 16, h.block, 8);
   PutLe(out + 24, h.count, 8);
@@ -62,7 +68,10 @@ void Encode(const StepHeader &h, uint8_t *out) {
 
 bool Decode(const uint8_t *in, StepHeader *h) {
   if (GetLe(in, 4) != kMagic) return false;
-  h->op = static_cast<uint32_t>(GetLe(in + 4, 4));
+  const uint32_t op = static_cast<uint32_t>(GetLe(in + 4, 4));
+  h->op = op & ~kFlagBusyPoll;
+  h->busy_poll = (op & kFlagBusyPoll) != 0;
+  if (h->busy_poll && h->op != kOpWrite && h->op != kOpRead) return false;
   h->offset = GetLe(in + 8, 8);
   h->block = GetLe(in + 16, 8);
   h->count = GetLe(in + 24, 8);
@@ -99,11 +108,22 @@ bool SendAll(int fd, const uint8_t *p, size_t n, std::string *why) {
 // Exactly n bytes into p: recv(MSG_WAITALL), again after a partial return
 // (a signal or SO_RCVTIMEO).  EOF is an error; *eof (when given) tells it
 // from the others.
-bool RecvAll(int fd, uint8_t *p, size_t n, std::string *why, bool *eof = nullptr) {
+bool RecvAll(int fd, uint8_t *p, size_t n, std::string *why, bool *eof = nullptr, bool busy = false) {
   if (eof != nullptr) *eof = false;
+  Clock::time_point last = Clock::now();
+  unsigned spins = 0;
   while (n > 0) {
-    ssize_t k = recv(fd, p, n, MSG_WAITALL);
+    ssize_t k = recv(fd, p, n, busy ? MSG_DONTWAIT : MSG_WAITALL);
     if (k < 0 && errno == EINTR) continue;
+    if (busy && k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      // Busy-polled receive: spin, looking at the clock now and then.
+      if ((++spins & 1023) == 0 && std::chrono::duration<double>(Clock::now() - last).count() > kBusyPollLimitS) {
+        *why = "tcp baseline: busy-polled recv made no progress within the timeout";
+        return false;
+      }
+      continue;
+    }
+    if (busy && k > 0) last = Clock::now();
     if (k == 0) {
       if (eof != nullptr) *eof = true;
       *why = "tcp baseline: the peer closed the stream";
@@ -123,6 +143,13 @@ bool RecvAll(int fd, uint8_t *p, size_t n, std::string *why, bool *eof = nullptr
 void NoDelay(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+// SO_SNDBUF / SO_RCVBUF (the kernel doubles and caps them at
+// net.core.wmem_max / rmem_max); set before connect/listen.
+void SetBuffers(int fd, int bytes) {
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
 }
 
 void SetTimeouts(int fd, int timeout_ms) {
@@ -168,7 +195,8 @@ std::string Size(int v) { return v < 0 ? "?" : FormatSize(static_cast<size_t>(v)
 
 // ---------------------------------------------------------------- TcpTarget
 
-std::unique_ptr<TcpTarget> TcpTarget::Create(uint8_t *buf, size_t len, const std::string &host, std::string *why) {
+std::unique_ptr<TcpTarget> TcpTarget::Create(uint8_t *buf, size_t len, const std::string &host, std::string *why,
+                                             int socket_buffer) {
   std::unique_ptr<TcpTarget> t(new TcpTarget());
   t->buf_ = buf;
   t->len_ = len;
@@ -185,6 +213,7 @@ std::unique_ptr<TcpTarget> TcpTarget::Create(uint8_t *buf, size_t len, const std
   std::string last = "no address";
   for (addrinfo *a = list; a != nullptr && !t->listener_.valid(); a = a->ai_next) {
     Fd fd(socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol));
+    if (fd.valid() && socket_buffer > 0) SetBuffers(fd.get(), socket_buffer);  // accepted streams inherit them
     if (!fd.valid() || bind(fd.get(), a->ai_addr, a->ai_addrlen) != 0 || listen(fd.get(), 1) != 0) {
       last = Errno("socket/bind/listen");
       continue;
@@ -282,7 +311,7 @@ bool TcpTarget::ServeStep(int fd) {
   uint8_t *base = buf_ + h.offset;
   bool ok = true;
   for (uint64_t i = 0; ok && i < h.count; ++i) {
-    ok = h.op == kOpWrite ? RecvAll(fd, base + i * h.block, h.block, &why)
+    ok = h.op == kOpWrite ? RecvAll(fd, base + i * h.block, h.block, &why, nullptr, h.busy_poll)
                           : SendAll(fd, base + i * h.block, h.block, &why);
   }
   if (ok && h.op == kOpWrite) {
@@ -327,7 +356,7 @@ bool TcpTarget::ServeSegments(int fd, bool write, uint64_t count) {
 // ---------------------------------------------------------------- TcpInitiator
 
 std::unique_ptr<TcpInitiator> TcpInitiator::Create(const std::string &host, uint16_t port, uint64_t peer_base,
-                                                   int timeout_ms, std::string *why) {
+                                                   int timeout_ms, std::string *why, int socket_buffer) {
   std::unique_ptr<TcpInitiator> u(new TcpInitiator());
   u->peer_base_ = peer_base;
   addrinfo hints{};
@@ -349,6 +378,7 @@ std::unique_ptr<TcpInitiator> TcpInitiator::Create(const std::string &host, uint
       continue;
     }
     SetTimeouts(fd.get(), timeout_ms);  // bounds connect() too (Linux)
+    if (socket_buffer > 0) SetBuffers(fd.get(), socket_buffer);
     NoDelay(fd.get());
     if (connect(fd.get(), a->ai_addr, a->ai_addrlen) != 0) {
       last = Errno("connect");
@@ -366,8 +396,11 @@ std::unique_ptr<TcpInitiator> TcpInitiator::Create(const std::string &host, uint
   socklen_t here_len = sizeof(here), there_len = sizeof(there);
   getsockname(fd, reinterpret_cast<sockaddr *>(&here), &here_len);
   getpeername(fd, reinterpret_cast<sockaddr *>(&there), &there_len);
-  u->description_ = Endpoint(here) + " -> " + Endpoint(there) + ", TCP_NODELAY, kernel-default socket buffers " +
-                    "(autotuned; at connect SO_SNDBUF " + Size(SocketInt(fd, SOL_SOCKET, SO_SNDBUF)) +
+  u->description_ = Endpoint(here) + " -> " + Endpoint(there) + ", TCP_NODELAY, " +
+                    (socket_buffer > 0 ? "socket buffers set to " + FormatSize(static_cast<size_t>(socket_buffer)) +
+                                             " (no autotuning; kernel"
+                                       : std::string("kernel-default socket buffers (autotuned;")) +
+                    " at connect SO_SNDBUF " + Size(SocketInt(fd, SOL_SOCKET, SO_SNDBUF)) +
                     ", SO_RCVBUF " + Size(SocketInt(fd, SOL_SOCKET, SO_RCVBUF)) + "; limits tcp_wmem " +
                     AutotuneMax("tcp_wmem") + ", tcp_rmem " + AutotuneMax("tcp_rmem") +
                     "), one send()/recv() per block";
@@ -387,7 +420,7 @@ void TcpInitiator::Break(const std::string &why, StepResult *out) {
   stream_.Reset();  // the target sees the end of the stream
 }
 
-void TcpInitiator::Step(const BlockBatch &b, StepResult *out) {
+void TcpInitiator::Step(const BlockBatch &b, StepResult *out, bool busy) {
   if (broken_) {
     out->Fail("tcp baseline stream unusable after an earlier failure");
     return;
@@ -401,6 +434,7 @@ void TcpInitiator::Step(const BlockBatch &b, StepResult *out) {
   h.offset = b.remote - peer_base_;
   h.block = b.block;
   h.count = b.count;
+  h.busy_poll = busy;
   uint8_t raw[kHeaderSize];
   Encode(h, raw);
   const int fd = stream_.get();
@@ -409,7 +443,7 @@ void TcpInitiator::Step(const BlockBatch &b, StepResult *out) {
   uint8_t *local = reinterpret_cast<uint8_t *>(b.local);
   for (size_t i = 0; i < b.count; ++i) {
     const bool ok = b.op == adxl::WRITE ? SendAll(fd, local + i * b.block, b.block, &why)
-                                        : RecvAll(fd, local + i * b.block, b.block, &why);
+                                        : RecvAll(fd, local + i * b.block, b.block, &why, nullptr, busy);
     if (!ok) return Break(why, out);
   }
   if (b.op != adxl::WRITE) return;
@@ -472,10 +506,10 @@ StepResult TcpInitiator::RunKeys(adxl::TransferOp op, uintptr_t local_base, cons
   return out;
 }
 
-StepResult TcpInitiator::RunStep(const BlockBatch &batch) {
+StepResult TcpInitiator::RunStep(const BlockBatch &batch, bool busy_poll) {
   StepResult out;
   const Clock::time_point t0 = Clock::now();
-  Step(batch, &out);
+  Step(batch, &out, busy_poll);
   const Clock::time_point t1 = Clock::now();
   out.seconds = std::chrono::duration<double>(t1 - t0).count();
   out.call_us.push_back(Micros(t1 - t0));

@@ -28,7 +28,7 @@
 // every later tcp row report the error, and nothing is made up.
 //
 // Stream format (little-endian): step header = u32 magic "ATCP", u32 op
-// (1 WRITE, 2 READ), u64 offset of block 0 in the target's buffer, u64
+// (1 WRITE, 2 READ; | 0x100: the receiver busy-polls), u64 offset of block 0 in the target's buffer, u64
 // block, u64 count; after a WRITE's data the target
 // answers one byte, 'K' (stored) or 'E' (refused: the header was invalid,
 // the stream is then closed).  A READ that the target refuses is closed
@@ -59,7 +59,10 @@ namespace bench {
 class TcpTarget {
  public:
   // Listens on `host` (the IP of the target's engine name), any port.
-  static std::unique_ptr<TcpTarget> Create(uint8_t *buf, size_t len, const std::string &host, std::string *why);
+  // socket_buffer > 0: SO_SNDBUF/SO_RCVBUF of the stream (the limit's
+  // streams, tcp_limit.h), else the kernel's autotuning.
+  static std::unique_ptr<TcpTarget> Create(uint8_t *buf, size_t len, const std::string &host, std::string *why,
+                                           int socket_buffer = 0);
   ~TcpTarget();
   TcpTarget(const TcpTarget &) = delete;
   TcpTarget &operator=(const TcpTarget &) = delete;
@@ -93,9 +96,11 @@ class TcpInitiator {
   // peer_base: the address of the target's buffer (BlockBatch::remote is
   // sent as an offset from it).  timeout_ms bounds every socket call.
   static std::unique_ptr<TcpInitiator> Create(const std::string &host, uint16_t port, uint64_t peer_base,
-                                              int timeout_ms, std::string *why);
+                                              int timeout_ms, std::string *why, int socket_buffer = 0);
 
-  StepResult RunStep(const BlockBatch &batch);
+  // busy_poll: the receiving side (the target on WRITE, this side on READ)
+  // spins in recv(MSG_DONTWAIT) instead of sleeping in it.
+  StepResult RunStep(const BlockBatch &batch, bool busy_poll = false);
   // `iters` steps of one block each, each timed.
   StepResult RunLatency(const BlockBatch &one, int iters);
   // Every key of `plan`, one segment-list step per call of the key; one
@@ -109,7 +114,7 @@ class TcpInitiator {
  private:
   TcpInitiator() = default;
   // One step without timing; failures go to *out and break the stream.
-  void Step(const BlockBatch &b, StepResult *out);
+  void Step(const BlockBatch &b, StepResult *out, bool busy = false);
   void Break(const std::string &why, StepResult *out);
   void SegmentStep(adxl::TransferOp op, uintptr_t local_base, const SegmentCall &call, StepResult *out);
 
