@@ -33,7 +33,13 @@ SUPP="$ADXL_ROOT/tests/sanitizers"
 #  - python bindings (not configured: -DADXL_BUILD_PYTHON=OFF): the stock
 #    python3 interpreter is not instrumented, so the ASan runtime cannot be
 #    loaded by an extension module; the C++ paths under them are covered.
-ASAN_EXCLUDE='^(install_package|bench_quick|bench_quick_adxl_memory)$'
+#  - abi_vendor_exports, prebuilt_mooncake_wheel, prebuilt_ctypes_mangled:
+#    each loads the libraries into the stock python3 (ctypes; the Mooncake
+#    wheel's extension module), which cannot take the instrumented ones (the
+#    ASan runtime must come first in the process); they check exported names,
+#    sonames and a prebuilt program's loading, not memory, and run in the
+#    plain phase.
+ASAN_EXCLUDE='^(install_package|bench_quick|bench_quick_adxl_memory|abi_vendor_exports|prebuilt_mooncake_wheel|prebuilt_ctypes_mangled)$'
 # Run under ASan+UBSan but without LeakSanitizer, and why (leaks in other
 # projects' libraries, not in UCX, so not suppressed: those files are for
 # UCX only):
