@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <utility>
 #include <vector>
 
@@ -23,9 +24,14 @@ uint64_t Mix(uint64_t x) {  // splitmix64 finaliser
   return x ^ (x >> 31);
 }
 
-void *MapAnonymous(size_t len, std::string *why) {
+void *MapAnonymous(size_t len, Pages pages, std::string *why) {
   void *p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p != MAP_FAILED) return p;
+  if (p != MAP_FAILED) {
+    // Advice only: where transparent huge pages are off ("never") or the
+    // kernel has none free, kHuge quietly gets base pages.
+    madvise(p, len, pages == Pages::kHuge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+    return p;
+  }
   *why = "cannot map a buffer of " + std::to_string(len) + " bytes: " + strerror(errno);
   return nullptr;
 }
@@ -90,7 +96,7 @@ bool PageBuffer::AllocateDevice(size_t len, PageBuffer *out, std::string *why) {
   return true;
 }
 
-bool PageBuffer::Allocate(size_t len, Memory memory, PageBuffer *out, std::string *why) {
+bool PageBuffer::Allocate(size_t len, Memory memory, Pages pages, PageBuffer *out, std::string *why) {
   if (len == 0) {
     *why = "buffer of 0 bytes";
     return false;
@@ -104,7 +110,7 @@ bool PageBuffer::Allocate(size_t len, Memory memory, PageBuffer *out, std::strin
            " bytes of free memory (use a smaller --transfer-size)";
     return false;
   }
-  void *p = memory == Memory::kAdxl ? EngineMalloc(len, why) : MapAnonymous(len, why);
+  void *p = memory == Memory::kAdxl ? EngineMalloc(len, why) : MapAnonymous(len, pages, why);
   if (p == nullptr) return false;
   PageBuffer b;
   b.data_ = static_cast<uint8_t *>(p);
@@ -122,6 +128,16 @@ bool PageBuffer::Allocate(size_t len, Memory memory, PageBuffer *out, std::strin
 std::map<adxl::AscendString, adxl::AscendString> EngineOptions(Memory memory) {
   if (memory == Memory::kAdxl) return {{"EnableUseFabricMem", "1"}};
   return {};
+}
+
+std::string TransparentHugePagesSetting() {
+  // The file reads e.g. "always [madvise] never": the bracketed word is the mode.
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  if (!std::getline(f, line)) return "unknown";
+  const size_t open = line.find('['), close = line.find(']');
+  if (open == std::string::npos || close == std::string::npos || close < open) return "unknown";
+  return line.substr(open + 1, close - open - 1);
 }
 
 std::string MemoryLabel(adxl::MemType type, Memory memory) {

@@ -25,11 +25,12 @@ class PageBuffer {
   PageBuffer(const PageBuffer &) = delete;
   PageBuffer &operator=(const PageBuffer &) = delete;
 
-  // Gets `len` bytes of `memory` (mmap, or MallocMem(MEM_HOST) for kAdxl)
-  // and writes every page once.
-  static bool Allocate(size_t len, Memory memory, PageBuffer *out, std::string *why);
-  static bool Allocate(size_t len, PageBuffer *out, std::string *why) {
-    return Allocate(len, Memory::kHost, out, why);
+  // Gets `len` bytes of `memory` (mmap advised as `pages` says, or
+  // MallocMem(MEM_HOST) for kAdxl, whose pages are the engine's choice) and
+  // writes every page once.
+  static bool Allocate(size_t len, Memory memory, Pages pages, PageBuffer *out, std::string *why);
+  static bool Allocate(size_t len, Pages pages, PageBuffer *out, std::string *why) {
+    return Allocate(len, Memory::kHost, pages, out, why);
   }
   // `len` bytes of AdxlEngine::MallocMem(MEM_DEVICE), zeroed (device_copy.h).
   static bool AllocateDevice(size_t len, PageBuffer *out, std::string *why);
@@ -62,6 +63,10 @@ bool HashBuffer(const PageBuffer &b, size_t len, uint64_t *hash, std::string *wh
 std::map<adxl::AscendString, adxl::AscendString> EngineOptions(Memory memory);
 
 // A row's memory column: "host" (mmap), "host-adxl" (MallocMem) or "device".
+// The kernel's transparent-huge-page mode ("always", "madvise", "never"), or
+// "unknown": says whether --pages huge can get huge pages on this machine.
+std::string TransparentHugePagesSetting();
+
 std::string MemoryLabel(adxl::MemType type, Memory memory);
 
 // Writes pattern `seed` over [p, p+len): word i of the pattern is a mix of

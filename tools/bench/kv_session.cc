@@ -99,11 +99,11 @@ uint64_t Session::KvExpectedHash(const Direction &d, const KvPlan &plan) {
   const size_t pool = static_cast<size_t>(plan.pool_bytes);
   std::string why;
   PageBuffer expected, pattern;
-  Check(PageBuffer::Allocate(pool, &expected, &why), why);
+  Check(PageBuffer::Allocate(pool, o_.pages, &expected, &why), why);
   Poison(expected.data(), pool);
   const uint8_t *source = Local(d).data();  // WRITE: this side's buffer holds kWriteSeed
   if (d.op == adxl::READ) {                 // READ: regenerate the target's kReadSeed pattern
-    Check(PageBuffer::Allocate(pool, &pattern, &why), why);
+    Check(PageBuffer::Allocate(pool, o_.pages, &pattern, &why), why);
     FillPattern(pattern.data(), pool, kReadSeed);
     source = pattern.data();
   }

@@ -241,6 +241,8 @@ bool Apply(const std::string &name, const std::string &value, Options *o, std::s
     o->kv_per_layer = value == "layer";
   } else if (name == "--memory") {
     if (!ParseMemory(value, &o->memory)) return bad("expected host or adxl");
+  } else if (name == "--pages") {
+    if (!ParsePages(value, &o->pages)) return bad("expected huge or base");
   } else {
     *why = "unknown option '" + name + "' (see --help)";
     return false;
@@ -253,7 +255,7 @@ const std::set<std::string> kValued = {
     "--role",        "--side-channel", "--local-engine", "--lane",          "--directions",     "--block-sizes",
     "--transfer-size", "--loops",      "--mode",         "--threads",       "--async-batch",    "--baselines",
     "--bench",       "--latency-iters", "--csv",         "--json",          "--timeout-ms",     "--accept-timeout",
-    "--target-progress", "--memory", "--workload", "--model", "--tokens", "--keys", "--kv-call", "--peers",
+    "--target-progress", "--memory", "--pages", "--workload", "--model", "--tokens", "--keys", "--kv-call", "--peers",
     "--peers-venv"};
 
 void ApplyQuickDefaults(const std::set<std::string> &given, Options *o) {
@@ -362,6 +364,19 @@ const char *ModeName(Mode mode) { return mode == Mode::kSync ? "sync" : "async";
 
 const char *MemoryOptionName(Memory memory) { return memory == Memory::kAdxl ? "adxl" : "host"; }
 
+const char *PagesOptionName(Pages pages) { return pages == Pages::kBase ? "base" : "huge"; }
+
+bool ParsePages(const std::string &text, Pages *out) {
+  if (text == "huge") {
+    *out = Pages::kHuge;
+  } else if (text == "base") {
+    *out = Pages::kBase;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 bool ParseMemory(const std::string &text, Memory *out) {
   if (text == "host") {
     *out = Memory::kHost;
@@ -459,6 +474,10 @@ std::string HelpText(const char *prog) {
     << "                        same buffers in its own UCP context, tcp sends and\n"
     << "                        receives them through its socket, memcpy copies to\n"
     << "                        and from its own mmap scratch buffer               [host]\n"
+    << "  --pages huge|base     pages of every mmap buffer, engine rows, baselines and\n"
+    << "                        peers alike: huge = transparent huge pages advised\n"
+    << "                        (MADV_HUGEPAGE, as numpy and MallocMem do), base =\n"
+    << "                        4 KiB pages (MADV_NOHUGEPAGE)                      [huge]\n"
     << "  --block-sizes LO:HI   powers of two from LO to HI, or a list 16K,1M         [16K:2M]\n"
     << "  --transfer-size SIZE  bytes moved per step as one batch of descriptors    [64M]\n"
     << "  --loops N             timed steps per row, after one untimed warm-up step  [3]\n"

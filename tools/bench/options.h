@@ -18,6 +18,13 @@ enum class TargetProgress { kEvent, kPoll };
 // kAdxl = AdxlEngine::MallocMem(MEM_HOST) with both engines initialized with
 // EnableUseFabricMem=1, so that a same-node peer maps the memory directly.
 enum class Memory { kHost, kAdxl };
+// The pages of every mmap buffer (engine rows, baselines, the peers' numpy
+// buffers): kHuge advises transparent huge pages (MADV_HUGEPAGE, what numpy
+// does by itself for large arrays and what MallocMem does), kBase refuses them
+// (MADV_NOHUGEPAGE).  One setting for every row, so that no row is measured on
+// cheaper pages than another: a 2 MiB page is one page to pin for cma and one
+// TLB entry, 512 of each on 4 KiB pages.
+enum class Pages { kHuge, kBase };
 // What a step moves: uniform blocks (block i <-> block i), or keys of a
 // model's KV cache between two block pools (kv_layout.h).
 enum class Workload { kUniform, kKv };
@@ -56,6 +63,7 @@ struct Options {
   int accept_timeout_s = 300;     // how long a target waits for its initiator
   TargetProgress target_progress = TargetProgress::kEvent;
   Memory memory = Memory::kHost;
+  Pages pages = Pages::kHuge;
   Workload workload = Workload::kUniform;
   std::string kv_model = "deepseek-r1";  // --model: a built-in layout or a JSON file
   int kv_tokens = 512;                   // --tokens: tokens per key
@@ -82,6 +90,9 @@ const char *ModeName(Mode mode);
 const char *MemoryOptionName(Memory memory);
 // False when `text` is neither.
 bool ParseMemory(const std::string &text, Memory *out);
+// "huge" / "base": the --pages value, also its side-channel spelling.
+const char *PagesOptionName(Pages pages);
+bool ParsePages(const std::string &text, Pages *out);
 
 }  // namespace bench
 

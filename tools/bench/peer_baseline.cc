@@ -72,7 +72,7 @@ std::string PeersPython(const std::string &venv_option, std::string *why) {
 
 std::unique_ptr<PeerDriver> PeerDriver::Create(const std::string &python, const std::string &engine, Lane lane,
                                                size_t size, size_t max_batch, int timeout_ms,
-                                               std::string *why) {
+                                               const char *pages, std::string *why) {
   const std::string script = std::string(ADXL_BENCH_SOURCE_DIR) + "/tools/bench/peers/peer_driver.py";
   int to[2], from[2];
   if (pipe2(to, O_CLOEXEC) != 0 || pipe2(from, O_CLOEXEC) != 0) {
@@ -81,7 +81,8 @@ std::unique_ptr<PeerDriver> PeerDriver::Create(const std::string &python, const 
   }
   const std::vector<std::string> env = DriverEnv(lane, max_batch);
   const std::string log = PeerLogPath(engine);
-  const std::vector<std::string> args = {python, script, "--engine", engine, "--size", std::to_string(size)};
+  const std::vector<std::string> args = {python, script, "--engine", engine, "--size", std::to_string(size),
+                                          "--pages", pages};
   std::vector<char *> argv, envp;
   for (const std::string &a : args) argv.push_back(const_cast<char *>(a.c_str()));
   argv.push_back(nullptr);

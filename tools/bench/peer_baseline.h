@@ -51,7 +51,8 @@ class PeerDriver {
   // engine: nixl, nixl_poll or mooncake.  nullptr with *why when the driver
   // cannot start or says the peer is unavailable.
   static std::unique_ptr<PeerDriver> Create(const std::string &python, const std::string &engine, Lane lane,
-                                            size_t size, size_t max_batch, int timeout_ms, std::string *why);
+                                            size_t size, size_t max_batch, int timeout_ms, const char *pages,
+                                            std::string *why);
   ~PeerDriver();
   PeerDriver(const PeerDriver &) = delete;
   PeerDriver &operator=(const PeerDriver &) = delete;

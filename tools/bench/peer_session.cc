@@ -37,7 +37,8 @@ void Session::StartPeers() {
     // The engine buffer's size (the kv pool under --workload kv); Mooncake's
     // queue as deep as the largest batch (a bandwidth step of the smallest block).
     const size_t batch = std::max<size_t>(4096, buffer_.size() / o_.block_sizes.front());
-    std::unique_ptr<PeerDriver> d = PeerDriver::Create(python, name, o_.lane, buffer_.size(), batch, o_.timeout_ms, &why);
+    std::unique_ptr<PeerDriver> d = PeerDriver::Create(python, name, o_.lane, buffer_.size(), batch, o_.timeout_ms,
+                                                       PagesOptionName(o_.pages), &why);
     if (d == nullptr) {
       notes.push_back(why);
       continue;

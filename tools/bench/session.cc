@@ -93,9 +93,9 @@ void Session::SetUp(const std::function<bool()> &keep_trying) {
   // UCX reads UCX_TLS when a context is created: before the engine starts.
   tls_ = ApplyTls(LaneTls(o_.lane));
   Hello();
-  Check(PageBuffer::Allocate(o_.transfer_size, o_.memory, &buffer_, &why), why);
+  Check(PageBuffer::Allocate(o_.transfer_size, o_.memory, o_.pages, &buffer_, &why), why);
   // The memcpy baseline's own side stays plain mmap whatever --memory says.
-  if (o_.memcpy_baseline) Check(PageBuffer::Allocate(o_.transfer_size, &scratch_, &why), why);
+  if (o_.memcpy_baseline) Check(PageBuffer::Allocate(o_.transfer_size, o_.pages, &scratch_, &why), why);
   if (DeviceHere()) Check(PageBuffer::AllocateDevice(o_.transfer_size, &device_, &why), why);
   if (DeviceThere() && o_.memcpy_baseline) Check(PageBuffer::AllocateDevice(o_.transfer_size, &device_scratch_, &why), why);
   StartEngine();
@@ -119,6 +119,7 @@ void Session::Hello() {
   hello.Set("tls", tls_.value.empty() ? "-" : tls_.value);
   hello.Set("progress", o_.target_progress == TargetProgress::kPoll ? "poll" : "event");
   hello.Set("memory", MemoryOptionName(o_.memory));
+  hello.Set("pages", PagesOptionName(o_.pages));
   hello.Set("device", DeviceThere() ? 1 : 0);
   Message ready = Call(hello);
   // The target echoes its memory: one that predates --memory says nothing,
@@ -232,6 +233,8 @@ std::string Session::MemoryDescription() const {
                          ? "host (mmap, both sides)"
                          // The baselines do not go through the engine: no mapping for them (--help).
                          : "adxl (AdxlEngine::MallocMem + EnableUseFabricMem=1, both engines; baselines unchanged)";
+  text += std::string("; mmap pages ") + PagesOptionName(o_.pages) + " (transparent huge pages here: " +
+          TransparentHugePagesSetting() + ")";
   if (DeviceHere() || DeviceThere()) {
     text += "; device: AdxlEngine::MallocMem(MEM_DEVICE), memcpy baseline by cudaMemcpy, no ucp or tcp baseline";
   }

@@ -73,7 +73,14 @@ bool SetUp(const Options &o, const Message &hello, TargetState *s, Message *read
     *why = "HELLO memory='" + wanted + "': expected host or adxl";
     return false;
   }
-  if (!PageBuffer::Allocate(size, memory, &s->buffer, why)) return false;
+  // Absent in an older initiator's HELLO: huge, as numpy gives the peers.
+  Pages pages = Pages::kHuge;
+  const std::string wanted_pages = hello.Get("pages");
+  if (!wanted_pages.empty() && !ParsePages(wanted_pages, &pages)) {
+    *why = "HELLO pages='" + wanted_pages + "': expected huge or base";
+    return false;
+  }
+  if (!PageBuffer::Allocate(size, memory, pages, &s->buffer, why)) return false;
   adxl::Status st = s->engine.Initialize(o.local_engine.c_str(), EngineOptions(memory));
   if (st != adxl::SUCCESS) {
     *why = "engine Initialize('" + o.local_engine + "') returned " + StatusName(st);

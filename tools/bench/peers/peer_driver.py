@@ -29,6 +29,7 @@ thread: the initiator polls the transfer, the target polls its agent),
 mooncake (TCP transport; MC_TCP_ENABLE_CONNECTION_POOL=1 is set by the caller).
 """
 import argparse
+import mmap
 import os
 import select
 import sys
@@ -39,12 +40,18 @@ import numpy as np
 PAGE = 4096
 
 
-def aligned_buffer(size):
-    raw = np.zeros(size + PAGE, dtype=np.uint8)
-    off = (-raw.ctypes.data) % PAGE
-    buf = raw[off:off + size]
+def aligned_buffer(size, pages):
+    """A page-aligned anonymous mapping of `size` bytes, every page touched.
+
+    Its pages follow adxl-bench's --pages, as the engine's buffers do: "huge"
+    advises transparent huge pages (numpy would do that by itself for a large
+    np.zeros), "base" refuses them.  Returns (mapping, uint8 view).
+    """
+    m = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    m.madvise(mmap.MADV_HUGEPAGE if pages == "huge" else mmap.MADV_NOHUGEPAGE)
+    buf = np.frombuffer(m, dtype=np.uint8)
     buf[::PAGE] = 1  # touch every page
-    return raw, buf
+    return m, buf
 
 
 def pattern(seed, nbytes):
@@ -197,7 +204,7 @@ def make(engine, name):
 # ------------------------------------------------------------------ target
 
 def target_main(args, pipe):
-    _, buf = aligned_buffer(args.size)
+    _, buf = aligned_buffer(args.size, args.pages)
     eng = make(args.engine, "target")
     pipe.send(f"meta {eng.register(buf)} {buf.ctypes.data}")
     poll = ENGINES[args.engine][1]
@@ -296,7 +303,7 @@ def initiator_main(args):
         if words[0] != "meta":
             raise RuntimeError("target: " + " ".join(words))
         peer_meta, peer_base = words[1], int(words[2])
-        _, buf = aligned_buffer(args.size)
+        _, buf = aligned_buffer(args.size, args.pages)
         eng = make(args.engine, "initiator")
         meta = eng.register(buf)
         eng.connect(peer_meta)
@@ -401,6 +408,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--engine", choices=sorted(ENGINES), required=True)
     p.add_argument("--size", type=int, required=True)
+    p.add_argument("--pages", choices=("huge", "base"), default="huge")
     args = p.parse_args()
     initiator_main(args)
 
