@@ -346,20 +346,8 @@ def initiator_main(args):
         try:
             if verify:
                 seed += 1
-                if op == "W":
-                    buf[:n] = pattern(seed, n)
-                    tgt.send(f"poison {n}")
-                else:
-                    tgt.send(f"fill {seed} {n}")
-                    buf[:n] = POISON
-                tgt.recv()
-            tgt.send("start")
-            cpu0 = float(tgt.recv()) + time.process_time()
-            t0 = time.perf_counter()
-            eng.transfer(op, block, count, peer_base)
-            t1 = time.perf_counter()
-            tgt.send("stop")
-            cpu1 = float(tgt.recv()) + time.process_time()
+                prepare(tgt, buf, op, seed, n)
+            seconds, cpu = timed(tgt, lambda: eng.transfer(op, block, count, peer_base))
             check = "unchecked"
             if verify:
                 if op == "W":
@@ -367,9 +355,32 @@ def initiator_main(args):
                     check = tgt.recv()
                 else:
                     check = "pass" if np.array_equal(buf[:n], pattern(seed, n)) else "fail"
-            out.send(f"ok {t1 - t0!r} {cpu1 - cpu0!r} {check}")
+            out.send(f"ok {seconds!r} {cpu!r} {check}")
         except Exception as e:
             out.send(f"err {type(e).__name__}: {e}".replace("\n", " "))
+
+
+def prepare(tgt, buf, op, seed, n):
+    """Puts seed's pattern in the first n bytes of the source, poisons the destination's."""
+    if op == "W":
+        buf[:n] = pattern(seed, n)
+        tgt.send(f"poison {n}")
+    else:
+        tgt.send(f"fill {seed} {n}")
+        buf[:n] = POISON
+    tgt.recv()
+
+
+def timed(tgt, run):
+    """Runs run() between the target's start and stop: (wall seconds, CPU seconds of both processes)."""
+    tgt.send("start")
+    cpu0 = float(tgt.recv()) + time.process_time()
+    t0 = time.perf_counter()
+    run()
+    t1 = time.perf_counter()
+    tgt.send("stop")
+    cpu1 = float(tgt.recv()) + time.process_time()
+    return t1 - t0, cpu1 - cpu0
 
 
 def kv_step(eng, tgt, buf, peer_base, plan, plan_id, images, op, verify):
@@ -377,21 +388,13 @@ def kv_step(eng, tgt, buf, peer_base, plan, plan_id, images, op, verify):
     pool, calls = plan
     seed = 1 if op == "W" else 2  # fixed per direction: the destination is poisoned before every step
     if verify:
-        if op == "W":
-            buf[:pool] = pattern(seed, pool)
-            tgt.send(f"poison {pool}")
-        else:
-            tgt.send(f"fill {seed} {pool}")
-            buf[:pool] = POISON
-        tgt.recv()
-    tgt.send("start")
-    cpu0 = float(tgt.recv()) + time.process_time()
-    t0 = time.perf_counter()
-    for i, (local, remote, lengths) in enumerate(calls):
-        eng.call(op, (op, plan_id, i), local, remote, lengths, peer_base)
-    t1 = time.perf_counter()
-    tgt.send("stop")
-    cpu1 = float(tgt.recv()) + time.process_time()
+        prepare(tgt, buf, op, seed, pool)
+
+    def run():
+        for i, (local, remote, lengths) in enumerate(calls):
+            eng.call(op, (op, plan_id, i), local, remote, lengths, peer_base)
+
+    seconds, cpu = timed(tgt, run)
     check = "unchecked"
     if verify:
         if op == "R" and op not in images:
@@ -401,7 +404,7 @@ def kv_step(eng, tgt, buf, peer_base, plan, plan_id, images, op, verify):
             check = tgt.recv()
         else:
             check = "pass" if np.array_equal(buf[:pool], images[op]) else "fail"
-    return f"ok {t1 - t0!r} {cpu1 - cpu0!r} {check}"
+    return f"ok {seconds!r} {cpu!r} {check}"
 
 
 def main():
