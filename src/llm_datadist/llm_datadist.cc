@@ -105,11 +105,14 @@ class LlmDataDist::LlmDataDistImpl {
     ADXL_ERROR("%s: LlmDataDist of cluster %lu is not initialized", what, static_cast<unsigned long>(cluster_id));
     return LLM_FAILED;
   }
-  // Ready(), then the layer ranges of a pull or push.
-  Status ReadyWithLayers(const char *what, const KvCacheExtParam &p, internal::LayerRangeArgs *layers)
-      ADXL_EXCLUDES(mu) {
-    const Status s = Ready(what);
-    return s == LLM_SUCCESS ? ToLayers(what, p, layers) : s;
+  // The body of a pull or push: Ready(), the layer ranges of `p`, then
+  // move(layers) (one call of the cache manager).
+  template <typename Move>
+  Status WithLayers(const char *what, const KvCacheExtParam &p, Move move) ADXL_EXCLUDES(mu) {
+    internal::LayerRangeArgs layers;
+    Status s = Ready(what);
+    if (s == LLM_SUCCESS) s = ToLayers(what, p, &layers);
+    return s == LLM_SUCCESS ? move(layers) : s;
   }
   // The registered cache `cache_id`, with one ERROR line when there is none.
   Status Local(const char *what, int64_t cache_id, internal::Cache *c) {
@@ -364,42 +367,32 @@ Status LlmDataDist::UnregisterKvCache(int64_t cache_id) {
 
 Status LlmDataDist::PullKvCache(const CacheIndex &src_cache_index, const Cache &dst_cache, uint32_t batch_index,
                                 int64_t size, const KvCacheExtParam &ext_param) {
-  const char *what = "PullKvCache";
-  internal::LayerRangeArgs layers;
-  const Status s = impl_->ReadyWithLayers(what, ext_param, &layers);
-  if (s != LLM_SUCCESS) return s;
-  return impl_->cm.PullCache(ToKey(src_cache_index), ById(dst_cache.cache_id), batch_index, size, layers);
+  return impl_->WithLayers("PullKvCache", ext_param, [&](const internal::LayerRangeArgs &layers) {
+    return impl_->cm.PullCache(ToKey(src_cache_index), ById(dst_cache.cache_id), batch_index, size, layers);
+  });
 }
 
 Status LlmDataDist::PullKvBlocks(const CacheIndex &src_cache_index, const Cache &dst_cache,
                                  const std::vector<uint64_t> &src_blocks, const std::vector<uint64_t> &dst_blocks,
                                  const KvCacheExtParam &ext_param) {
-  const char *what = "PullKvBlocks";
-  internal::LayerRangeArgs layers;
-  const Status s = impl_->ReadyWithLayers(what, ext_param, &layers);
-  if (s != LLM_SUCCESS) return s;
-  return impl_->cm.PullBlocksById(ToKey(src_cache_index), ById(dst_cache.cache_id), src_blocks, dst_blocks,
-                                  layers);
+  return impl_->WithLayers("PullKvBlocks", ext_param, [&](const internal::LayerRangeArgs &layers) {
+    return impl_->cm.PullBlocksById(ToKey(src_cache_index), ById(dst_cache.cache_id), src_blocks, dst_blocks, layers);
+  });
 }
 
 Status LlmDataDist::PushKvCache(const Cache &src_cache, const CacheIndex &dst_cache_index, uint32_t src_batch_index,
                                 int64_t size, const KvCacheExtParam &ext_param) {
-  const char *what = "PushKvCache";
-  internal::LayerRangeArgs layers;
-  const Status s = impl_->ReadyWithLayers(what, ext_param, &layers);
-  if (s != LLM_SUCCESS) return s;
-  return impl_->cm.PushCache(ToKey(dst_cache_index), ById(src_cache.cache_id), src_batch_index, size, layers);
+  return impl_->WithLayers("PushKvCache", ext_param, [&](const internal::LayerRangeArgs &layers) {
+    return impl_->cm.PushCache(ToKey(dst_cache_index), ById(src_cache.cache_id), src_batch_index, size, layers);
+  });
 }
 
 Status LlmDataDist::PushKvBlocks(const Cache &src_cache, const CacheIndex &dst_cache_index,
                                  const std::vector<uint64_t> &src_blocks, const std::vector<uint64_t> &dst_blocks,
                                  const KvCacheExtParam &ext_param) {
-  const char *what = "PushKvBlocks";
-  internal::LayerRangeArgs layers;
-  const Status s = impl_->ReadyWithLayers(what, ext_param, &layers);
-  if (s != LLM_SUCCESS) return s;
-  return impl_->cm.PushBlocksById(ToKey(dst_cache_index), ById(src_cache.cache_id), src_blocks, dst_blocks,
-                                  layers);
+  return impl_->WithLayers("PushKvBlocks", ext_param, [&](const internal::LayerRangeArgs &layers) {
+    return impl_->cm.PushBlocksById(ToKey(dst_cache_index), ById(src_cache.cache_id), src_blocks, dst_blocks, layers);
+  });
 }
 
 Status LlmDataDist::CopyKvCache(const Cache &src_cache, const Cache &dst_cache, uint32_t src_batch_index,
