@@ -23,7 +23,9 @@
 //    Links are two-way, as the vendor's default backend's: the linked
 //    cluster may pull from / push to the linking one, over a connection it
 //    makes back on first use (EnsureReverse) to the address the linking
-//    side announced (it must listen).  With the option llm.TransferBackend
+//    side announced: a linking side without a listen address starts
+//    listening on an ephemeral port before its first link, as the vendor's
+//    communicator needs no listener for this.  With the option llm.TransferBackend
 //    "hixl" (Initialize's options) links are one-way, as the vendor's HIXL
 //    backend's: only the linking side moves data.
 //    Pulling from or pushing to one's own cluster is LLM_PARAM_INVALID.
@@ -186,6 +188,11 @@ class CacheManager {
   class Impl;
 
  private:
+  // Two-way links need the linking side reachable: a cluster that does not
+  // listen starts listening (Rebind) on an ephemeral port of the address it
+  // reaches clusters[0] from, before its first link (reach_back.cc).
+  void ListenToBeReachedBack(const std::vector<ClusterInfo> &clusters);
+
   std::unique_ptr<Impl> impl_;
 };
 

@@ -223,6 +223,7 @@ Status UnlinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterI
 
 Status CacheManager::LinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
                                   int32_t timeout_ms) {
+  ListenToBeReachedBack(clusters);
   return ForEachCluster(impl_.get(), "LinkClusters", clusters, rets, timeout_ms, LinkStep);
 }
 

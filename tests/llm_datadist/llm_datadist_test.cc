@@ -305,5 +305,32 @@ TEST(LlmDataDist, SetRoleWithoutEnableSwitchRoleAsTheVendorsExamples) {
   EXPECT_EQ(a.SetRole(LlmRole::kDecoder), LLM_SUCCESS);
 }
 
+// Links are two-way on the default backend, also when the linking side has no
+// llm.ListenIpInfo (the vendor's switch_role sample: a cluster that stopped
+// listening links and is pushed to over that link): it starts listening on an
+// ephemeral port at its first link, and the linked cluster connects back.
+TEST(LlmDataDist, ALinkingSideWithoutListenAddressIsPushedToOverItsLink) {
+  const uint16_t port = FreePort();
+  LlmDataDist prompt(1, LlmRole::kPrompt), decoder(2, LlmRole::kDecoder);
+  ASSERT_EQ(prompt.Initialize({{OPTION_LISTEN_IP_INFO, Listen(port).c_str()}}), LLM_SUCCESS);
+  ASSERT_EQ(decoder.Initialize({}), LLM_SUCCESS);
+  Tensors p(2, 4, 9), d(2, 4, 0);
+  int64_t pid = -1, did = -1;
+  ASSERT_EQ(prompt.RegisterKvCache(HostDesc(2, {4, 16}), p.addrs(), {}, pid), LLM_SUCCESS);
+  ASSERT_EQ(decoder.RegisterKvCache(HostDesc(2, {4, 16}), d.addrs(), {}, did), LLM_SUCCESS);
+  std::vector<Status> rets;
+  ASSERT_EQ(decoder.LinkLlmClusters({Remote(1, port)}, rets, 3000), LLM_SUCCESS);
+  Cache pc{};
+  pc.cache_id = pid;
+  ASSERT_EQ(prompt.PushKvBlocks(pc, Index(2, did), {0, 3}, {1, 2}), LLM_SUCCESS);
+  for (uint32_t t = 0; t < 2; ++t) EXPECT_TRUE(d.Row(t, 1, p, t, 0) && d.Row(t, 2, p, t, 3)) << t;
+  Cache dc{};
+  dc.cache_id = did;
+  ASSERT_EQ(decoder.PullKvBlocks(Index(1, pid), dc, {2}, {3}), LLM_SUCCESS);  // and the linking side still pulls
+  for (uint32_t t = 0; t < 2; ++t) EXPECT_TRUE(d.Row(t, 3, p, t, 2)) << t;
+  ASSERT_EQ(decoder.UnlinkLlmClusters({Remote(1, port)}, rets, 3000, true), LLM_SUCCESS);
+  ASSERT_EQ(prompt.UnlinkLlmClusters({Remote(2, 0)}, rets, 3000, true), LLM_SUCCESS);
+}
+
 }  // namespace
 }  // namespace llm_datadist
