@@ -104,14 +104,16 @@ class CacheManager {
   Status UnregisterCache(int64_t cache_id);
 
   // rets gets one status per cluster; the result is LLM_SUCCESS when all
-  // succeeded, else the first failure.
+  // succeeded, else the last failure (the vendor's).
   Status LinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
                       int32_t timeout_ms = 3000);
-  // By remote_cluster_id (remote_engine is not used).  Drops the link to the
-  // cluster and the record of its link to this one; tells the peer.  force:
-  // LLM_SUCCESS whatever the peer answers, also for a cluster with no link
-  // either way (the vendor's forced unlink); without it such a cluster is
-  // LLM_NOT_YET_LINK and a failed disconnect LLM_UNLINK_FAILED.
+  // By remote_cluster_id.  Drops the link to the cluster and the record of
+  // its link to this one; tells the peer.  force: LLM_SUCCESS whatever the
+  // peer answers, also for a cluster with no link either way (the vendor's
+  // forced unlink); without it such a cluster is LLM_NOT_YET_LINK, a failed
+  // disconnect LLM_UNLINK_FAILED, and on the two-way backend a cluster with
+  // an empty remote_engine (the vendor wants exactly one remote ip info)
+  // LLM_PARAM_INVALID, nothing dropped.
   Status UnlinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
                         int32_t timeout_ms = 3000, bool force = false);
 

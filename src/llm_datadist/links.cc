@@ -122,7 +122,7 @@ using ClusterStep = std::function<Status(CacheManager::Impl *impl, const OpConte
 
 // What LinkClusters and UnlinkClusters share: the start of the call, the
 // timeout check, one `step` per cluster with its status in rets, and the
-// first failure as the result.
+// last failure as the result (as the vendor's LLMLinkManager).
 Status ForEachCluster(CacheManager::Impl *impl, const char *what, const std::vector<ClusterInfo> &clusters,
                       std::vector<Status> &rets, int32_t timeout_ms, const ClusterStep &step)
     ADXL_EXCLUDES(impl->mu) {
@@ -143,12 +143,12 @@ Status ForEachCluster(CacheManager::Impl *impl, const char *what, const std::vec
     stale.swap(impl->stale);
   }
   for (const std::string &name : stale) ctx.engine->Disconnect(name.c_str(), timeout_ms);
-  Status first = LLM_SUCCESS;
+  Status result = LLM_SUCCESS;
   for (size_t i = 0; i < clusters.size(); ++i) {
     rets[i] = step(impl, ctx, clusters[i], timeout_ms);
-    if (first == LLM_SUCCESS) first = rets[i];
+    if (rets[i] != LLM_SUCCESS) result = rets[i];  // the vendor's: the last failure
   }
-  return first;
+  return result;
 }
 
 // Reserves the cluster id (so that a concurrent call sees it as linked),
@@ -189,6 +189,13 @@ Status UnlinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterI
   bool had_incoming = false;
   {
     adxl::MutexLock lock(&impl->mu);
+    if (!force && impl->two_way && c.remote_engine.empty()) {
+      // The vendor's default backend asks the peer at the one address given;
+      // refused before anything is dropped.
+      ADXL_ERROR("UnlinkClusters: cluster %lu: without force_flag exactly one remote ip info (ip and port) is "
+                 "needed; nothing unlinked", static_cast<unsigned long>(c.remote_cluster_id));
+      return LLM_PARAM_INVALID;
+    }
     auto it = impl->links.find(c.remote_cluster_id);
     if (it != impl->links.end()) {
       link = std::move(it->second);
