@@ -165,11 +165,13 @@ def run_push_flow(backend, device=False):
         with pytest.raises(LLMException) as e:  # the link is gone
             dd.cache_manager.pull_blocks(BlocksCacheKey(PREFILL, 0), cache, SRC_BLOCKS, DST_BLOCKS)
         assert e.value.status_code == LLMStatusCode.LLM_NOT_YET_LINK
-        # Again, forced: nothing left to unlink is LLM_SUCCESS; without force LLM_NOT_YET_LINK, and on the
-        # default backend (this decoder's) a cluster without its one remote ip info is LLM_PARAM_INVALID (the
-        # vendor's).
+        # Again, forced: nothing left to unlink is LLM_SUCCESS; without force the peer is asked at the address
+        # given and answers (LLM_SUCCESS), and on the default backend (this decoder's) a cluster without its one
+        # remote ip info is LLM_PARAM_INVALID (the vendor's).
         assert dd.unlink_clusters([only_id(PREFILL)], 3000, force=True)[1] == [LLMStatusCode.LLM_SUCCESS]
-        assert dd.unlink_clusters([with_ip(PREFILL, port)], 3000)[1] == [LLMStatusCode.LLM_NOT_YET_LINK]
+        assert dd.unlink_clusters([with_ip(PREFILL, port)], 3000)[1] == [LLMStatusCode.LLM_SUCCESS]
+        assert dd.unlink_clusters([with_ip(PREFILL, free_tcp_port())], 3000)[1] == [
+            LLMStatusCode.LLM_UNLINK_FAILED]
         assert dd.unlink_clusters([only_id(PREFILL)], 3000)[1] == [LLMStatusCode.LLM_PARAM_INVALID]
         dd.cache_manager.unregister_cache(cache.cache_id)
         dd.finalize()

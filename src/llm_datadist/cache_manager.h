@@ -110,10 +110,12 @@ class CacheManager {
   // By remote_cluster_id.  Drops the link to the cluster and the record of
   // its link to this one; tells the peer.  force: LLM_SUCCESS whatever the
   // peer answers, also for a cluster with no link either way (the vendor's
-  // forced unlink); without it such a cluster is LLM_NOT_YET_LINK, a failed
-  // disconnect LLM_UNLINK_FAILED, and on the two-way backend a cluster with
-  // an empty remote_engine (the vendor wants exactly one remote ip info)
-  // LLM_PARAM_INVALID, nothing dropped.
+  // forced unlink); without it, on the two-way backend, such a cluster is
+  // asked at remote_engine as the vendor's (LLM_SUCCESS when it answers,
+  // LLM_UNLINK_FAILED when it cannot be reached; LLM_NOT_YET_LINK on the
+  // hixl backend), a failed disconnect is LLM_UNLINK_FAILED, and a cluster
+  // with an empty remote_engine (the vendor wants exactly one remote ip
+  // info) LLM_PARAM_INVALID, nothing dropped.
   Status UnlinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
                         int32_t timeout_ms = 3000, bool force = false);
 

@@ -151,7 +151,8 @@ TEST(LlmDataDist, ArgumentChecksGiveTheVendorCodes) {
             1);
   EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.PullKvCache(Index(2, 1), c), LLM_NOT_YET_LINK); }), 1);
   EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.UnregisterKvCache(id + 100), LLM_KV_CACHE_NOT_EXIST); }), 1);
-  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.UnlinkLlmClusters({Remote(2, 1)}, rets), LLM_NOT_YET_LINK); }), 1);
+  // Not linked either way: the vendor asks the peer at the address given; nobody answers there.
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.UnlinkLlmClusters({Remote(2, 1)}, rets), LLM_UNLINK_FAILED); }), 1);
   // No llm.EnableSwitchRole needed (the vendor's C++ layer); a Prompt needs a listen address.
   EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.SetRole(LlmRole::kPrompt), LLM_PARAM_INVALID); }), 1);
   EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.SetRole(static_cast<LlmRole>(9)), LLM_PARAM_INVALID); }), 1);
@@ -345,8 +346,13 @@ TEST(LlmDataDist, LinkResultIsTheLastFailure) {
   EXPECT_EQ(rets, (std::vector<Status>{LLM_PARAM_INVALID, LLM_LINK_FAILED}));
   EXPECT_EQ(decoder.LinkLlmClusters({nobody, no_ip}, rets, 500), LLM_PARAM_INVALID);
   EXPECT_EQ(rets, (std::vector<Status>{LLM_LINK_FAILED, LLM_PARAM_INVALID}));
-  // The same through the cache layer's own loop (UnlinkClusters shares it): 6 was never linked, 2 is this cluster.
-  EXPECT_EQ(decoder.UnlinkLlmClusters({Remote(6, 1), Remote(7, 1)}, rets, 500), LLM_NOT_YET_LINK);
+  // Unlink: nobody answers at port 1 for 6, 7 has no ip info (unforced): the last failure.
+  ClusterInfo seven{};
+  seven.remote_cluster_id = 7;
+  EXPECT_EQ(decoder.UnlinkLlmClusters({Remote(6, 1), seven}, rets, 500), LLM_PARAM_INVALID);
+  EXPECT_EQ(rets, (std::vector<Status>{LLM_UNLINK_FAILED, LLM_PARAM_INVALID}));
+  EXPECT_EQ(decoder.UnlinkLlmClusters({seven, Remote(6, 1)}, rets, 500), LLM_UNLINK_FAILED);
+  // The same through the cache layer's own loop: 2 is this cluster.
   EXPECT_EQ(decoder.LinkLlmClusters({Remote(2, 1), nobody}, rets, 500), LLM_LINK_FAILED);
   EXPECT_EQ(rets, (std::vector<Status>{LLM_PARAM_INVALID, LLM_LINK_FAILED}));
   EXPECT_EQ(decoder.LinkLlmClusters({nobody, Remote(2, 1)}, rets, 500), LLM_PARAM_INVALID);
