@@ -10,9 +10,10 @@
 //  - Initialize(options) before anything else; every other call before it or
 //    after Finalize is LLM_FAILED.  A cluster that others link to listens on
 //    OPTION_LISTEN_IP_INFO ("ip:port"); the Prompt role must have it.
-//  - LinkLlmClusters connects to each cluster's remote_ip_infos[0]; the
-//    linking side is the one that pulls and pushes.  rets holds one status
-//    per cluster; the call returns the first failure.
+//  - LinkLlmClusters connects to each cluster's remote_ip_infos[0]; links
+//    are two-way on the default backend, one-way (the linking side moves
+//    data) with llm.TransferBackend "hixl".  rets holds one status per
+//    cluster; the call returns the last failure, as the vendor's.
 //  - A cache is a set of num_tensors tensors of one shape; dimension 0 is
 //    the batch (PullKvCache / PushKvCache: batch_index) or the block
 //    (PullKvBlocks / PushKvBlocks / CopyKvBlocks).  Caches are named by id:

@@ -1,6 +1,7 @@
 """CacheManager: registration, pulls and pushes by key, the host-pool
 allocations, local copies and swaps, and the layer-wise push."""
 import ctypes
+import os
 
 from . import _native
 from .errors import LLMException, LLMStatusCode, _ParamInvalid, _check
@@ -13,8 +14,28 @@ from .validation import (_NUM_TENSORS_PER_LAYER, _U64, _block_map, _int, _int_se
 _cudart = None
 
 
+class _AclRuntime:
+    """The ACL runtime already loaded into this process (libascendcl: the host ACL emulation, emulation/acl, or
+    a real one), as the one call swap_blocks makes: cudaMemcpy's arguments, aclrtMemcpy's (its kinds 1 and 2 are
+    host-to-device and device-to-host too)."""
+
+    def __init__(self, lib):
+        self._lib = lib
+
+    def cudaMemcpy(self, dst, src, count, kind):  # noqa: N802 - the CUDA call's name
+        return self._lib.aclrtMemcpy(dst, count, src, count, kind)
+
+
+def _acl_runtime():
+    try:
+        lib = ctypes.CDLL("libascendcl.so", mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
+    except OSError:
+        return None
+    return _AclRuntime(lib) if hasattr(lib, "aclrtMemcpy") else None
+
+
 def _device_runtime():
-    """The CUDA runtime (ctypes), or None where there is none."""
+    """The CUDA runtime (ctypes), else the ACL runtime loaded in this process, or None where there is none."""
     global _cudart
     if _cudart is None:
         for name in ("libcudart.so", "libcudart.so.12", "libcudart.so.11.0"):
@@ -27,7 +48,7 @@ def _device_runtime():
             except OSError:
                 continue
         else:
-            _cudart = False
+            _cudart = _acl_runtime() or False
     return _cudart or None
 
 
@@ -222,8 +243,8 @@ class CacheManager:
         _native.copy_host([(a + d * bb, a + s * bb, bb) for a in cache.tensor_addrs for s, d in pairs])
 
     def swap_blocks(self, src_cache, dst_cache, src_to_dst):
-        """Blocks between a host and a device cache ({src block: dst block}); needs a device runtime (CUDA):
-        LLMException(LLM_FEATURE_NOT_ENABLED) where there is none."""
+        """Blocks between a host and a device cache ({src block: dst block}); needs a device runtime (CUDA, or the
+        ACL runtime loaded in this process): LLMException(LLM_FEATURE_NOT_ENABLED) where there is none."""
         _type(src_cache, Cache, "src_cache")
         _type(dst_cache, Cache, "dst_cache")
         pairs = _block_map(src_to_dst, "src_to_dst", False)
@@ -243,7 +264,7 @@ class CacheManager:
             raise _ParamInvalid(f"swap_blocks: swap from {places[0]} to {places[1]} is not supported")
         rt = _device_runtime()
         if rt is None:
-            raise LLMException("swap_blocks: no device runtime (CUDA) in this process: host<->device copies are "
+            raise LLMException("swap_blocks: no device runtime (CUDA or ACL) in this process: host<->device copies are "
                                "unsupported here", LLMStatusCode.LLM_FEATURE_NOT_ENABLED)
         kind = 1 if places[0] == Placement.HOST else 2  # cudaMemcpyHostToDevice / DeviceToHost
         for sa, da in zip(src_cache.tensor_addrs, dst_cache.tensor_addrs):

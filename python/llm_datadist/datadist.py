@@ -78,15 +78,18 @@ class LLMDataDist:
         return _code(s), [_code(r) for r in rets]
 
     def unlink_clusters(self, clusters, timeout=3000, force=False):
-        """By remote_cluster_id (no ip info needed); per-cluster statuses.  force: the link is dropped here
-        whatever the peer answers, and a cluster with no link either way is LLM_SUCCESS (the C++ cache layer's
+        """By remote_cluster_id; per-cluster statuses.  force: the link is dropped here whatever the peer answers,
+        and a cluster with no link either way is LLM_SUCCESS; without force, on the default backend, a cluster
+        without exactly one remote ip info is LLM_PARAM_INVALID, as the vendor's (the C++ cache layer's
         UnlinkClusters)."""
         _need(clusters, "clusters")
         if not isinstance(clusters, (list, tuple)):
             raise TypeError("clusters must be a list or tuple of LLMClusterInfo")
         _type(force, bool, "force")
-        cl = [(_int(_type(c, LLMClusterInfo, "clusters[]").remote_cluster_id, "remote_cluster_id"), "")
-              for c in clusters]
+        # The peer's address when the cluster carries exactly one remote ip info: without force the C++ layer
+        # wants it on the default backend (the vendor asks the peer), else LLM_PARAM_INVALID for that cluster.
+        cl = [(_int(_type(c, LLMClusterInfo, "clusters[]").remote_cluster_id, "remote_cluster_id"),
+               c._engine() if len(c._remote_ip_info_list) == 1 else "") for c in clusters]
         s, rets = self.cache_manager._m.unlink_clusters(cl, _int(timeout, "timeout", 1, 2 ** 31 - 1), force)
         return _code(s), [_code(r) for r in rets]
 

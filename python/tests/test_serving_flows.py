@@ -165,9 +165,14 @@ def run_push_flow(backend, device=False):
         with pytest.raises(LLMException) as e:  # the link is gone
             dd.cache_manager.pull_blocks(BlocksCacheKey(PREFILL, 0), cache, SRC_BLOCKS, DST_BLOCKS)
         assert e.value.status_code == LLMStatusCode.LLM_NOT_YET_LINK
-        # Again, forced: nothing left to unlink is LLM_SUCCESS; without force LLM_NOT_YET_LINK.
+        # Again, forced: nothing left to unlink is LLM_SUCCESS; without force the peer is asked at the address
+        # given and answers (LLM_SUCCESS), and on the default backend (this decoder's) a cluster without its one
+        # remote ip info is LLM_PARAM_INVALID (the vendor's).
         assert dd.unlink_clusters([only_id(PREFILL)], 3000, force=True)[1] == [LLMStatusCode.LLM_SUCCESS]
-        assert dd.unlink_clusters([only_id(PREFILL)], 3000)[1] == [LLMStatusCode.LLM_NOT_YET_LINK]
+        assert dd.unlink_clusters([with_ip(PREFILL, port)], 3000)[1] == [LLMStatusCode.LLM_SUCCESS]
+        assert dd.unlink_clusters([with_ip(PREFILL, free_tcp_port())], 3000)[1] == [
+            LLMStatusCode.LLM_UNLINK_FAILED]
+        assert dd.unlink_clusters([only_id(PREFILL)], 3000)[1] == [LLMStatusCode.LLM_PARAM_INVALID]
         dd.cache_manager.unregister_cache(cache.cache_id)
         dd.finalize()
         to_peer.put("done")
@@ -435,3 +440,18 @@ def test_decoder_finalizes_and_links_again_prefill_pushes_again():
     finally:
         p.join(30)
     assert p.exitcode == 0
+
+
+def test_link_results_are_the_last_failure():
+    """As the vendor's LLMLinkManager: the call's status is the last failing cluster's; rets has each one's."""
+    port = free_tcp_port()
+    dd = init(LLMRole.DECODER, DECODE)
+    nobody = with_ip(PREFILL, port)  # nothing listens there
+    own = with_ip(DECODE, port)  # this cluster itself
+    ret, rets = dd.link_clusters([own, nobody], 500)
+    assert ret == LLMStatusCode.LLM_LINK_FAILED
+    assert list(rets) == [LLMStatusCode.LLM_PARAM_INVALID, LLMStatusCode.LLM_LINK_FAILED]
+    ret, rets = dd.link_clusters([nobody, own], 500)
+    assert ret == LLMStatusCode.LLM_PARAM_INVALID
+    assert list(rets) == [LLMStatusCode.LLM_LINK_FAILED, LLMStatusCode.LLM_PARAM_INVALID]
+    dd.finalize()

@@ -382,6 +382,7 @@ Status CacheManager::Initialize(uint64_t cluster_id, const std::string &local_en
   }
   impl_->cluster_id = cluster_id;
   impl_->local_name = local_engine;
+  impl_->engine_options = engine_options;
   impl_->engine = engine.get();
   impl_->owned = std::move(engine);
   s = impl_->Start("Initialize");

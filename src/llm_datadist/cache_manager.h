@@ -23,7 +23,9 @@
 //    Links are two-way, as the vendor's default backend's: the linked
 //    cluster may pull from / push to the linking one, over a connection it
 //    makes back on first use (EnsureReverse) to the address the linking
-//    side announced (it must listen).  With the option llm.TransferBackend
+//    side announced: a linking side without a listen address starts
+//    listening on an ephemeral port before its first link, as the vendor's
+//    communicator needs no listener for this.  With the option llm.TransferBackend
 //    "hixl" (Initialize's options) links are one-way, as the vendor's HIXL
 //    backend's: only the linking side moves data.
 //    Pulling from or pushing to one's own cluster is LLM_PARAM_INVALID.
@@ -102,14 +104,18 @@ class CacheManager {
   Status UnregisterCache(int64_t cache_id);
 
   // rets gets one status per cluster; the result is LLM_SUCCESS when all
-  // succeeded, else the first failure.
+  // succeeded, else the last failure (the vendor's).
   Status LinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
                       int32_t timeout_ms = 3000);
-  // By remote_cluster_id (remote_engine is not used).  Drops the link to the
-  // cluster and the record of its link to this one; tells the peer.  force:
-  // LLM_SUCCESS whatever the peer answers, also for a cluster with no link
-  // either way (the vendor's forced unlink); without it such a cluster is
-  // LLM_NOT_YET_LINK and a failed disconnect LLM_UNLINK_FAILED.
+  // By remote_cluster_id.  Drops the link to the cluster and the record of
+  // its link to this one; tells the peer.  force: LLM_SUCCESS whatever the
+  // peer answers, also for a cluster with no link either way (the vendor's
+  // forced unlink); without it, on the two-way backend, such a cluster is
+  // asked at remote_engine as the vendor's (LLM_SUCCESS when it answers,
+  // LLM_UNLINK_FAILED when it cannot be reached; LLM_NOT_YET_LINK on the
+  // hixl backend), a failed disconnect is LLM_UNLINK_FAILED, and a cluster
+  // with an empty remote_engine (the vendor wants exactly one remote ip
+  // info) LLM_PARAM_INVALID, nothing dropped.
   Status UnlinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
                         int32_t timeout_ms = 3000, bool force = false);
 
@@ -186,6 +192,11 @@ class CacheManager {
   class Impl;
 
  private:
+  // Two-way links need the linking side reachable: a cluster that does not
+  // listen starts listening (Rebind) on an ephemeral port of the address it
+  // reaches clusters[0] from, before its first link (reach_back.cc).
+  void ListenToBeReachedBack(const std::vector<ClusterInfo> &clusters);
+
   std::unique_ptr<Impl> impl_;
 };
 

@@ -117,6 +117,9 @@ class CacheManager::Impl {
   int busy ADXL_GUARDED_BY(mu) = 0;           // operations doing I/O outside mu
   uint64_t cluster_id ADXL_GUARDED_BY(mu) = 0;
   std::string local_name ADXL_GUARDED_BY(mu);
+  // The owned engine's options (Initialize's, less the layer's own), for a
+  // Rebind that only adds a listener (reach_back.cc).
+  std::map<adxl::AscendString, adxl::AscendString> engine_options ADXL_GUARDED_BY(mu);
   std::unique_ptr<adxl::AdxlEngine> owned ADXL_GUARDED_BY(mu);
   adxl::AdxlEngine *engine ADXL_GUARDED_BY(mu) = nullptr;
   int32_t timeout_ms ADXL_GUARDED_BY(mu) = 1000;

@@ -122,7 +122,7 @@ using ClusterStep = std::function<Status(CacheManager::Impl *impl, const OpConte
 
 // What LinkClusters and UnlinkClusters share: the start of the call, the
 // timeout check, one `step` per cluster with its status in rets, and the
-// first failure as the result.
+// last failure as the result (as the vendor's LLMLinkManager).
 Status ForEachCluster(CacheManager::Impl *impl, const char *what, const std::vector<ClusterInfo> &clusters,
                       std::vector<Status> &rets, int32_t timeout_ms, const ClusterStep &step)
     ADXL_EXCLUDES(impl->mu) {
@@ -143,12 +143,12 @@ Status ForEachCluster(CacheManager::Impl *impl, const char *what, const std::vec
     stale.swap(impl->stale);
   }
   for (const std::string &name : stale) ctx.engine->Disconnect(name.c_str(), timeout_ms);
-  Status first = LLM_SUCCESS;
+  Status result = LLM_SUCCESS;
   for (size_t i = 0; i < clusters.size(); ++i) {
     rets[i] = step(impl, ctx, clusters[i], timeout_ms);
-    if (first == LLM_SUCCESS) first = rets[i];
+    if (rets[i] != LLM_SUCCESS) result = rets[i];  // the vendor's: the last failure
   }
-  return first;
+  return result;
 }
 
 // Reserves the cluster id (so that a concurrent call sees it as linked),
@@ -177,6 +177,27 @@ Status LinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterInf
   return s;
 }
 
+// The vendor's unforced unlink of a cluster with no link either way still
+// goes to the peer at the address given (its LinkMsgHandler connects and
+// sends a disconnect; the peer's DestroyEntity of nothing succeeds):
+// LLM_SUCCESS when the peer answers, LLM_UNLINK_FAILED when it cannot be
+// reached.
+Status AskPeerToUnlink(const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms) {
+  const Status s = ctx.engine->Connect(c.remote_engine.c_str(), timeout_ms);
+  if (s != adxl::SUCCESS && s != adxl::ALREADY_CONNECTED) {
+    // The engine's ERROR line says why the connect failed; this one says what it was for.
+    ADXL_WARN("UnlinkClusters: cluster %lu is not linked either way, and %s, where it is asked, cannot be "
+              "reached: engine status %u", static_cast<unsigned long>(c.remote_cluster_id), c.remote_engine.c_str(),
+              s);
+    return LLM_UNLINK_FAILED;
+  }
+  TellUnlinked(*ctx.engine, c.remote_engine, ctx.cluster_id, timeout_ms);
+  if (s == adxl::SUCCESS) ctx.engine->Disconnect(c.remote_engine.c_str(), timeout_ms);  // only what we opened
+  ADXL_INFO("UnlinkClusters: cluster %lu: no link either way; told %s", static_cast<unsigned long>(c.remote_cluster_id),
+            c.remote_engine.c_str());
+  return LLM_SUCCESS;
+}
+
 // Takes the link out of the table (new transfers see LLM_NOT_YET_LINK from
 // then on), tells the peer and disconnects without the lock.  The record of
 // an incoming link from the cluster goes too.  `force` (the vendor's
@@ -187,8 +208,17 @@ Status UnlinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterI
                   bool force) ADXL_EXCLUDES(impl->mu) {
   std::shared_ptr<RemoteLink> link;
   bool had_incoming = false;
+  bool two_way = false;
   {
     adxl::MutexLock lock(&impl->mu);
+    two_way = impl->two_way;
+    if (!force && two_way && c.remote_engine.empty()) {
+      // The vendor's default backend asks the peer at the one address given;
+      // refused before anything is dropped.
+      ADXL_ERROR("UnlinkClusters: cluster %lu: without force_flag exactly one remote ip info (ip and port) is "
+                 "needed; nothing unlinked", static_cast<unsigned long>(c.remote_cluster_id));
+      return LLM_PARAM_INVALID;
+    }
     auto it = impl->links.find(c.remote_cluster_id);
     if (it != impl->links.end()) {
       link = std::move(it->second);
@@ -202,6 +232,7 @@ Status UnlinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterI
                 had_incoming ? "its incoming link is dropped here" : "no link either way (forced: nothing to do)");
       return LLM_SUCCESS;
     }
+    if (two_way) return AskPeerToUnlink(ctx, c, timeout_ms);
     ADXL_ERROR("UnlinkClusters: cluster %lu is not linked", static_cast<unsigned long>(c.remote_cluster_id));
     return LLM_NOT_YET_LINK;
   }
@@ -223,6 +254,7 @@ Status UnlinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterI
 
 Status CacheManager::LinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
                                   int32_t timeout_ms) {
+  ListenToBeReachedBack(clusters);
   return ForEachCluster(impl_.get(), "LinkClusters", clusters, rets, timeout_ms, LinkStep);
 }
 

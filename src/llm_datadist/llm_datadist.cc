@@ -251,10 +251,11 @@ Status LlmDataDist::LinkLlmClusters(const std::vector<ClusterInfo> &clusters, st
       rets[where[j]] = got[j];  // LLM_LINK_FAILED for an unreachable peer: the cache layer's
     }
   }
+  Status result = LLM_SUCCESS;  // the vendor's: the last failure
   for (Status r : rets) {
-    if (r != LLM_SUCCESS) return r;
+    if (r != LLM_SUCCESS) result = r;
   }
-  return LLM_SUCCESS;
+  return result;
 }
 
 Status LlmDataDist::UnlinkLlmClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
@@ -270,10 +271,17 @@ Status LlmDataDist::UnlinkLlmClusters(const std::vector<ClusterInfo> &clusters, 
     rets.assign(clusters.size(), LLM_PARAM_INVALID);
     return LLM_PARAM_INVALID;
   }
-  // The cache layer finds links by cluster id (the vendor's forced unlink
-  // needs no address either) and applies force_flag itself.
+  // The cache layer finds links by cluster id and applies force_flag itself;
+  // the address goes with a cluster of exactly one remote ip info (without
+  // force the vendor's default backend wants it: the peer is asked).
   std::vector<internal::ClusterInfo> todo;
-  for (const ClusterInfo &c : clusters) todo.push_back({c.remote_cluster_id, ""});
+  for (const ClusterInfo &c : clusters) {
+    std::string name;
+    if (c.remote_ip_infos.size() == 1 && c.remote_ip_infos[0].ip.GetLength() > 0 && c.remote_ip_infos[0].port > 0) {
+      (void)RemoteName(what, c, &name);
+    }
+    todo.push_back({c.remote_cluster_id, name});
+  }
   return impl_->cm.UnlinkClusters(todo, rets, timeout_in_millis, force_flag);
 }
 

@@ -109,6 +109,7 @@ Status CacheManager::Rebind(const std::string &local_engine,
         impl_->owned = std::move(fresh);
         impl_->engine = impl_->owned.get();
         impl_->local_name = local_engine;
+        impl_->engine_options = options;
         s = impl_->PublishLocked();
         if (s != LLM_SUCCESS) ADXL_ERROR("SetRole: publishing the cache table on %s failed", local_engine.c_str());
       }

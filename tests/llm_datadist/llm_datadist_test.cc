@@ -151,7 +151,8 @@ TEST(LlmDataDist, ArgumentChecksGiveTheVendorCodes) {
             1);
   EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.PullKvCache(Index(2, 1), c), LLM_NOT_YET_LINK); }), 1);
   EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.UnregisterKvCache(id + 100), LLM_KV_CACHE_NOT_EXIST); }), 1);
-  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.UnlinkLlmClusters({Remote(2, 1)}, rets), LLM_NOT_YET_LINK); }), 1);
+  // Not linked either way: the vendor asks the peer at the address given; nobody answers there.
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.UnlinkLlmClusters({Remote(2, 1)}, rets), LLM_UNLINK_FAILED); }), 1);
   // No llm.EnableSwitchRole needed (the vendor's C++ layer); a Prompt needs a listen address.
   EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.SetRole(LlmRole::kPrompt), LLM_PARAM_INVALID); }), 1);
   EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.SetRole(static_cast<LlmRole>(9)), LLM_PARAM_INVALID); }), 1);
@@ -303,6 +304,88 @@ TEST(LlmDataDist, SetRoleWithoutEnableSwitchRoleAsTheVendorsExamples) {
   ASSERT_EQ(b.UnlinkLlmClusters({Remote(1, p2)}, rets, 3000, true), LLM_SUCCESS);
   ASSERT_EQ(a.UnlinkLlmClusters({Remote(2, 0)}, rets, 3000, true), LLM_SUCCESS);  // the side that never linked
   EXPECT_EQ(a.SetRole(LlmRole::kDecoder), LLM_SUCCESS);
+}
+
+// Links are two-way on the default backend, also when the linking side has no
+// llm.ListenIpInfo (the vendor's switch_role sample: a cluster that stopped
+// listening links and is pushed to over that link): it starts listening on an
+// ephemeral port at its first link, and the linked cluster connects back.
+TEST(LlmDataDist, ALinkingSideWithoutListenAddressIsPushedToOverItsLink) {
+  const uint16_t port = FreePort();
+  LlmDataDist prompt(1, LlmRole::kPrompt), decoder(2, LlmRole::kDecoder);
+  ASSERT_EQ(prompt.Initialize({{OPTION_LISTEN_IP_INFO, Listen(port).c_str()}}), LLM_SUCCESS);
+  ASSERT_EQ(decoder.Initialize({}), LLM_SUCCESS);
+  Tensors p(2, 4, 9), d(2, 4, 0);
+  int64_t pid = -1, did = -1;
+  ASSERT_EQ(prompt.RegisterKvCache(HostDesc(2, {4, 16}), p.addrs(), {}, pid), LLM_SUCCESS);
+  ASSERT_EQ(decoder.RegisterKvCache(HostDesc(2, {4, 16}), d.addrs(), {}, did), LLM_SUCCESS);
+  std::vector<Status> rets;
+  ASSERT_EQ(decoder.LinkLlmClusters({Remote(1, port)}, rets, 3000), LLM_SUCCESS);
+  Cache pc{};
+  pc.cache_id = pid;
+  ASSERT_EQ(prompt.PushKvBlocks(pc, Index(2, did), {0, 3}, {1, 2}), LLM_SUCCESS);
+  for (uint32_t t = 0; t < 2; ++t) EXPECT_TRUE(d.Row(t, 1, p, t, 0) && d.Row(t, 2, p, t, 3)) << t;
+  Cache dc{};
+  dc.cache_id = did;
+  ASSERT_EQ(decoder.PullKvBlocks(Index(1, pid), dc, {2}, {3}), LLM_SUCCESS);  // and the linking side still pulls
+  for (uint32_t t = 0; t < 2; ++t) EXPECT_TRUE(d.Row(t, 3, p, t, 2)) << t;
+  ASSERT_EQ(decoder.UnlinkLlmClusters({Remote(1, port)}, rets, 3000, true), LLM_SUCCESS);
+  ASSERT_EQ(prompt.UnlinkLlmClusters({Remote(2, 0)}, rets, 3000, true), LLM_SUCCESS);
+}
+
+// The call's result is the last failure among the clusters, as the vendor's
+// LLMLinkManager; rets has each cluster's own.
+TEST(LlmDataDist, LinkResultIsTheLastFailure) {
+  LlmDataDist decoder(2, LlmRole::kDecoder);
+  ASSERT_EQ(decoder.Initialize({}), LLM_SUCCESS);
+  ClusterInfo no_ip{};
+  no_ip.remote_cluster_id = 5;
+  const ClusterInfo nobody = Remote(6, FreePort());  // nothing listens there
+  std::vector<Status> rets;
+  EXPECT_EQ(decoder.LinkLlmClusters({no_ip, nobody}, rets, 500), LLM_LINK_FAILED);
+  EXPECT_EQ(rets, (std::vector<Status>{LLM_PARAM_INVALID, LLM_LINK_FAILED}));
+  EXPECT_EQ(decoder.LinkLlmClusters({nobody, no_ip}, rets, 500), LLM_PARAM_INVALID);
+  EXPECT_EQ(rets, (std::vector<Status>{LLM_LINK_FAILED, LLM_PARAM_INVALID}));
+  // Unlink: nobody answers at port 1 for 6, 7 has no ip info (unforced): the last failure.
+  ClusterInfo seven{};
+  seven.remote_cluster_id = 7;
+  EXPECT_EQ(decoder.UnlinkLlmClusters({Remote(6, 1), seven}, rets, 500), LLM_PARAM_INVALID);
+  EXPECT_EQ(rets, (std::vector<Status>{LLM_UNLINK_FAILED, LLM_PARAM_INVALID}));
+  EXPECT_EQ(decoder.UnlinkLlmClusters({seven, Remote(6, 1)}, rets, 500), LLM_UNLINK_FAILED);
+  // The same through the cache layer's own loop: 2 is this cluster.
+  EXPECT_EQ(decoder.LinkLlmClusters({Remote(2, 1), nobody}, rets, 500), LLM_LINK_FAILED);
+  EXPECT_EQ(rets, (std::vector<Status>{LLM_PARAM_INVALID, LLM_LINK_FAILED}));
+  EXPECT_EQ(decoder.LinkLlmClusters({nobody, Remote(2, 1)}, rets, 500), LLM_PARAM_INVALID);
+}
+
+// Without force_flag the vendor's default backend wants exactly one remote ip
+// info per cluster (it asks the peer there): LLM_PARAM_INVALID, one ERROR
+// line, and the link stays.
+TEST(LlmDataDist, UnforcedUnlinkWithoutRemoteIpIsRefusedAndKeepsTheLink) {
+  const uint16_t port = FreePort();
+  LlmDataDist prompt(1, LlmRole::kPrompt), decoder(2, LlmRole::kDecoder);
+  ASSERT_EQ(prompt.Initialize({{OPTION_LISTEN_IP_INFO, Listen(port).c_str()}}), LLM_SUCCESS);
+  ASSERT_EQ(decoder.Initialize({}), LLM_SUCCESS);
+  Tensors p(2, 4, 11), d(2, 4, 0);
+  int64_t pid = -1, did = -1;
+  ASSERT_EQ(prompt.RegisterKvCache(HostDesc(2, {4, 16}), p.addrs(), {}, pid), LLM_SUCCESS);
+  ASSERT_EQ(decoder.RegisterKvCache(HostDesc(2, {4, 16}), d.addrs(), {}, did), LLM_SUCCESS);
+  std::vector<Status> rets;
+  ASSERT_EQ(decoder.LinkLlmClusters({Remote(1, port)}, rets, 3000), LLM_SUCCESS);
+  ClusterInfo only_id{};
+  only_id.remote_cluster_id = 1;
+  ClusterInfo two_ips = Remote(1, port);
+  two_ips.remote_ip_infos.push_back(two_ips.remote_ip_infos[0]);
+  for (const ClusterInfo &c : {only_id, two_ips}) {
+    EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(decoder.UnlinkLlmClusters({c}, rets, 3000), LLM_PARAM_INVALID); }), 1);
+    EXPECT_EQ(rets, std::vector<Status>{LLM_PARAM_INVALID});
+  }
+  Cache dc{};
+  dc.cache_id = did;
+  ASSERT_EQ(decoder.PullKvBlocks(Index(1, pid), dc, {1}, {2}), LLM_SUCCESS);  // still linked
+  for (uint32_t t = 0; t < 2; ++t) EXPECT_TRUE(d.Row(t, 2, p, t, 1)) << t;
+  EXPECT_EQ(decoder.UnlinkLlmClusters({Remote(1, port)}, rets, 3000), LLM_SUCCESS);
+  EXPECT_EQ(prompt.UnlinkLlmClusters({only_id}, rets, 3000, true), LLM_SUCCESS);
 }
 
 }  // namespace

@@ -1,0 +1,106 @@
+// CacheManager::ListenToBeReachedBack (cache_manager.h): on the two-way
+// backend the cluster a LinkClusters links to may pull from and push to the
+// linking one, by connecting back to the listen address the link notify
+// announces.  The vendor's communicator needs no listener for that (its
+// switch_role sample links from a cluster that just stopped listening and
+// is pushed to over that link), so a linking cluster without a listen
+// address starts listening before its first link: on an ephemeral port of
+// the local address it reaches the first cluster from.  Best effort: when
+// that cannot be done the link is made as before (client only; the other
+// side's push then says why it cannot reach back).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cache_manager.h"
+#include "cache_manager_impl.h"
+#include "common/log.h"
+
+namespace llm_datadist::internal {
+namespace {
+
+// The IPv4 address this host reaches `remote` ("ip:port") from, or "" (an
+// IPv6 or unparsable name): a UDP connect sends nothing, it only routes.
+std::string SourceAddressFor(const std::string &remote) {
+  const auto colon = remote.rfind(':');
+  if (colon == std::string::npos || remote[0] == '[') return "";
+  sockaddr_in peer{};
+  peer.sin_family = AF_INET;
+  peer.sin_port = htons(static_cast<uint16_t>(std::strtoul(remote.c_str() + colon + 1, nullptr, 10)));
+  if (inet_pton(AF_INET, remote.substr(0, colon).c_str(), &peer.sin_addr) != 1) return "";
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "";
+  std::string out;
+  sockaddr_in mine{};
+  socklen_t len = sizeof(mine);
+  char text[INET_ADDRSTRLEN] = {};
+  if (connect(fd, reinterpret_cast<const sockaddr *>(&peer), sizeof(peer)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr *>(&mine), &len) == 0 &&
+      inet_ntop(AF_INET, &mine.sin_addr, text, sizeof(text)) != nullptr) {
+    out = text;
+  }
+  close(fd);
+  return out;
+}
+
+// A TCP port free on `ip` now (the kernel's pick), or 0.  The engine binds
+// it a moment later; a port taken in between fails that bind (retried).
+unsigned FreePort(const std::string &ip) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  if (inet_pton(AF_INET, ip.c_str(), &a.sin_addr) != 1) return 0;
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  unsigned port = 0;
+  socklen_t len = sizeof(a);
+  if (bind(fd, reinterpret_cast<const sockaddr *>(&a), sizeof(a)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+}  // namespace
+
+void CacheManager::ListenToBeReachedBack(const std::vector<ClusterInfo> &clusters) {
+  std::string remote;
+  std::map<adxl::AscendString, adxl::AscendString> options;
+  {
+    adxl::MutexLock lock(&impl_->mu);
+    // Rebind needs no link either way and nothing under way; otherwise this
+    // cluster stays as it is (a second link finds the listener of the first).
+    if (!impl_->live || impl_->stopping || !impl_->two_way || !impl_->owned || Listens(impl_->local_name) ||
+        clusters.empty() || !impl_->links.empty() || !impl_->incoming.empty() || !impl_->linking.empty() ||
+        impl_->busy > 0 || !impl_->workers.empty()) {
+      return;
+    }
+    remote = clusters[0].remote_engine;
+    options = impl_->engine_options;
+  }
+  const std::string ip = SourceAddressFor(remote);
+  if (ip.empty()) {
+    ADXL_INFO("LinkClusters: no IPv4 route to %s to listen on; linking as a client only (the linked cluster "
+              "cannot reach this one back)", remote.c_str());
+    return;
+  }
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const unsigned port = FreePort(ip);
+    if (port == 0) break;
+    const std::string name = ip + ":" + std::to_string(port);
+    const Status s = Rebind(name, options);
+    if (s == LLM_SUCCESS) {
+      ADXL_INFO("LinkClusters: listening at %s so that the linked clusters can reach this one back", name.c_str());
+      return;
+    }
+    if (s == LLM_EXIST_LINK || s == LLM_LINK_BUSY || s == LLM_FEATURE_NOT_ENABLED || s == LLM_FAILED) return;
+  }
+}
+
+}  // namespace llm_datadist::internal
