@@ -3,16 +3,24 @@
 # ctest, the pip install of the Python packages, the fuzzers, clang's
 # thread-safety analysis, the fault tests repeated under load (stress.sh),
 # the soak, then the sanitizer runs.  Exits non-zero on any failure, and
-# when no test ran.
+# when no test ran.  Each phase ends with a line "test.sh: phase NAME N s
+# (total M s)": where CI's time goes (docs/testing.md, CI time).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+t_start=$SECONDS
+t_phase=$SECONDS
+phase() {  # NAME: the phase that just ended
+  echo "test.sh: phase $1 $((SECONDS - t_phase)) s (total $((SECONDS - t_start)) s)"
+  t_phase=$SECONDS
+}
 adxl_build
+phase setup_and_build
 cd "$BUILD_DIR"
 # The sanitizer trees (scripts/sanitize.sh) are built in the background at
 # the lowest CPU priority while the plain suite below runs: its tests leave
-# a core idle much of the time, and nice 19 yields the CPU to them whenever
-# they want it (a build beside them is lighter than the CPU hog stress.sh
-# runs them with).  Each build runs in its own process group, killed if
+# a core idle much of the time (most of its time goes to the tests ctest runs
+# alone), and nice 19 yields the CPU to them whenever they want it (a build
+# beside them is lighter than the CPU hog stress.sh runs them with).  Each build runs in its own process group, killed if
 # this script stops; when the foreground reaches a build, it waits for it at
 # normal priority.  The ASan tree builds beside the plain suite, the TSan
 # tree beside the ASan tests.
@@ -34,34 +42,50 @@ finish_build() {
 }
 trap '((bg_pid == 0)) || kill -- "-$bg_pid" 2>/dev/null || true' EXIT
 start_build asan
-# Serial: several tests time heartbeats and deadlines, which parallel runs
-# on a small machine (CI has 2 cores) would upset.  Left to stress.sh below,
-# which runs the very same commands on this build many times, beside a CPU
-# hog: the kill-during-traffic test on both lanes (STRESS_ITERATIONS runs
-# each) and the 64-peer connect storm on both lanes (twice each).
+# ADXL_TEST_JOBS tests at a time (default: one more than the CPUs; CI has 2):
+# most tests are two processes on loopback that idle much of the time.  The
+# tests that time heartbeats, deadlines, stalls, CPU or rates are RUN_SERIAL
+# (cmake/SerialTests.cmake): ctest runs each of them alone, as in a serial
+# run.  Left out here and to stress.sh below, which runs the very same
+# commands on this build many times, beside a CPU hog: the
+# kill-during-traffic test on both lanes (STRESS_ITERATIONS runs each) and
+# the 64-peer connect storm on both lanes (twice each).
 STRESS_ITERATIONS="${ADXL_STRESS_ITERATIONS:-50}"
 ((STRESS_ITERATIONS >= 1)) || { echo "test.sh: ADXL_STRESS_ITERATIONS must be >= 1" >&2; exit 2; }
-ctest --output-on-failure --no-tests=error -E '^(Lanes/KillTargetTest\..*|storm_64_(hccs|rdma))$' "$@"
+TEST_JOBS="${ADXL_TEST_JOBS:-$(($(nproc) + 1))}"
+ctest --output-on-failure --no-tests=error -j"$TEST_JOBS" -E '^(Lanes/KillTargetTest\..*|storm_64_(hccs|rdma))$' "$@"
+phase ctest
 # The README's pip line: the wheel built from ./python into a venv on
 # Debian's python3, the packages checked from there (the ctest
 # install_package checks the `cmake --install` route and fails when the
 # Python packages were not built).
 "$ADXL_ROOT/tests/install/check_pip.sh" "$BUILD_DIR" "$ADXL_ROOT"
+phase pip
 "$ADXL_ROOT/scripts/fuzz.sh"
+phase fuzz
 # Clang's thread-safety analysis over the annotated sources (clang comes
 # with fuzz.sh).
 "$ADXL_ROOT/scripts/thread_safety.sh"
+phase thread_safety
 # Fault tests repeated beside a CPU hog: kill -9 during traffic on both
 # lanes, TIMEOUT against stopped and live targets (50 iterations here;
 # scripts/stress.sh 500 for the full run).
 "$ADXL_ROOT/scripts/stress.sh" "$STRESS_ITERATIONS"
+phase stress
 # Soak: 4 engines in full mesh, random sizes, every byte checked, flat RSS
 # (ADXL_SOAK_SECONDS, default 60).
 "$BUILD_DIR/bin/adxl_soak"
+phase soak
 # Sanitizers: ASan+UBSan over the whole suite, TSan over the concurrency
-# tests and a short soak, each in its own build directory.
+# tests and a short soak, each in its own build directory, one test at a
+# time: instrumented tests keep the CPU busy, and the ASan suite run three at
+# a time took as long as serially (docs/testing.md, CI time).
 finish_build
+phase asan_build_wait
 start_build tsan
 "$ADXL_ROOT/scripts/sanitize.sh" asan
+phase asan
 finish_build
+phase tsan_build_wait
 "$ADXL_ROOT/scripts/sanitize.sh" tsan
+phase tsan
