@@ -20,7 +20,7 @@
 #include <mutex>
 #include <new>
 
-#include "ucx_config.h"
+#include "core/ucx_config.h"
 
 extern char **environ;
 

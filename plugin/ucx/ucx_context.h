@@ -53,13 +53,13 @@
 #include <ucp/api/ucp.h>
 
 #include "adxl/plugin/adxl_plugin.h"
-#include "am_lane.h"
-#include "cma_lane.h"
-#include "net_path.h"
-#include "path_failover.h"
-#include "plugin_log.h"
-#include "ucp_endpoint.h"
-#include "ucx_params.h"
+#include "am/am_lane.h"
+#include "hccs/cma_lane.h"
+#include "paths/net_path.h"
+#include "paths/path_failover.h"
+#include "core/plugin_log.h"
+#include "core/ucp_endpoint.h"
+#include "core/ucx_params.h"
 
 struct adxl_plugin_context {
   CmaLane cma;  // HCCS lane, host memory (with mapped_lane.h)

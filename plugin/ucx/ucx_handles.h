@@ -17,9 +17,9 @@
 #include <uct/api/uct.h>
 
 #include "adxl/plugin/adxl_plugin.h"
-#include "cma_lane.h"
-#include "mapped_lane.h"
-#include "stripe.h"
+#include "hccs/cma_lane.h"
+#include "hccs/mapped_lane.h"
+#include "paths/stripe.h"
 
 class NetPath;
 class PathLink;
