@@ -54,12 +54,14 @@
 
 #include "adxl/plugin/adxl_plugin.h"
 #include "am/am_lane.h"
+#include "core/mover.h"
+#include "core/plugin_log.h"
+#include "core/ucp_endpoint.h"
+#include "core/ucs_status.h"
+#include "core/ucx_params.h"
 #include "hccs/cma_lane.h"
 #include "paths/net_path.h"
 #include "paths/path_failover.h"
-#include "core/plugin_log.h"
-#include "core/ucp_endpoint.h"
-#include "core/ucx_params.h"
 
 struct adxl_plugin_context {
   CmaLane cma;  // HCCS lane, host memory (with mapped_lane.h)
@@ -75,6 +77,11 @@ struct adxl_plugin_context {
   std::vector<std::unique_ptr<NetPath>> paths;
   // Failed paths out of their links and back (with paths only).
   PathFailover failover;
+  // What mem_reg registers a region with, in order (core/mover.h): UCP
+  // (rma_mover.h), the AM lane's table, the network paths, cma, after the
+  // direct mapping's search for a shared file.  Filled by Open, fixed then;
+  // its movers refer to the members above and to `log`.
+  MoverSet movers;
   bool device_memory = false;
   ucs_memory_type_t device_mem_type = UCS_MEMORY_TYPE_UNKNOWN;  // CUDA, else ROCM
   std::string device_why;  // why device_memory is false
@@ -106,8 +113,5 @@ struct adxl_plugin_context {
 // Progresses the main worker and every network path's once (the progress
 // thread, and the ABI's progress); the number of events UCP reported.
 unsigned ProgressAllWorkers(adxl_plugin_context *ctx);
-
-// UCS status -> ADXL_PLUGIN_* status.
-int FromUcs(ucs_status_t st);
 
 #endif  // ADXL_PLUGIN_UCX_UCX_CONTEXT_H_

@@ -123,10 +123,10 @@
 
 #include <ucp/api/ucp.h>
 
-#include "common/thread_annotations.h"
 #include "am/am_placement.h"
-#include "core/plugin_log.h"
 #include "am/staging_pool.h"
+#include "common/thread_annotations.h"
+#include "core/plugin_log.h"
 
 class AmLane {
  public:

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "adxl/plugin/adxl_plugin.h"
-#include "hccs/cma_lane.h"
 #include "core/fault_injection.h"
+#include "hccs/cma_lane.h"
 
 // The plugin parameters of open() (adxl_plugin_config_t::params) this
 // plugin knows; unknown keys are ignored.

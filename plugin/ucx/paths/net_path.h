@@ -34,8 +34,8 @@
 #include <ucp/api/ucp.h>
 
 #include "am/am_lane.h"
-#include "paths/link_watch.h"
 #include "core/plugin_log.h"
+#include "paths/link_watch.h"
 
 class NetPath {
  public:

@@ -7,11 +7,11 @@
 #include <thread>
 #include <vector>
 
+#include "core/ucp_endpoint.h"
 #include "paths/net_path.h"
 #include "paths/path_failover.h"
 #include "paths/path_link.h"
 #include "paths/stripe.h"
-#include "core/ucp_endpoint.h"
 
 namespace {
 
@@ -222,39 +222,6 @@ bool AddPathAddresses(adxl_plugin_context *ctx, ucx_blob::Address *a) {
     a->paths.push_back(std::move(pa));
   }
   return true;
-}
-
-bool RegisterOnPaths(adxl_plugin_context *ctx, adxl_plugin_mem *mem, std::string *why) {
-  for (const auto &p : ctx->paths) {
-    ucp_mem_map_params_t mp{};
-    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-    mp.address = mem->addr;
-    mp.length = mem->len;
-    ucp_mem_h memh = nullptr;
-    ucs_status_t st = ucp_mem_map(p->ucp(), &mp, &memh);
-    if (st != UCS_OK) {
-      *why = "ucp_mem_map on path " + p->device() + ": " + ucs_status_string(st);
-      DeregisterOnPaths(ctx, mem);
-      return false;
-    }
-    mem->path_memh.push_back(memh);
-    try {
-      p->am.AddRegion(mem->addr, mem->len, memh);
-    } catch (...) {
-      *why = "out of memory";
-      DeregisterOnPaths(ctx, mem);  // RemoveRegion of a region never added is a no-op
-      return false;
-    }
-  }
-  return true;
-}
-
-void DeregisterOnPaths(adxl_plugin_context *ctx, adxl_plugin_mem *mem) {
-  for (size_t i = 0; i < mem->path_memh.size(); ++i) {
-    ctx->paths[i]->am.RemoveRegion(mem->addr);
-    ucp_mem_unmap(ctx->paths[i]->ucp(), mem->path_memh[i]);
-  }
-  mem->path_memh.clear();
 }
 
 bool ConnectPaths(adxl_plugin_ep *ep, const ucx_blob::Address &peer) {

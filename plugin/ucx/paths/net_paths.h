@@ -47,12 +47,6 @@
 // (logged) when UCP gives no address.
 bool AddPathAddresses(adxl_plugin_context *ctx, ucx_blob::Address *a);
 
-// Registers host memory `mem` (addr, len set) with every path's context and
-// AM lane; false with *why (nothing left registered on any path).
-bool RegisterOnPaths(adxl_plugin_context *ctx, adxl_plugin_mem *mem, std::string *why);
-// Undoes RegisterOnPaths: peers can no longer reach the region over a path.
-void DeregisterOnPaths(adxl_plugin_context *ctx, adxl_plugin_mem *mem);
-
 // Pairs this side's paths with the peer's and connects each pair (see
 // above); sets ep->paths and returns true when some pair exists.
 bool ConnectPaths(adxl_plugin_ep *ep, const ucx_blob::Address &peer);

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <thread>
 
-#include "paths/net_path.h"
 #include "core/ucp_endpoint.h"
+#include "paths/net_path.h"
 #include "ucx_context.h"
 
 namespace {
