@@ -425,12 +425,6 @@ void AddMovers(adxl_plugin_context *ctx) {
 
 }  // namespace
 
-void adxl_plugin_context::Wake() const {
-  uint64_t one = 1;
-  ssize_t rc = write(wake_fd, &one, sizeof(one));
-  (void)rc;  // a full eventfd counter still wakes the thread
-}
-
 int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_context **out) {
   std::unique_ptr<adxl_plugin_context> ctx(new adxl_plugin_context());
   if (cfg != nullptr) {

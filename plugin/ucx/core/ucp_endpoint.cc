@@ -8,7 +8,7 @@
 #include <memory>
 #include <new>
 
-#include "ucx_context.h"
+#include "core/ucp_core.h"
 
 namespace {
 
@@ -20,12 +20,12 @@ constexpr auto kForceCloseWait = std::chrono::seconds(1);
 
 // Waits for a forced close, bounded by kForceCloseWait; a request still
 // pending then is released to UCP, which frees it when it completes.
-void WaitForcedClose(adxl_plugin_context *ctx, ucp_worker_h worker, ucs_status_ptr_t req) {
+void WaitForcedClose(const UcpCore *core, ucp_worker_h worker, ucs_status_ptr_t req) {
   if (req == nullptr || UCS_PTR_IS_ERR(req)) return;
   const auto until = std::chrono::steady_clock::now() + kForceCloseWait;
   while (ucp_request_check_status(req) == UCS_INPROGRESS) {
     if (std::chrono::steady_clock::now() > until) {
-      ctx->log(ADXL_PLUGIN_LOG_WARN, "a forced endpoint close did not complete within %lld ms; left to UCP",
+      core->log(ADXL_PLUGIN_LOG_WARN, "a forced endpoint close did not complete within %lld ms; left to UCP",
                static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(kForceCloseWait).count()));
       break;
     }
@@ -52,7 +52,7 @@ ucs_status_t WaitRequest(ucp_worker_h worker, ucs_status_ptr_t req, int timeout_
   return st;
 }
 
-ucp_ep_h CreateUcpEp(adxl_plugin_context *ctx, ucp_worker_h worker, const std::string &address, ucp_err_handler_cb_t on_error,
+ucp_ep_h CreateUcpEp(const UcpCore *core, ucp_worker_h worker, const std::string &address, ucp_err_handler_cb_t on_error,
                      void *arg, ucs_status_t *st) {
   ucp_ep_params_t p{};
   p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
@@ -64,25 +64,25 @@ ucp_ep_h CreateUcpEp(adxl_plugin_context *ctx, ucp_worker_h worker, const std::s
   ucp_ep_h ep = nullptr;
   *st = ucp_ep_create(worker, &p, &ep);
   if (*st != UCS_OK) {
-    ctx->log(ADXL_PLUGIN_LOG_ERROR, "ucp_ep_create: %s", ucs_status_string(*st));
+    core->log(ADXL_PLUGIN_LOG_ERROR, "ucp_ep_create: %s", ucs_status_string(*st));
     return nullptr;
   }
-  ctx->Wake();  // wire-up messages need progress
+  core->Wake();  // wire-up messages need progress
   return ep;
 }
 
-void CloseUcpEp(adxl_plugin_context *ctx, ucp_worker_h worker, ucp_ep_h ep, bool force) {
+void CloseUcpEp(const UcpCore *core, ucp_worker_h worker, ucp_ep_h ep, bool force) {
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
   p.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
   if (force) {
-    WaitForcedClose(ctx, worker, ucp_ep_close_nbx(ep, &p));
+    WaitForcedClose(core, worker, ucp_ep_close_nbx(ep, &p));
     return;
   }
   if (WaitRequest(worker, ucp_ep_close_nbx(ep, &p), kCloseTimeoutMs) != UCS_OK) {
     // A graceful close that did not finish (peer gone): drop what is left.
     p.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    WaitForcedClose(ctx, worker, ucp_ep_close_nbx(ep, &p));
+    WaitForcedClose(core, worker, ucp_ep_close_nbx(ep, &p));
   }
 }
 

@@ -11,7 +11,7 @@
 
 #include <ucp/api/ucp.h>
 
-struct adxl_plugin_context;
+struct UcpCore;
 
 // Waits for a UCP request from ucp_*_nbx, progressing `worker`; cancels it
 // after timeout_ms (< 0: never) and returns the final status.  Control paths
@@ -20,12 +20,12 @@ ucs_status_t WaitRequest(ucp_worker_h worker, ucs_status_ptr_t req, int timeout_
 
 // A UCP endpoint of `worker` to the peer worker `address` with peer error
 // handling; on_error(arg, status) runs under that worker's lock when UCP
-// reports its failure.  Null (logged through ctx) on failure, *st says why.
-ucp_ep_h CreateUcpEp(adxl_plugin_context *ctx, ucp_worker_h worker, const std::string &address,
+// reports its failure.  Null (logged through core) on failure, *st says why.
+ucp_ep_h CreateUcpEp(const UcpCore *core, ucp_worker_h worker, const std::string &address,
                      ucp_err_handler_cb_t on_error, void *arg, ucs_status_t *st);
 // Closes `ep` of `worker`: gracefully within a bound (then forcibly), or
 // forcibly; a forced close still pending after its bound is left to UCP.
-void CloseUcpEp(adxl_plugin_context *ctx, ucp_worker_h worker, ucp_ep_h ep, bool force);
+void CloseUcpEp(const UcpCore *core, ucp_worker_h worker, ucp_ep_h ep, bool force);
 // The transports UCP chose for `ep`, "tcp/lo,tcp/eth0" style ("unknown": none).
 std::string DescribeUcpEp(ucp_ep_h ep);
 
