@@ -20,7 +20,12 @@
 #include <mutex>
 #include <new>
 
-#include "ucx_config.h"
+#include "am/am_mover.h"
+#include "core/ucx_config.h"
+#include "hccs/cma_mover.h"
+#include "hccs/mapped_mover.h"
+#include "paths/paths_mover.h"
+#include "rma/rma_mover.h"
 
 extern char **environ;
 
@@ -406,13 +411,19 @@ bool StartProgressThread(adxl_plugin_context *ctx, const UcxParams &params) {
   return ok;
 }
 
-}  // namespace
-
-void adxl_plugin_context::Wake() const {
-  uint64_t one = 1;
-  ssize_t rc = write(wake_fd, &one, sizeof(one));
-  (void)rc;  // a full eventfd counter still wakes the thread
+// The context's MoverSet (ucx_context.h), in the order a registration
+// takes: the shared-file search first (it sets what mem_pack packs), UCP's
+// memory handle before the AM lane and the paths that use it, cma last (it
+// may fail and keep the region).
+void AddMovers(adxl_plugin_context *ctx) {
+  ctx->movers.Add(std::make_unique<MappedMover>(ctx->log));
+  ctx->movers.Add(std::make_unique<RmaMover>(ctx->ucp, ctx->device_mem_type, ctx->log));
+  ctx->movers.Add(std::make_unique<AmMover>(ctx->am));
+  ctx->movers.Add(std::make_unique<PathsMover>(ctx->paths, ctx->log));
+  ctx->movers.Add(std::make_unique<CmaMover>(ctx->cma, ctx->log));
 }
+
+}  // namespace
 
 int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_context **out) {
   std::unique_ptr<adxl_plugin_context> ctx(new adxl_plugin_context());
@@ -483,7 +494,10 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
   bool ok = false;
   try {
     ctx->rdma_over_am = StartAmLane(ctx.get(), params);
-    ok = OpenPaths(ctx.get(), params) && StartProgressThread(ctx.get(), params);
+    // ok only once all of it ran: an exception anywhere leaves it false.
+    const bool paths_ok = OpenPaths(ctx.get(), params);
+    if (paths_ok) AddMovers(ctx.get());
+    ok = paths_ok && StartProgressThread(ctx.get(), params);
   } catch (...) {
   }
   if (!ok) {
@@ -536,25 +550,3 @@ unsigned ProgressAllWorkers(adxl_plugin_context *ctx) {
   for (const auto &p : ctx->paths) n += ucp_worker_progress(p->worker());
   return n;
 }
-
-int FromUcs(ucs_status_t st) {
-  switch (st) {
-    case UCS_OK:
-      return ADXL_PLUGIN_OK;
-    case UCS_INPROGRESS:
-      return ADXL_PLUGIN_IN_PROGRESS;
-    case UCS_ERR_CANCELED:
-      return ADXL_PLUGIN_ERR_CANCELED;
-    case UCS_ERR_INVALID_PARAM:
-      return ADXL_PLUGIN_ERR_INVALID;
-    case UCS_ERR_UNSUPPORTED:
-      return ADXL_PLUGIN_ERR_UNSUPPORTED;
-    case UCS_ERR_NO_MEMORY:
-    case UCS_ERR_NO_RESOURCE:
-    case UCS_ERR_EXCEEDS_LIMIT:
-      return ADXL_PLUGIN_ERR_NO_RESOURCE;
-    default:
-      return ADXL_PLUGIN_ERR_IO;
-  }
-}
-

@@ -53,33 +53,40 @@
 #include <ucp/api/ucp.h>
 
 #include "adxl/plugin/adxl_plugin.h"
-#include "am_lane.h"
-#include "cma_lane.h"
-#include "net_path.h"
-#include "path_failover.h"
-#include "plugin_log.h"
-#include "ucp_endpoint.h"
-#include "ucx_params.h"
+#include "am/am_lane.h"
+#include "core/mover.h"
+#include "core/plugin_log.h"
+#include "core/ucp_core.h"
+#include "core/ucp_endpoint.h"
+#include "core/ucs_status.h"
+#include "core/ucx_params.h"
+#include "hccs/cma_lane.h"
+#include "paths/net_path.h"
+#include "paths/path_failover.h"
 
-struct adxl_plugin_context {
+// The context's UCP context, worker, logger and wake-up are its UcpCore
+// (core/ucp_core.h), which the parts below the movers take instead of it.
+struct adxl_plugin_context : UcpCore {
   CmaLane cma;  // HCCS lane, host memory (with mapped_lane.h)
   AmLane am;    // RDMA lane over TCP
   // RDMA lane protocol: active messages (am_lane.h) unless RDMA hardware
   // makes UCP RMA truly one-sided; ADXL_UCX_RDMA_PROTOCOL=am|rma overrides.
   bool rdma_over_am = false;
-  ucp_context_h ucp = nullptr;
-  ucp_worker_h worker = nullptr;
   // The RDMA lane's network paths (ADXL_UCX_RDMA_PATHS), each with its own
   // context, worker and AM lane; empty: the lane runs on `worker` alone.
   // Made by Open, freed by Close: fixed while the context is open.
   std::vector<std::unique_ptr<NetPath>> paths;
   // Failed paths out of their links and back (with paths only).
   PathFailover failover;
+  // What mem_reg registers a region with, in order (core/mover.h): UCP
+  // (rma_mover.h), the AM lane's table, the network paths, cma, after the
+  // direct mapping's search for a shared file.  Filled by Open, fixed then;
+  // its movers refer to the members above and to `log`.
+  MoverSet movers;
   bool device_memory = false;
   ucs_memory_type_t device_mem_type = UCS_MEMORY_TYPE_UNKNOWN;  // CUDA, else ROCM
   std::string device_why;  // why device_memory is false
   int epoll_fd = -1;
-  int wake_fd = -1;
   std::atomic<bool> stop{false};
   std::thread progress_thread;
   // The progress thread is awake and polling the workers (not in epoll):
@@ -88,7 +95,6 @@ struct adxl_plugin_context {
   // The events its latest pass over the workers reported.
   std::atomic<unsigned> progress_pass_events{0};
   std::atomic<uint64_t> next_ep_id{1};  // adxl_plugin_ep::id
-  PluginLog log;  // the engine's logger (plugin_log.h), set by Open
   // What Open configured, for Query: "cma,mapped" on the HCCS lane when it
   // is up, "am" or "rma" on the RDMA lane, UCP's transport list, device memory.
   std::string transports;
@@ -98,16 +104,10 @@ struct adxl_plugin_context {
   // open() and close() of the ABI.  Open returns an ADXL_PLUGIN_* status.
   static int Open(const adxl_plugin_config_t *cfg, adxl_plugin_context **out);
   static void Close(adxl_plugin_context *ctx);
-
-  // Wakes the progress thread (posted work it must drive, deferred work).
-  void Wake() const;
 };
 
 // Progresses the main worker and every network path's once (the progress
 // thread, and the ABI's progress); the number of events UCP reported.
 unsigned ProgressAllWorkers(adxl_plugin_context *ctx);
-
-// UCS status -> ADXL_PLUGIN_* status.
-int FromUcs(ucs_status_t st);
 
 #endif  // ADXL_PLUGIN_UCX_UCX_CONTEXT_H_

@@ -17,9 +17,9 @@
 #include <uct/api/uct.h>
 
 #include "adxl/plugin/adxl_plugin.h"
-#include "cma_lane.h"
-#include "mapped_lane.h"
-#include "stripe.h"
+#include "hccs/cma_lane.h"
+#include "hccs/mapped_lane.h"
+#include "paths/stripe.h"
 
 class NetPath;
 class PathLink;
@@ -33,6 +33,7 @@ struct adxl_plugin_mem {
   void *addr = nullptr;  // host registrations: key of the AM lane's table
   size_t len = 0;
   std::string share_path;  // MallocMem memory, or a shared file mapping: same-node peers may map this
+  bool share_given = false;  // the engine gave share_path (even empty): MappedMover searches for none
   uint64_t share_offset = 0;
   int share_fd = -1;       // found by MappedLane::FindShareable: closed at deregistration
   // Host registrations with network paths: the region registered with each

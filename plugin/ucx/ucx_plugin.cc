@@ -40,16 +40,16 @@
 #include <ucp/api/ucp.h>
 
 #include "adxl/plugin/adxl_plugin.h"
-#include "am_lane.h"
-#include "cma_lane.h"
-#include "fault_injection.h"
-#include "hccs_lane.h"
-#include "mapped_lane.h"
-#include "net_paths.h"
-#include "path_failover.h"
-#include "path_link.h"
-#include "rma_lane.h"
-#include "ucx_blob.h"
+#include "am/am_lane.h"
+#include "core/fault_injection.h"
+#include "core/ucx_blob.h"
+#include "hccs/cma_lane.h"
+#include "hccs/hccs_lane.h"
+#include "hccs/mapped_lane.h"
+#include "paths/net_paths.h"
+#include "paths/path_failover.h"
+#include "paths/path_link.h"
+#include "rma/rma_lane.h"
 #include "ucx_context.h"
 #include "ucx_handles.h"
 
@@ -140,73 +140,17 @@ int MemReg(adxl_plugin_context_t *ctx, void *addr, size_t len, int mem_type, con
   }
   if (mem_type != ADXL_PLUGIN_MEM_DEVICE && mem_type != ADXL_PLUGIN_MEM_HOST) return ADXL_PLUGIN_ERR_INVALID;
   auto mem = std::make_unique<adxl_plugin_mem>();
-  const bool host = mem_type == ADXL_PLUGIN_MEM_HOST;
-  if (host && share_path != nullptr) mem->share_path = share_path;
-  if (host && share_path == nullptr) {
-    // Memory that is a shared file mapping goes the direct way too: found
-    // from this process's mappings, no option (mapped_lane.h).
-    MappedLane::Shareable sh;
-    std::string why;
-    if (MappedLane::FindShareable(addr, len, &sh, &why)) {
-      mem->share_fd = sh.fd;
-      mem->share_path = "/proc/" + std::to_string(getpid()) + "/fd/" + std::to_string(sh.fd);
-      share_offset = sh.offset;
-      ctx->log(ADXL_PLUGIN_LOG_INFO, "region %p (%zu bytes) is a shared %s mapping: same-node peers map it directly",
-               addr, len, sh.kind);
-    }
-  }
-  ucp_mem_map_params_t p{};
-  p.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-  p.address = addr;
-  p.length = len;
-  if (!host) {
-    // The type, not UCX's detection: memory UCX's allocation hooks did not
-    // see would be taken for host memory.  That it is device memory is the
-    // engine's check (cudaPointerGetAttributes in CUDA builds).
-    p.field_mask |= UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
-    p.memory_type = ctx->device_mem_type;
-    mem->device = true;
-  }
-  ucs_status_t st = ucp_mem_map(ctx->ucp, &p, &mem->memh);
-  if (st != UCS_OK) {
-    if (mem->share_fd >= 0) close(mem->share_fd);
-    ctx->log(ADXL_PLUGIN_LOG_ERROR, "ucp_mem_map(%p, %zu, %s memory): %s", addr, len,
-             mem->device ? "device" : "host", ucs_status_string(st));
-    return FromUcs(st);
-  }
-  if (host) {
-    try {
-      ctx->am.AddRegion(addr, len, mem->memh);
-    } catch (...) {
-      ucp_mem_unmap(ctx->ucp, mem->memh);
-      if (mem->share_fd >= 0) close(mem->share_fd);
-      throw;
-    }
+  mem->device = mem_type == ADXL_PLUGIN_MEM_DEVICE;
+  if (!mem->device) {
     mem->addr = addr;
     mem->len = len;
+    if (share_path != nullptr) mem->share_path = share_path;
+    mem->share_given = share_path != nullptr;
     mem->share_offset = share_offset;
-    std::string path_why;
-    bool on_paths = false;
-    try {
-      on_paths = RegisterOnPaths(ctx, mem.get(), &path_why);
-    } catch (...) {
-      path_why = "out of memory";
-    }
-    if (!on_paths) {
-      ctx->log(ADXL_PLUGIN_LOG_ERROR, "region %p (%zu bytes) on the network paths: %s", addr, len, path_why.c_str());
-      ctx->am.RemoveRegion(addr);
-      ucp_mem_unmap(ctx->ucp, mem->memh);
-      if (mem->share_fd >= 0) close(mem->share_fd);
-      return ADXL_PLUGIN_ERR_NO_RESOURCE;
-    }
-    std::string why;
-    try {
-      mem->cma_ok = ctx->cma.Register(addr, len, &mem->cma_memh, &mem->cma_key, &why);
-      if (!mem->cma_ok) ctx->log(ADXL_PLUGIN_LOG_WARN, "%s: the HCCS lane cannot reach this region", why.c_str());
-    } catch (...) {
-      mem->cma_ok = false;  // registered for the other lanes: keep it
-    }
   }
+  // Every mover in turn, all or none (core/mover.h).
+  const int st = ctx->movers.Register(addr, len, mem.get());
+  if (st != ADXL_PLUGIN_OK) return st;
   *out = mem.release();
   return ADXL_PLUGIN_OK;
 }
@@ -233,13 +177,7 @@ int MemPack(adxl_plugin_context_t *ctx, adxl_plugin_mem_t *mem, void *buf, size_
 
 void MemDereg(adxl_plugin_context_t *ctx, adxl_plugin_mem_t *mem) {
   if (ctx == nullptr || mem == nullptr) return;
-  if (mem->addr != nullptr) {
-    DeregisterOnPaths(ctx, mem);
-    ctx->am.RemoveRegion(mem->addr);
-  }
-  if (mem->cma_ok) ctx->cma.Deregister(mem->cma_memh);
-  ucp_mem_unmap(ctx->ucp, mem->memh);
-  if (mem->share_fd >= 0) close(mem->share_fd);
+  ctx->movers.Deregister(mem);
   delete mem;
 }
 

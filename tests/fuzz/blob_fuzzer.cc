@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "ucx_blob.h"
+#include "core/ucx_blob.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 // and garbage blobs.  The files are checked in; this program is how they were
 // made, and how to remake them after a change of the format:
 //
-//   g++ -std=c++17 -I plugin/ucx tests/fuzz/make_blob_corpus.cc plugin/ucx/ucx_blob.cc -o /tmp/make_blob_corpus
+//   g++ -std=c++17 -I plugin/ucx tests/fuzz/make_blob_corpus.cc plugin/ucx/core/ucx_blob.cc -o /tmp/make_blob_corpus
 //   /tmp/make_blob_corpus tests/fuzz/blob_corpus
 //
 // (from the repository root; not part of the CMake build).
@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "ucx_blob.h"
+#include "core/ucx_blob.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // Placement of received fragments (plugin/ucx/am_placement.h): every byte of
 // a message lands at its place in the iov list whatever the fragment
 // boundaries, and nothing lands once the gate said no.
-#include "am_placement.h"
+#include "am/am_placement.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // every byte in exactly one piece, in the batch's order across slices, the
 // slices' sizes following the weights, small batches whole on one path,
 // cuts aligned, and the rate estimate.
-#include "stripe.h"
+#include "paths/stripe.h"
 
 #include <gtest/gtest.h>
 

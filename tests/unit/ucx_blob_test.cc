@@ -1,7 +1,7 @@
 // The UCX plugin's address and key blobs (plugin/ucx/ucx_blob.h): round
 // trips, and truncated, oversized and garbage inputs refused without reading
 // outside them.
-#include "ucx_blob.h"
+#include "core/ucx_blob.h"
 
 #include <gtest/gtest.h>
 

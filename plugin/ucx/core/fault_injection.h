@@ -1,0 +1,31 @@
+// Fault-injection seams of the UCX plugin: delays with which a test opens a
+// window at a known point (a peer killed while the initiator sits in a
+// handler, an endpoint teardown seen in progress).
+//
+// They exist in the test build's plugin only: libadxl_plugin_ucx_faults.so
+// (plugin/ucx/CMakeLists.txt; fault_injection.cc compiled with
+// ADXL_UCX_FAULT_INJECTION=1, not installed).  In the plugin that is
+// installed, ParseFaultParam knows no key (the "test_*" parameters are
+// ignored as every unknown key is) and FaultDelay does nothing.
+#ifndef ADXL_PLUGIN_UCX_CORE_FAULT_INJECTION_H_
+#define ADXL_PLUGIN_UCX_CORE_FAULT_INJECTION_H_
+
+struct FaultInjection {
+  // "test_read_data_delay_us": the RDMA lane's initiator waits this long in
+  // its READ-data handler before posting the receive, so that a test can
+  // kill the target and UCP fails the receive inside the posting call
+  // (tests/plugin_conformance, PeerDeathBetweenReadRequestAndItsData).
+  unsigned read_data_delay_us = 0;
+  // "test_ep_destroy_delay_us": ep_destroy waits this long first, so that a
+  // test sees an endpoint teardown in progress (tests/unit/transport_test.cc).
+  unsigned ep_destroy_delay_us = 0;
+};
+
+// True when `key` is a fault-injection parameter of this build; its value
+// is then parsed into *f.  Always false in the production plugin.
+bool ParseFaultParam(const char *key, const char *value, FaultInjection *f);
+
+// A seam: waits `us` microseconds in the test build, nothing otherwise.
+void FaultDelay(unsigned us);
+
+#endif  // ADXL_PLUGIN_UCX_CORE_FAULT_INJECTION_H_
