@@ -70,6 +70,8 @@ PYBIND11_MODULE(_native, m) {
   // rows first, then the aliases, as (name, value, description) tuples;
   // LLMStatusCode is built from them in llm_datadist/__init__.py.
   m.def("status_name", &StatusName);
+  m.def("log_refusal", [](const std::string &message) { LogRefusal(message.c_str()); },
+        "One ERROR line of the cache layer, for a call the package refuses before it reaches that layer.");
   m.def("status_table", [] {
     py::list table;
     for (const StatusInfo &s : kStatusTable) table.append(py::make_tuple(s.name, s.value, s.description));
