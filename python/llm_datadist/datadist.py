@@ -227,7 +227,7 @@ class LLMDataDist:
                    if k not in ("llm.listenIpInfo", "llm.ListenIpInfo", "llm.ListenIp", "llm.ListenPort")}
         options["llm.listenIpInfo"] = listen
         new_listen, _, engine_opts, _ = _init_options(options)
-        _check(self._manager().rebind(new_listen, engine_opts), what)
+        _check(self._manager().rebind(new_listen, engine_opts, what), what)
         self._options = options
         self._listen = new_listen
 

@@ -113,6 +113,12 @@ def test_rank_table_bad_input(linked, capfd):
     refused(capfd, lambda: decode.link("c", {3: 0, 5: 1}, json.dumps(good)), LLMStatusCode.LLM_PARAM_INVALID,
             str(DECODER))
     refused(capfd, lambda: decode.link("c", ranks, "{not json"), LLMStatusCode.LLM_PARAM_INVALID, "rank_table")
+    refused(capfd, lambda: decode.link("c", {DECODER: 0, 5: 7}, json.dumps(good)), LLMStatusCode.LLM_PARAM_INVALID,
+            "rank_id 7")
+    still_works()
+    # this cluster must listen at its rank's device_ip (no port in the table), but a link exists: not moved
+    refused(capfd, lambda: decode.link("c", ranks, json.dumps(good)), LLMStatusCode.LLM_EXIST_LINK,
+            "link('c'): listening at 127.0.0.1:")
     refused(capfd, lambda: decode.unlink(12345), LLMStatusCode.LLM_PARAM_INVALID, "12345")
     refused(capfd, lambda: decode.query_register_mem_status(12345), LLMStatusCode.LLM_PARAM_INVALID, "12345")
     still_works()
