@@ -128,7 +128,7 @@ class LLMDataDist:
         opts = dict(switch_options or {})
         listen = opts.get("llm.listenIpInfo", opts.get("llm.ListenIpInfo"))
         if listen is not None:
-            _str(listen, "llm.listenIpInfo")
+            _check_listen(_str(listen, "llm.listenIpInfo"))
         options = {k: v for k, v in self._options.items()
                    if k not in ("llm.listenIpInfo", "llm.ListenIpInfo", "llm.ListenIp", "llm.ListenPort")}
         options.update(opts)
@@ -227,13 +227,22 @@ class LLMDataDist:
                    if k not in ("llm.listenIpInfo", "llm.ListenIpInfo", "llm.ListenIp", "llm.ListenPort")}
         options["llm.listenIpInfo"] = listen
         new_listen, _, engine_opts, _ = _init_options(options)
-        _check(self._manager().rebind(new_listen, engine_opts), what)
+        _check(self._manager().rebind(new_listen, engine_opts, what), what)
         self._options = options
         self._listen = new_listen
 
     def __del__(self):
         if getattr(self, "_native", None) is not None:
             self.finalize()
+
+
+def _check_listen(listen):
+    """As the vendor's parse_listen_ip_info, before anything else of switch_role is checked (an existing link
+    included): "ip:port" ("[ipv6]:port" here too) with a port number, else LLM_PARAM_INVALID."""
+    host, sep, port = listen.rpartition(":")
+    if not sep or not host or (":" in host and not (host.startswith("[") and host.endswith("]"))) \
+            or not port.isdigit() or int(port) > 65535:
+        raise _ParamInvalid(f'llm.listenIpInfo "{listen}" is invalid, format should be "ip:port"')
 
 
 def _wait_listening(name, deadline):
@@ -265,7 +274,9 @@ def _rank_engines(rank_table, comm_name, ranks):
             rank = int(d["rank_id"])
             ip = str(d["device_ip"])
         except (KeyError, TypeError, ValueError):
-            raise _ParamInvalid(f"rank_table device {d!r} lacks rank_id or device_ip") from None
+            missing = [k for k in ("rank_id", "device_ip") if not isinstance(d, dict) or k not in d]
+            raise _ParamInvalid(f"rank_table device {d!r}: " + (f"no {' and no '.join(missing)}" if missing
+                                                                 else "rank_id is not a number")) from None
         port = d.get("device_port", d.get("port"))
         if port is not None:
             out[rank] = (f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}", True)

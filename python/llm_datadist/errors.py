@@ -26,8 +26,12 @@ class LLMException(RuntimeError):
 class _ParamInvalid(LLMException, ValueError):
     """A wrong value: a ValueError, and the reference's LLMException(LLM_PARAM_INVALID)."""
 
-    def __init__(self, message):
+    def __init__(self, message, logged=False):
+        # As the vendor's raise_if_false: the refusal is logged as it is raised, one ERROR line naming what was
+        # wrong; `logged` when the C++ layer refused the call and wrote that line already.
         super().__init__(message, LLMStatusCode.LLM_PARAM_INVALID)
+        if not logged:
+            _native.log_refusal(message)
 
 
 def _code(status):
@@ -42,5 +46,5 @@ def _check(status, what):
     if status == 0:
         return
     if status == LLMStatusCode.LLM_PARAM_INVALID:
-        raise _ParamInvalid(f"{what}: invalid argument (see the llm_datadist ERROR line on stderr)")
+        raise _ParamInvalid(f"{what}: invalid argument (see the llm_datadist ERROR line on stderr)", logged=True)
     raise LLMException(f"{what} failed: {_native.status_name(status)}", _code(status))

@@ -7,7 +7,7 @@ import atexit
 import weakref
 
 from . import _native
-from .errors import LLMException, LLMStatusCode, _check, _code
+from .errors import LLMException, LLMStatusCode, _ParamInvalid, _check, _code
 from .keys import BlocksCacheKey, Cache, CacheKeyByIdAndIndex
 from .validation import _int, _int_seq, _need, _type
 
@@ -30,8 +30,7 @@ def _lw_range(r, name, required=False):
     if not isinstance(r, range):
         raise TypeError(f"{name} must be a range, not {type(r).__name__}")
     if r.step != 1 or r.start < 0 or r.stop <= r.start or r.stop > 2 ** 32 - 1:
-        raise LLMException(f"{name}={r!r}: the step must be 1 and the range non-empty and non-negative",
-                           LLMStatusCode.LLM_PARAM_INVALID)
+        raise _ParamInvalid(f"{name}={r!r}: the step must be 1 and the range non-empty and non-negative")
     return (r.start, r.stop)
 
 
@@ -43,8 +42,8 @@ class TransferConfig:
         self.dst_addrs = _int_seq(dst_addrs, "dst_addrs", 1, 2 ** 64 - 1)
         self._src = _lw_range(src_layer_range, "src_layer_range")
         if self._src is not None and len(self.dst_addrs) != 2 * (self._src[1] - self._src[0]):
-            raise LLMException(f"{len(self.dst_addrs)} dst_addrs for {self._src[1] - self._src[0]} layers "
-                               "(two per layer)", LLMStatusCode.LLM_PARAM_INVALID)
+            raise _ParamInvalid(f"{len(self.dst_addrs)} dst_addrs for {self._src[1] - self._src[0]} layers "
+                               "(two per layer)")
         self.src_layer_range = src_layer_range
         self.src_batch_index = _int(src_batch_index, "src_batch_index", 0, 2 ** 32 - 1)
 
@@ -60,8 +59,8 @@ class TransferWithCacheKeyConfig:
         self._src = _lw_range(src_layer_range, "src_layer_range", required=True)
         self._dst = _lw_range(dst_layer_range, "dst_layer_range", required=True)
         if self._src[1] - self._src[0] != self._dst[1] - self._dst[0]:
-            raise LLMException(f"src_layer_range {src_layer_range!r} and dst_layer_range {dst_layer_range!r} "
-                               "differ in length", LLMStatusCode.LLM_PARAM_INVALID)
+            raise _ParamInvalid(f"src_layer_range {src_layer_range!r} and dst_layer_range {dst_layer_range!r} "
+                               "differ in length")
         self.src_layer_range, self.dst_layer_range = src_layer_range, dst_layer_range
         self.src_batch_index = _int(src_batch_index, "src_batch_index", 0, 2 ** 32 - 1)
         if isinstance(cache_key, BlocksCacheKey) and self.src_batch_index != 0:

@@ -70,6 +70,8 @@ PYBIND11_MODULE(_native, m) {
   // rows first, then the aliases, as (name, value, description) tuples;
   // LLMStatusCode is built from them in llm_datadist/__init__.py.
   m.def("status_name", &StatusName);
+  m.def("log_refusal", [](const std::string &message) { LogRefusal(message.c_str()); },
+        "One ERROR line of the cache layer, for a call the package refuses before it reaches that layer.");
   m.def("status_table", [] {
     py::list table;
     for (const StatusInfo &s : kStatusTable) table.append(py::make_tuple(s.name, s.value, s.description));
@@ -169,12 +171,14 @@ PYBIND11_MODULE(_native, m) {
           },
           py::arg("clusters"), py::arg("timeout"), py::arg("force") = false)
       .def("rebind",
-           [](CacheManager &cm, const std::string &local, const std::map<std::string, std::string> &o) {
+           [](CacheManager &cm, const std::string &local, const std::map<std::string, std::string> &o,
+              const std::string &what) {
              std::map<adxl::AscendString, adxl::AscendString> opts;
              for (const auto &kv : o) opts.emplace(kv.first.c_str(), kv.second.c_str());
              py::gil_scoped_release nogil;
-             return cm.Rebind(local, opts);
-           })
+             return cm.Rebind(local, opts, what.c_str());
+           },
+           py::arg("local"), py::arg("options"), py::arg("what") = "switch_role")
       .def("pull_cache", &PullCacheT<CacheKey>)
       .def("pull_cache", &PullCacheT<CacheKeyByIdAndIndex>)
       .def("pull_blocks", &PullBlocksT<BlocksCacheKey>)

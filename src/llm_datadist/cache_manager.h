@@ -180,8 +180,10 @@ class CacheManager {
   // old engine finalized.  The same name keeps the engine.  LLM_EXIST_LINK
   // while a link exists either way, whatever the name (the vendor's rule);
   // LLM_LINK_BUSY while an operation is under way; LLM_FEATURE_NOT_ENABLED
-  // with a shared engine.
-  Status Rebind(const std::string &local_engine, const std::map<adxl::AscendString, adxl::AscendString> &options);
+  // with a shared engine.  `what` names the caller's call in the ERROR line
+  // of a refusal (a rank-table link moves the listener too).
+  Status Rebind(const std::string &local_engine, const std::map<adxl::AscendString, adxl::AscendString> &options,
+                const char *what = "SetRole");
   // ---- end of LlmDataDist additions ----
 
   // Notifies of the engine other than the cache layer's own (see above).

@@ -1,6 +1,7 @@
 // Value helpers of cache_types.h.
 #include "cache_types.h"
 
+#include "common/log.h"
 #include "graph/types.h"
 
 namespace llm_datadist::internal {
@@ -11,6 +12,8 @@ const char *StatusName(Status status) {
   }
   return "LLM_UNKNOWN_ERROR";
 }
+
+void LogRefusal(const char *message) { ADXL_ERROR("%s", message); }
 
 Status FromEngine(adxl::Status engine_status) {
   switch (engine_status) {

@@ -98,6 +98,11 @@ Status FromEngine(adxl::Status engine_status);
 // ...); "LLM_UNKNOWN_ERROR" for a value not in it.
 const char *StatusName(Status status);
 
+// Writes `message` as one ERROR line of this layer ("[llm_datadist ERROR
+// pid] message"): the Python package's own argument checks refuse a call
+// before it reaches this layer, and each refusal still gets its one line.
+void LogRefusal(const char *message);
+
 // Element types (values follow the reference's DataType enum).
 enum class DataType : int32_t {
   DT_FLOAT = 0,

@@ -94,7 +94,7 @@ void CacheManager::ListenToBeReachedBack(const std::vector<ClusterInfo> &cluster
     const unsigned port = FreePort(ip);
     if (port == 0) break;
     const std::string name = ip + ":" + std::to_string(port);
-    const Status s = Rebind(name, options);
+    const Status s = Rebind(name, options, "LinkClusters");
     if (s == LLM_SUCCESS) {
       ADXL_INFO("LinkClusters: listening at %s so that the linked clusters can reach this one back", name.c_str());
       return;

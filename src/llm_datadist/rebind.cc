@@ -29,7 +29,7 @@ void Deregister(adxl::AdxlEngine &engine, const std::vector<adxl::MemHandle> &ha
 }  // namespace
 
 Status CacheManager::Rebind(const std::string &local_engine,
-                            const std::map<adxl::AscendString, adxl::AscendString> &options_in) {
+                            const std::map<adxl::AscendString, adxl::AscendString> &options_in, const char *what) {
   {
     // The vendor's switch needs no link either way, whatever it changes; the
     // same name keeps the engine.
@@ -37,7 +37,7 @@ Status CacheManager::Rebind(const std::string &local_engine,
     if (!impl_->live || impl_->stopping) return LLM_FAILED;
     impl_->DrainNotifies();
     if (!impl_->links.empty() || !impl_->incoming.empty() || !impl_->linking.empty()) {
-      ADXL_ERROR("SetRole: %zu outgoing and %zu incoming links exist; unlink first", impl_->links.size(),
+      ADXL_ERROR("%s: %zu outgoing and %zu incoming links exist; unlink first", what, impl_->links.size(),
                  impl_->incoming.size());
       return LLM_EXIST_LINK;
     }
@@ -51,7 +51,7 @@ Status CacheManager::Rebind(const std::string &local_engine,
   auto fresh = std::make_unique<adxl::AdxlEngine>();
   const adxl::Status es = fresh->Initialize(local_engine.c_str(), options);
   if (es != adxl::SUCCESS) {
-    ADXL_ERROR("SetRole: an engine on %s failed to initialize: engine status %u", local_engine.c_str(), es);
+    ADXL_ERROR("%s: an engine on %s failed to initialize: engine status %u", what, local_engine.c_str(), es);
     return FromEngine(es);
   }
   std::unique_ptr<adxl::AdxlEngine> old;
@@ -62,16 +62,16 @@ Status CacheManager::Rebind(const std::string &local_engine,
     if (!impl_->live || impl_->stopping) {
       s = LLM_FAILED;
     } else if (!impl_->owned) {
-      ADXL_ERROR("SetRole: this cache layer uses an engine it does not own; it cannot move it");
+      ADXL_ERROR("%s: this cache layer uses an engine it does not own; it cannot move it", what);
       s = LLM_FEATURE_NOT_ENABLED;
     } else {
       impl_->DrainNotifies();
       if (!impl_->links.empty() || !impl_->incoming.empty() || !impl_->linking.empty()) {
-        ADXL_ERROR("SetRole: %zu outgoing and %zu incoming links exist; unlink first", impl_->links.size(),
+        ADXL_ERROR("%s: %zu outgoing and %zu incoming links exist; unlink first", what, impl_->links.size(),
                    impl_->incoming.size());
         s = LLM_EXIST_LINK;
       } else if (impl_->busy > 0 || !impl_->workers.empty()) {
-        ADXL_ERROR("SetRole: %d operations and %zu layer-wise tasks are under way", impl_->busy,
+        ADXL_ERROR("%s: %d operations and %zu layer-wise tasks are under way", what, impl_->busy,
                    impl_->workers.size());
         s = LLM_LINK_BUSY;
       }
@@ -89,7 +89,7 @@ Status CacheManager::Rebind(const std::string &local_engine,
           adxl::MemHandle h = nullptr;
           const adxl::Status r = fresh->RegisterMem({a, bytes}, type, h);
           if (r != adxl::SUCCESS) {
-            ADXL_ERROR("SetRole: re-registering cache %ld with the new engine failed: engine status %u",
+            ADXL_ERROR("%s: re-registering cache %ld with the new engine failed: engine status %u", what,
                        static_cast<long>(c.first), r);
             s = FromEngine(r);
             break;
@@ -111,7 +111,7 @@ Status CacheManager::Rebind(const std::string &local_engine,
         impl_->local_name = local_engine;
         impl_->engine_options = options;
         s = impl_->PublishLocked();
-        if (s != LLM_SUCCESS) ADXL_ERROR("SetRole: publishing the cache table on %s failed", local_engine.c_str());
+        if (s != LLM_SUCCESS) ADXL_ERROR("%s: publishing the cache table on %s failed", what, local_engine.c_str());
       }
     }
   }

@@ -388,5 +388,57 @@ TEST(LlmDataDist, UnforcedUnlinkWithoutRemoteIpIsRefusedAndKeepsTheLink) {
   EXPECT_EQ(prompt.UnlinkLlmClusters({only_id}, rets, 3000, true), LLM_SUCCESS);
 }
 
+// Bad input on a linked pair (docs/cache_layer.md, "Bad input on these
+// paths"): each refusal is the vendor's status with one ERROR line, and the
+// link and the caches still work (a pull, bytes checked, after each).
+TEST(LlmDataDist, BadInputOnALinkedPairKeepsTheLinkAndCaches) {
+  const uint16_t port = FreePort();
+  LlmDataDist prompt(1, LlmRole::kPrompt), decoder(2, LlmRole::kDecoder);
+  ASSERT_EQ(prompt.Initialize({{OPTION_LISTEN_IP_INFO, Listen(port).c_str()}}), LLM_SUCCESS);
+  ASSERT_EQ(decoder.Initialize({}), LLM_SUCCESS);
+  Tensors p(2, 4, 11), d(2, 4, 0);
+  int64_t pid = -1, did = -1;
+  ASSERT_EQ(prompt.RegisterKvCache(HostDesc(2, {4, 16}), p.addrs(), {}, pid), LLM_SUCCESS);
+  ASSERT_EQ(decoder.RegisterKvCache(HostDesc(2, {4, 16}), d.addrs(), {}, did), LLM_SUCCESS);
+  std::vector<Status> rets;
+  ASSERT_EQ(decoder.LinkLlmClusters({Remote(1, port)}, rets, 3000), LLM_SUCCESS);
+  Cache dc{};
+  dc.cache_id = did;
+  uint32_t round = 0;
+  auto still_works = [&] {
+    const uint32_t src = round % 4, dst = (round + 1) % 4;
+    ++round;
+    ASSERT_EQ(decoder.PullKvBlocks(Index(1, pid), dc, {src}, {dst}), LLM_SUCCESS);
+    for (uint32_t t = 0; t < 2; ++t) EXPECT_TRUE(d.Row(t, dst, p, t, src)) << t;
+  };
+  still_works();
+  for (const int32_t timeout : {0, -1}) {
+    for (const bool force : {false, true}) {
+      EXPECT_EQ(ErrorLines([&] {
+                  EXPECT_EQ(decoder.UnlinkLlmClusters({Remote(1, port)}, rets, timeout, force), LLM_PARAM_INVALID);
+                }),
+                1);
+      still_works();
+    }
+  }
+  const std::string elsewhere = Listen(FreePort());
+  EXPECT_EQ(ErrorLines([&] {
+              EXPECT_EQ(decoder.SetRole(LlmRole::kPrompt, {{OPTION_LISTEN_IP_INFO, elsewhere.c_str()}}),
+                        LLM_EXIST_LINK);
+            }),
+            1);
+  still_works();
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(decoder.PullKvBlocks(Index(1, pid), dc, {4}, {0}), LLM_PARAM_INVALID); }),
+            1);
+  still_works();
+  int64_t again = -1;  // the same addresses again, after the link
+  EXPECT_EQ(ErrorLines([&] {
+              EXPECT_EQ(decoder.RegisterKvCache(HostDesc(2, {4, 16}), d.addrs(), {}, again), LLM_PARAM_INVALID);
+            }),
+            1);
+  still_works();
+  EXPECT_EQ(decoder.UnlinkLlmClusters({Remote(1, port)}, rets, 3000), LLM_SUCCESS);
+}
+
 }  // namespace
 }  // namespace llm_datadist
