@@ -48,13 +48,13 @@ ASAN_EXCLUDE='^(install_package|bench_quick|bench_quick_adxl_memory|abi_vendor_e
 #  - NumaTopologyTest.RealMachine: hwloc's PCI plugin (hwloc_pci.so via
 #    libpciaccess) leaks ~1 KiB per loaded topology; gone with
 #    HWLOC_COMPONENTS=-pci, and the plugin is unloaded before LSan runs.
-#  - bench_kv_*, bench_peers_quick: adxl-bench's smoke tests (every byte verified; they stay
+#  - bench_kv_*, bench_peers_quick, bench_quick_base_pages: adxl-bench's smoke tests (every byte verified; they stay
 #    under ASan+UBSan for that).  Their processes also build the raw-UCP
 #    baseline's own UCP context after the engine's, and LSan then reports
 #    glibc's 56-byte dependency list of a dlopen (_dl_map_object_deps,
 #    called through an unsymbolized trampoline: UCX's libucm patches dlopen)
 #    in both processes; no frame of this project's code is in it.
-ASAN_NO_LEAK_CHECK='^(example_mpi_blocks|NumaTopologyTest\.RealMachine|bench_kv_.*|bench_peers_quick)$'
+ASAN_NO_LEAK_CHECK='^(example_mpi_blocks|NumaTopologyTest\.RealMachine|bench_kv_.*|bench_peers_quick|bench_quick_base_pages)$'
 # The concurrency tests for TSan.
 TSAN_TESTS='ManyThreads|Concurrent|ThreadSafe|ConnectPool|BufferPoolTest|HostileInput|HandshakeStall|SilentSubscribers|ControlConn|Handshake|AutoConnect|ApiFuzz'
 # Not under TSan: the rdma_rma conformance lane (UCP's emulated put/get over
