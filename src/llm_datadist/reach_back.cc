@@ -20,6 +20,7 @@
 
 #include "cache_manager.h"
 #include "cache_manager_impl.h"
+#include "common/fd.h"
 #include "common/log.h"
 
 namespace llm_datadist::internal {
@@ -34,18 +35,17 @@ std::string SourceAddressFor(const std::string &remote) {
   peer.sin_family = AF_INET;
   peer.sin_port = htons(static_cast<uint16_t>(std::strtoul(remote.c_str() + colon + 1, nullptr, 10)));
   if (inet_pton(AF_INET, remote.substr(0, colon).c_str(), &peer.sin_addr) != 1) return "";
-  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return "";
+  const adxl::Fd fd(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return "";
   std::string out;
   sockaddr_in mine{};
   socklen_t len = sizeof(mine);
   char text[INET_ADDRSTRLEN] = {};
-  if (connect(fd, reinterpret_cast<const sockaddr *>(&peer), sizeof(peer)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr *>(&mine), &len) == 0 &&
+  if (connect(fd.get(), reinterpret_cast<const sockaddr *>(&peer), sizeof(peer)) == 0 &&
+      getsockname(fd.get(), reinterpret_cast<sockaddr *>(&mine), &len) == 0 &&
       inet_ntop(AF_INET, &mine.sin_addr, text, sizeof(text)) != nullptr) {
     out = text;
   }
-  close(fd);
   return out;
 }
 
@@ -55,15 +55,14 @@ unsigned FreePort(const std::string &ip) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   if (inet_pton(AF_INET, ip.c_str(), &a.sin_addr) != 1) return 0;
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
+  const adxl::Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return 0;
   unsigned port = 0;
   socklen_t len = sizeof(a);
-  if (bind(fd, reinterpret_cast<const sockaddr *>(&a), sizeof(a)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) == 0) {
+  if (bind(fd.get(), reinterpret_cast<const sockaddr *>(&a), sizeof(a)) == 0 &&
+      getsockname(fd.get(), reinterpret_cast<sockaddr *>(&a), &len) == 0) {
     port = ntohs(a.sin_port);
   }
-  close(fd);
   return port;
 }
 
