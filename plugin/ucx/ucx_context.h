@@ -110,4 +110,9 @@ struct adxl_plugin_context : UcpCore {
 // thread, and the ABI's progress); the number of events UCP reported.
 unsigned ProgressAllWorkers(adxl_plugin_context *ctx);
 
+// The ABI's drain (adxl_plugin.h; context_drain.cc): OK once the requests
+// peers had started here before the call have ended and a pass over the
+// workers finds nothing, IN_PROGRESS when deadline_ns came first.
+int DrainContext(adxl_plugin_context *ctx, uint64_t deadline_ns);
+
 #endif  // ADXL_PLUGIN_UCX_UCX_CONTEXT_H_

@@ -473,13 +473,17 @@ int Progress(adxl_plugin_context_t *ctx) {
   return static_cast<int>(ProgressAllWorkers(ctx));
 }
 
+int Drain(adxl_plugin_context_t *ctx, uint64_t deadline_ns) {
+  return ctx == nullptr ? ADXL_PLUGIN_ERR_INVALID : DrainContext(ctx, deadline_ns);
+}
+
 const adxl_plugin_ops_t kOps = {
     ADXL_PLUGIN_ABI_VERSION, sizeof(adxl_plugin_ops_t), "ucx",
     Guarded<Open>::Call, Guarded<Close>::Call, Guarded<Query>::Call, Guarded<GetAddress>::Call,
     Guarded<MemReg>::Call, Guarded<MemPack>::Call, Guarded<MemDereg>::Call, Guarded<EpCreate>::Call,
     Guarded<EpLane>::Call, Guarded<EpDestroy>::Call, Guarded<EpDescribe>::Call, Guarded<RkeyUnpack>::Call,
     Guarded<RkeyDestroy>::Call, Guarded<RkeyDescribe>::Call, Guarded<Post>::Call, Guarded<Test>::Call, Guarded<Release>::Call,
-    Guarded<Progress>::Call, Guarded<PostBy>::Call,
+    Guarded<Progress>::Call, Guarded<PostBy>::Call, Guarded<Drain>::Call,
 };
 
 }  // namespace

@@ -386,12 +386,17 @@ void Engine::HandleServer(const std::shared_ptr<ControlConn> &conn, wire::Messag
     conn->Send(wire::Pong{}, msg.seq, deadline);
   } else if (std::holds_alternative<wire::Fence>(msg.body)) {
     // Drain what the peer's transport already put in flight towards us, off
-    // this thread; the peer waits for the Ack.
+    // this thread; the peer waits for the Ack (Link::kFenceWait), so the
+    // drain ends before that.  The Ack says whether everything ended.
     std::shared_ptr<Transport> transport = transport_;
     const uint64_t seq = msg.seq;
     worker_.Post([transport, conn, seq] {
-      for (int i = 0, idle = 0; i < 100000 && idle < 8; ++i) idle = transport->Progress() != 0 ? 0 : idle + 1;
-      conn->Send(wire::Ack{SUCCESS}, seq, Clock::now() + kControlSendDeadline);
+      const bool drained = transport->Drain(Clock::now() + Link::kFenceDrain);
+      if (!drained) {
+        ADXL_WARN("fence from '%s': requests it had started here were still running after %lld ms",
+                  conn->peer_name().c_str(), static_cast<long long>(Link::kFenceDrain.count()));
+      }
+      conn->Send(wire::Ack{drained ? SUCCESS : TIMEOUT}, seq, Clock::now() + kControlSendDeadline);
     });
   } else if (std::holds_alternative<wire::TableRequest>(msg.body)) {
     registrar_->SendTable(conn, msg.seq, Clock::now() + kHandshakeAnswerDeadline);

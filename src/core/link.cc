@@ -107,10 +107,13 @@ void Link::FenceAfterTimeout() {
   // 1. Nothing more leaves this side: the endpoint is force-closed.
   Fail("a transfer timed out");
   // 2. What already left is drained by the target before we return (it
-  //    progresses its transport until idle, then acknowledges).
+  //    drains its transport, Transport::Drain, then acknowledges).
   uint32_t status = 0;
   if (conn->Request(wire::Fence{}, Clock::now() + kFenceWait, &status) != ControlConn::Outcome::kAcked) {
     ADXL_WARN("link to '%s': the target did not confirm the fence (dead or stopped)", remote_.c_str());
+  } else if (status != SUCCESS) {
+    ADXL_WARN("link to '%s': the target confirmed the fence with requests of this side still running there",
+              remote_.c_str());
   }
 }
 

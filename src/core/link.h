@@ -142,6 +142,9 @@ class Link {
   // what keeps a stopped target's memory safe is that the lane moves data
   // only while the initiator's (now force-closed) request lives.
   static constexpr std::chrono::milliseconds kFenceWait{40};
+  // How long the target drains for a fence (Transport::Drain) before it
+  // answers: within kFenceWait, with room for the answer to travel.
+  static constexpr std::chrono::milliseconds kFenceDrain{30};
 
   // ---- State.
   // Publishes the outcome of Connect to concurrent callers.

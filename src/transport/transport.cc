@@ -41,6 +41,14 @@ uint64_t MonotonicNs(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
+bool Transport::Drain(std::chrono::steady_clock::time_point deadline) const {
+  if (ops().drain != nullptr) return ops().drain(ctx_, MonotonicNs(deadline)) == ADXL_PLUGIN_OK;
+  while (Progress() != 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+  }
+  return true;
+}
+
 std::shared_ptr<Transport> Transport::Open(std::unique_ptr<PluginLibrary> lib,
                                            const std::map<std::string, std::string> &params, std::string *why) {
   std::shared_ptr<Transport> t(new Transport());

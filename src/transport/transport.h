@@ -38,6 +38,11 @@ class Transport {
   // Drives the plugin once; nonzero when it did some work.  Callers waiting
   // for a batch step it through core/batch_wait.h.
   int Progress() const { return ops().progress(ctx_); }
+  // The target side of a peer's fence: true once what peers had started
+  // towards this side has ended here (the plugin's drain), false when
+  // `deadline` came first.  A plugin without drain is progressed until a
+  // call finds nothing to do, within the same deadline.
+  bool Drain(std::chrono::steady_clock::time_point deadline) const;
 
  private:
   Transport() = default;

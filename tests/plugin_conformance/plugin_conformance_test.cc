@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <dirent.h>
 
@@ -175,7 +176,64 @@ void PluginLog(void *, int level, const char *msg) { adxl::PluginLogCallback(con
 //   "hello <address hex> <key hex> <buffer addr> <buffer len>"
 // then answers "fill <seed>" -> "ok", "hash <off> <len>" -> "ok <fnv64>",
 // "exit" -> exits.  Between commands it blocks in read(): it calls nothing
-// of the plugin while the parent moves data.
+// of the plugin while the parent moves data.  The child as an initiator:
+// "put <address hex> <key hex> <addr> <lane> <seed>" fills its buffer with
+// the pattern of <seed>, connects to that address over <lane>, posts
+// kPutRounds PUT batches of its whole buffer to <addr> and answers "ok"
+// without waiting ("nolane" when the lane does not reach the address);
+// "wait" waits for those batches and answers "ok <status>", the first
+// status that was not OK (0 when all were).
+// The child's side of "put" / "wait": one endpoint, key and set of batches.
+constexpr int kPutRounds = 16;
+struct ChildInitiator {
+  adxl_plugin_ep_t *ep = nullptr;
+  adxl_plugin_rkey_t *rk = nullptr;
+  std::vector<adxl_plugin_batch_t *> batches;
+
+  std::string Put(const adxl_plugin_ops_t &ops, adxl_plugin_context_t *ctx, adxl_plugin_mem_t *mem, Buffer &buf,
+                  const std::string &address, const std::string &key, uint64_t remote, uint32_t lane, uint64_t seed) {
+    Wait(ops);
+    FillPattern(buf.data(), buf.size(), seed);
+    const int rc = ops.ep_create(ctx, address.data(), address.size(), lane, &ep);
+    if (rc == ADXL_PLUGIN_ERR_UNSUPPORTED) return "nolane";
+    if (rc != ADXL_PLUGIN_OK) return "err ep_create " + std::to_string(rc);
+    if (ops.rkey_unpack(ep, key.data(), key.size(), &rk) != ADXL_PLUGIN_OK) return "err rkey_unpack";
+    // Wire-up first (a count-0 post), so that the PUTs leave at once.
+    adxl_plugin_batch_t *flush = nullptr;
+    if (ops.post(ep, ADXL_PLUGIN_PUT, nullptr, 0, &flush) != ADXL_PLUGIN_OK) return "err flush";
+    batches.push_back(flush);
+    const std::string wired = Wait(ops, false);
+    if (wired != "ok 0") return "err wire-up " + wired;
+    std::vector<adxl_plugin_iov_t> all;
+    for (size_t off = 0; off < buf.size(); off += kMaxOp) all.push_back({mem, buf.addr() + off, rk, remote + off, kMaxOp});
+    for (int i = 0; i < kPutRounds; ++i) {
+      adxl_plugin_batch_t *b = nullptr;
+      const int st = ops.post(ep, ADXL_PLUGIN_PUT, all.data(), all.size(), &b);
+      if (st != ADXL_PLUGIN_OK) return "err post " + std::to_string(st);
+      batches.push_back(b);
+    }
+    return "ok";
+  }
+  // Waits for the batches; with `close`, then closes the endpoint.
+  std::string Wait(const adxl_plugin_ops_t &ops, bool close = true) {
+    int first_error = ADXL_PLUGIN_OK;
+    for (adxl_plugin_batch_t *b : batches) {
+      const auto t0 = std::chrono::steady_clock::now();
+      int st;
+      while ((st = ops.test(b)) == ADXL_PLUGIN_IN_PROGRESS && MsSince(t0) < 20000) usleep(20);
+      if (first_error == ADXL_PLUGIN_OK) first_error = st;
+      ops.release(b);
+    }
+    batches.clear();
+    if (!close) return "ok " + std::to_string(first_error);
+    if (rk != nullptr) ops.rkey_destroy(rk);
+    if (ep != nullptr) ops.ep_destroy(ep, 0);
+    rk = nullptr;
+    ep = nullptr;
+    return "ok " + std::to_string(first_error);
+  }
+};
+
 int ChildMain(int fd) {
   std::string why;
   auto lib = adxl::PluginLibrary::LoadFile(g_plugin_path, ADXL_PLUGIN_ABI_VERSION, &why);
@@ -207,6 +265,7 @@ int ChildMain(int fd) {
   key.resize(klen);
   WriteLine(fd, "hello " + Hex(addr) + " " + Hex(key) + " " + std::to_string(buf.addr()) + " " +
                     std::to_string(buf.size()));
+  ChildInitiator initiator;
   std::string rbuf, line;
   while (ReadLine(fd, &rbuf, &line, -1)) {
     std::istringstream in(line);
@@ -225,10 +284,19 @@ int ChildMain(int fd) {
       } else {
         WriteLine(fd, "ok " + std::to_string(Hash(buf.data() + off, len)));
       }
+    } else if (cmd == "put") {
+      std::string a, k;
+      uint64_t remote = 0, seed = 0;
+      uint32_t lane = 0;
+      in >> a >> k >> remote >> lane >> seed;
+      WriteLine(fd, initiator.Put(ops, ctx, mem, buf, Unhex(a), Unhex(k), remote, lane, seed));
+    } else if (cmd == "wait") {
+      WriteLine(fd, initiator.Wait(ops));
     } else if (cmd == "exit") {
       break;
     }
   }
+  initiator.Wait(ops);
   ops.mem_dereg(ctx, mem);
   ops.close(ctx);
   return 0;
@@ -799,6 +867,84 @@ TEST_P(LaneTest, RandomBatchesAgainstAnotherProcess) {
   }
   ops_->rkey_destroy(rk);
   ops_->ep_destroy(ep, 0);
+}
+
+// drain (optional): the target side of a fence.  An idle context drains at
+// once.  A child PUTs into this process's memory and is stopped mid-way: the
+// drain either finds nothing of it running here (a one-sided lane, or a
+// moment between messages) or returns IN_PROGRESS at its deadline, not
+// before and not much after; once the child runs again, a drain returns OK
+// and every byte is in place.  On the UCX plugin's RDMA lane over active
+// messages over UCX's TCP transport (UCX_TLS=tcp in both processes here;
+// with cma beside it UCX would pull the data itself) the target serves each
+// message, so a stopped initiator must be seen in at least one of the
+// rounds: a drain that only asked whether its workers were busy would answer
+// OK every time.
+TEST_P(LaneTest, DrainWaitsForWhatAPeerStartedHere) {
+  if (ops_->struct_size < offsetof(adxl_plugin_ops_t, drain) + sizeof(ops_->drain) || ops_->drain == nullptr) {
+    GTEST_SKIP() << "the plugin has no drain (optional)";
+  }
+  const bool tcp_only = lane() == ADXL_PLUGIN_LANE_RDMA && getenv("UCX_TLS") == nullptr;
+  if (tcp_only) setenv("UCX_TLS", "tcp", 1);
+  struct Unset {
+    bool on;
+    ~Unset() {
+      if (on) unsetenv("UCX_TLS");
+    }
+  } unset{tcp_only};
+  auto in_ms = [](double ms) {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return static_cast<uint64_t>(now.tv_sec) * 1000000000u + static_cast<uint64_t>(now.tv_nsec) +
+           static_cast<uint64_t>(ms * 1e6);
+  };
+  Child child;
+  ASSERT_TRUE(child.ok()) << "the child process did not start";
+  adxl_plugin_context_t *ctx = Open();
+  ASSERT_NE(ctx, nullptr);
+  Buffer mine(kBufSize);
+  adxl_plugin_mem_t *mem = Reg(ctx, mine);
+  ASSERT_NE(mem, nullptr);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(ops_->drain(ctx, in_ms(5000)), ADXL_PLUGIN_OK) << "an idle context";
+  EXPECT_LT(MsSince(t0), adxl_test::ScaledMs(1000)) << "an idle context drains at once";
+  const std::string put = "put " + Hex(Address(ctx)) + " " + Hex(Pack(ctx, mem)) + " " + std::to_string(mine.addr()) +
+                          " " + std::to_string(lane()) + " ";
+  const double limit_ms = 200;
+  int caught = 0;
+  for (int round = 0; round < 5; ++round) {
+    const std::string r = child.Command(put + std::to_string(700 + round));
+    if (r == "nolane") GTEST_SKIP() << "the child does not reach this process over the " << LaneName(lane()) << " lane";
+    ASSERT_EQ(r, "ok");
+    ASSERT_TRUE(child.Stop());
+    t0 = std::chrono::steady_clock::now();
+    const int st = ops_->drain(ctx, in_ms(limit_ms));
+    const double ms = MsSince(t0);
+    EXPECT_TRUE(st == ADXL_PLUGIN_OK || st == ADXL_PLUGIN_IN_PROGRESS) << "status " << st;
+    EXPECT_LT(ms, adxl_test::ScaledMs(limit_ms + 300)) << "drain past its deadline";
+    if (st == ADXL_PLUGIN_IN_PROGRESS) {
+      ++caught;
+      EXPECT_GE(ms, limit_ms - 1) << "IN_PROGRESS before the deadline";
+    }
+    child.Continue();
+    EXPECT_EQ(ops_->drain(ctx, in_ms(adxl_test::ScaledMs(10000))), ADXL_PLUGIN_OK)
+        << "what a running peer started here did not end";
+    ASSERT_EQ(child.Command("wait"), "ok 0");
+    std::vector<uint8_t> want(mine.size());
+    FillPattern(want.data(), want.size(), 700 + round);
+    EXPECT_EQ(Hash(mine.data(), mine.size()), Hash(want.data(), want.size())) << "round " << round;
+  }
+  RecordProperty("drain_in_progress_rounds", caught);
+  adxl_plugin_caps_t caps{};
+  ASSERT_EQ(ops_->query(ctx, &caps), ADXL_PLUGIN_OK);
+  std::istringstream list(caps.transports);
+  bool am = false;
+  for (std::string t; std::getline(list, t, ',');) am = am || t == "am";
+  const bool served_by_target = strcmp(ops_->name, "ucx") == 0 && tcp_only && am;
+  if (served_by_target) {
+    EXPECT_GT(caught, 0) << "a stopped initiator's PUTs were never seen running here (transports: " << caps.transports
+                         << ")";
+  }
 }
 
 TEST_P(LaneTest, PeerDeathEndsBatchesWithAnError) {

@@ -179,6 +179,18 @@ typedef struct adxl_plugin_ops {
    * its call's deadline whenever it has one. */
   int (*post_by)(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t count, uint64_t deadline_ns,
                  adxl_plugin_batch_t **batch);
+
+  /* Optional (may be NULL; read only when struct_size covers it): the
+   * target side of a fence.  Returns ADXL_PLUGIN_OK once what peers had
+   * started towards this context before the call has ended here (every
+   * request a peer made this side serve — data being received into this
+   * side's memory, data being sent from it — has landed, been dropped or
+   * failed) and a pass over the context's transports then finds nothing
+   * more to do; ADXL_PLUGIN_IN_PROGRESS when deadline_ns (CLOCK_MONOTONIC,
+   * nanoseconds) came first.  A truly one-sided transport has nothing to
+   * wait for.  The engine calls it when a peer that timed out fences its
+   * link (after force-closing its endpoint), before it acknowledges. */
+  int (*drain)(adxl_plugin_context_t *ctx, uint64_t deadline_ns);
 } adxl_plugin_ops_t;
 
 /* Size of a table without post_by: the smallest struct_size the engine

@@ -232,6 +232,11 @@ class AmLane {
   // on [addr, addr+len) (all of them when len is 0) and waits, bounded,
   // until those requests have ended.  Call outside ucp_worker_progress.
   void ReleaseTargetOps(uintptr_t addr, size_t len) ADXL_EXCLUDES(mu_);
+  // Draining (the ABI's drain): a mark taken now, and whether a target
+  // request started before that mark (a WRITE-data receive, a READ answer,
+  // an acknowledgement a peer's message asked for) is still pending.
+  uint64_t TargetOpMark() ADXL_EXCLUDES(mu_);
+  bool TargetOpsBefore(uint64_t mark) ADXL_EXCLUDES(mu_);
 
  private:
   // A contiguous staging buffer: pooled and registered when the pool has

@@ -49,6 +49,19 @@ bool AmLane::TargetOpDone(uint64_t id) {
   return answer;
 }
 
+uint64_t AmLane::TargetOpMark() {
+  adxl::MutexLock l(&mu_);
+  return next_target_op_;
+}
+
+bool AmLane::TargetOpsBefore(uint64_t mark) {
+  adxl::MutexLock l(&mu_);
+  for (const auto &op : target_ops_) {
+    if (op.first < mark) return true;
+  }
+  return false;
+}
+
 bool AmLane::TargetSend(ucp_ep_h reply_ep, unsigned id, const void *header, size_t header_len,
                         std::vector<ucp_dt_iov_t> iov, ucp_mem_h memh) {
   struct Pending {
