@@ -9,6 +9,7 @@ every byte checked (docs/cache_layer.md, "Calls as serving frameworks make them"
 - switch_role: caches stay registered, the listen option moves the listener, a switch without it stops listening,
   no switch while a link exists;
 - an unreachable peer is LLM_LINK_FAILED."""
+import contextlib
 import ctypes
 import json
 import multiprocessing as mp
@@ -98,6 +99,30 @@ def init(role, cluster, listen=None, backend=None):
     return dd
 
 
+@contextlib.contextmanager
+def peer(target, *args):
+    """The other side of a flow: target(*args, to_main, to_peer) in a spawned process; yields the two queues
+    (to_main: what the peer says, to_peer: what this side says) and, when the block ends, expects the peer to
+    exit with 0 within 30 s."""
+    ctx = mp.get_context("spawn")
+    to_main, to_peer = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=target, args=(*args, to_main, to_peer))
+    p.start()
+    try:
+        yield to_main, to_peer
+    finally:
+        p.join(30)
+    assert p.exitcode == 0
+
+
+def assert_blocks_moved(kv):
+    """Every tensor's DST_BLOCKS hold what the prefill's SRC_BLOCKS held (value())."""
+    for t in range(2 * LAYERS):
+        for s, d in zip(SRC_BLOCKS, DST_BLOCKS):
+            got = list(kv[t][d * BLOCK:(d + 1) * BLOCK])
+            assert got == [value(t, s, i) for i in range(BLOCK)], (t, s, d)
+
+
 def only_id(cluster_id):
     c = LLMClusterInfo()
     c.remote_cluster_id = cluster_id
@@ -133,11 +158,7 @@ def prefill_pushes(port, backend, device, to_main, to_peer):
 
 def run_push_flow(backend, device=False):
     port, dport = free_tcp_port(), free_tcp_port()
-    ctx = mp.get_context("spawn")
-    to_main, to_peer = ctx.Queue(), ctx.Queue()
-    p = ctx.Process(target=prefill_pushes, args=(port, backend, device, to_main, to_peer))
-    p.start()
-    try:
+    with peer(prefill_pushes, port, backend, device) as (to_main, to_peer):
         assert to_main.get(timeout=30) == "ready"
         dd = init(LLMRole.DECODER, DECODE, f"127.0.0.1:{dport}")
         cache, kv = blocks_cache(dd.cache_manager, DECODE, fill=False, device=device)
@@ -153,11 +174,7 @@ def run_push_flow(backend, device=False):
             dd.cache_manager.pull_blocks(BlocksCacheKey(PREFILL, 0), cache, SRC_BLOCKS, DST_BLOCKS)
         else:
             assert pushed == "pushed"
-        for t in range(2 * LAYERS):
-            tensor = kv[t]
-            for s, d in zip(SRC_BLOCKS, DST_BLOCKS):
-                got = list(tensor[d * BLOCK:(d + 1) * BLOCK])
-                assert got == [value(t, s, i) for i in range(BLOCK)], (t, s, d)
+        assert_blocks_moved(kv)
         to_peer.put("unlink")
         assert to_main.get(timeout=30) == (int(LLMStatusCode.LLM_SUCCESS), [int(LLMStatusCode.LLM_SUCCESS)])
         ret, rets = dd.unlink_clusters([only_id(PREFILL)], 3000, force=True)
@@ -176,9 +193,6 @@ def run_push_flow(backend, device=False):
         dd.cache_manager.unregister_cache(cache.cache_id)
         dd.finalize()
         to_peer.put("done")
-    finally:
-        p.join(30)
-    assert p.exitcode == 0
 
 
 def test_prefill_pushes_over_the_decoders_link():
@@ -224,11 +238,7 @@ def holder_switches_roles(port1, port2, to_main, to_peer):
 
 def test_switch_role_moves_and_stops_the_listener_and_keeps_caches():
     port1, port2 = free_tcp_port(), free_tcp_port()
-    ctx = mp.get_context("spawn")
-    to_main, to_peer = ctx.Queue(), ctx.Queue()
-    p = ctx.Process(target=holder_switches_roles, args=(port1, port2, to_main, to_peer))
-    p.start()
-    try:
+    with peer(holder_switches_roles, port1, port2) as (to_main, to_peer):
         assert to_main.get(timeout=30) == "not listening"
         dd = init(LLMRole.DECODER, DECODE)
         cache, kv = blocks_cache(dd.cache_manager, DECODE, fill=False)
@@ -242,16 +252,11 @@ def test_switch_role_moves_and_stops_the_listener_and_keeps_caches():
         assert to_main.get(timeout=30) == ("refused", int(LLMStatusCode.LLM_EXIST_LINK))
         # The cache registered before both switches is still there, under its key.
         dd.cache_manager.pull_blocks(BlocksCacheKey(PREFILL, 0), cache, SRC_BLOCKS, DST_BLOCKS)
-        for t in range(2 * LAYERS):
-            for s, d in zip(SRC_BLOCKS, DST_BLOCKS):
-                assert list(kv[t][d * BLOCK:(d + 1) * BLOCK]) == [value(t, s, i) for i in range(BLOCK)]
+        assert_blocks_moved(kv)
         assert dd.unlink_clusters([only_id(PREFILL)], 3000, force=True)[0] == LLMStatusCode.LLM_SUCCESS
         dd.cache_manager.unregister_cache(cache.cache_id)
         dd.finalize()
         to_peer.put("done")
-    finally:
-        p.join(30)
-    assert p.exitcode == 0
 
 
 RANK_TABLE = ('{"version": "1.0", "server_count": "1", "status": "completed", "server_list": [{"server_id": '
@@ -273,11 +278,7 @@ def test_a_normal_shutdown_logs_no_error(capfd):
     is expected, not an error).  Also: the rank table serving frameworks pass as llm.LocalCommRes gives no
     WARN line per key."""
     port, dport = free_tcp_port(), free_tcp_port()
-    ctx = mp.get_context("spawn")
-    to_main, to_peer = ctx.Queue(), ctx.Queue()
-    p = ctx.Process(target=prefill_finalizes_first, args=(port, to_main, to_peer))
-    p.start()
-    try:
+    with peer(prefill_finalizes_first, port) as (to_main, to_peer):
         assert to_main.get(timeout=30) == "ready"
         dd = LLMDataDist(LLMRole.DECODER, DECODE)
         cfg = LLMConfig()
@@ -289,13 +290,8 @@ def test_a_normal_shutdown_logs_no_error(capfd):
         assert dd.link_clusters([with_ip(PREFILL, port)], 5000)[0] == LLMStatusCode.LLM_SUCCESS
         to_peer.put("linked")
         assert to_main.get(timeout=30) == "finalized"
-        for t in range(2 * LAYERS):
-            for s, d in zip(SRC_BLOCKS, DST_BLOCKS):
-                assert list(kv[t][d * BLOCK:(d + 1) * BLOCK]) == [value(t, s, i) for i in range(BLOCK)]
+        assert_blocks_moved(kv)
         dd.finalize()
-    finally:
-        p.join(30)
-    assert p.exitcode == 0
     err = capfd.readouterr().err
     assert "ERROR" not in err, err
     assert "LocalCommRes" not in err or "WARN" not in "".join(l for l in err.splitlines() if "LocalCommRes" in l), err
@@ -321,11 +317,7 @@ def test_transfer_cache_async_without_block_indices_copies_block_zero():
     """The vendor's cache-to-cache copy: no block indices on a blocks cache moves block 0 to block 0 of each
     tensor in the layer range."""
     port = free_tcp_port()
-    ctx = mp.get_context("spawn")
-    to_main, to_peer = ctx.Queue(), ctx.Queue()
-    p = ctx.Process(target=decoder_receives, args=(port, to_main, to_peer))
-    p.start()
-    try:
+    with peer(decoder_receives, port) as (to_main, to_peer):
         assert to_main.get(timeout=30) == "ready"
         dd = init(LLMRole.PROMPT, PREFILL, f"127.0.0.1:{free_tcp_port()}")
         cache, kv = blocks_cache(dd.cache_manager, PREFILL, fill=True)
@@ -343,9 +335,6 @@ def test_transfer_cache_async_without_block_indices_copies_block_zero():
         dd.unlink_clusters([only_id(DECODE)], 3000, force=True)
         dd.finalize()
         to_peer.put("done")
-    finally:
-        p.join(30)
-    assert p.exitcode == 0
 
 
 def vllm_rank_table(comm):
@@ -377,20 +366,14 @@ def test_rank_table_link_on_both_sides_without_listen_addresses(device):
     if device and acl_emulation() is None:
         pytest.skip("no host ACL runtime (emulation/acl) in this build")
     comm = f"pd{free_tcp_port()}"
-    ctx = mp.get_context("spawn")
-    to_main, to_peer = ctx.Queue(), ctx.Queue()
-    p = ctx.Process(target=prefill_rank_link, args=(comm, device, to_main, to_peer))
-    p.start()
-    try:
+    with peer(prefill_rank_link, comm, device) as (to_main, to_peer):
         for round_ in range(2):  # finalize and init again
             dd = init(LLMRole.DECODER, DECODE)
             cache, kv = blocks_cache(dd.cache_manager, DECODE, fill=False, device=device)
             comm_id = dd.link(f"{comm}-{round_}", {PREFILL: 0, DECODE: 1}, vllm_rank_table(comm))
             to_peer.put("ready")
             assert to_main.get(timeout=30) == "pushed"
-            for t in range(2 * LAYERS):
-                for s, d in zip(SRC_BLOCKS, DST_BLOCKS):
-                    assert list(kv[t][d * BLOCK:(d + 1) * BLOCK]) == [value(t, s, i) for i in range(BLOCK)]
+            assert_blocks_moved(kv)
             # And the decoder pulls (block 0 of the prefill into its block 1).
             dd.cache_manager.pull_blocks(BlocksCacheKey(PREFILL, 0), cache, [0], [1])
             for t in range(2 * LAYERS):
@@ -399,9 +382,6 @@ def test_rank_table_link_on_both_sides_without_listen_addresses(device):
             dd.unlink(comm_id)
             assert to_main.get(timeout=30) == "finalized"
             dd.finalize()
-    finally:
-        p.join(30)
-    assert p.exitcode == 0
 
 
 def prefill_pushes_each_round(port, rounds, to_main, to_peer):
@@ -420,11 +400,7 @@ def test_decoder_finalizes_and_links_again_prefill_pushes_again():
     """Finalize and init again on the decoder (same address, no unlink call: finalize unlinks): the prefill's
     connection back to the old decoder goes, a new one reaches the new decoder."""
     port, dport = free_tcp_port(), free_tcp_port()
-    ctx = mp.get_context("spawn")
-    to_main, to_peer = ctx.Queue(), ctx.Queue()
-    p = ctx.Process(target=prefill_pushes_each_round, args=(port, 3, to_main, to_peer))
-    p.start()
-    try:
+    with peer(prefill_pushes_each_round, port, 3) as (to_main, to_peer):
         assert to_main.get(timeout=30) == "ready"
         for _ in range(3):
             dd = init(LLMRole.DECODER, DECODE, f"127.0.0.1:{dport}")
@@ -432,14 +408,9 @@ def test_decoder_finalizes_and_links_again_prefill_pushes_again():
             assert dd.link_clusters([with_ip(PREFILL, port)], 5000)[0] == LLMStatusCode.LLM_SUCCESS
             to_peer.put("linked")
             assert to_main.get(timeout=30) == "pushed"
-            for t in range(2 * LAYERS):
-                for s, d in zip(SRC_BLOCKS, DST_BLOCKS):
-                    assert list(kv[t][d * BLOCK:(d + 1) * BLOCK]) == [value(t, s, i) for i in range(BLOCK)]
+            assert_blocks_moved(kv)
             dd.finalize()
         to_peer.put("done")
-    finally:
-        p.join(30)
-    assert p.exitcode == 0
 
 
 def test_link_results_are_the_last_failure():

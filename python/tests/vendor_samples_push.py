@@ -56,6 +56,12 @@ def _cluster(remote_id, local_port=None, remote_port=None):
     return c
 
 
+def _blocks_cache(cm, cluster_id, tensor, tensor2):
+    """register_blocks_cache of the two tensors under BlocksCacheKey(cluster_id, 0), as every sample here."""
+    return cm.register_blocks_cache(_desc(), [tensor.data_ptr(), tensor2.data_ptr()],
+                                    BlocksCacheKey(cluster_id, 0), remote_accessible=REMOTE[0])
+
+
 def _ok(call_result, what):
     ret, _ = call_result
     assert ret == LLMStatusCode.LLM_SUCCESS, f"{what} failed: {ret}"
@@ -67,9 +73,7 @@ def push_blocks_prompt(pport, dport, backend):
     dd = _init(LLMRole.PROMPT, PROMPT_CLUSTER_ID, f"{HOST}:{pport}", backend)
     cm = dd.cache_manager
     tensor, tensor2 = _two(1)
-    cache = cm.register_blocks_cache(_desc(), [tensor.data_ptr(), tensor2.data_ptr()],
-                                     BlocksCacheKey(PROMPT_CLUSTER_ID, 0),
-                                     remote_accessible=REMOTE[0])
+    cache = _blocks_cache(cm, PROMPT_CLUSTER_ID, tensor, tensor2)
     before = [tensor.tobytes(), tensor2.tobytes()]
     dist.barrier()  # register end
     dist.barrier()  # decoder push blocks end
@@ -81,19 +85,27 @@ def push_blocks_prompt(pport, dport, backend):
 
 
 def push_blocks_decoder(pport, dport, backend):
+    _decoder_pushes_blocks(backend, pport, dport, dst_blocks=[0, 2], forced_unlink=True)
+
+
+# The decoder of push_blocks_sample.py and of hixl_transfer_backend_sample.py: two stamped tensors as blocks,
+# link, push_blocks [0, 1] -> dst_blocks, unlink by cluster id (forced, or not and then wait for the peer's).
+def _decoder_pushes_blocks(backend, pport, dport, dst_blocks, forced_unlink):
     dd = _init(LLMRole.DECODER, DECODER_CLUSTER_ID, f"{HOST}:{dport}", backend)
     cm = dd.cache_manager
     tensor, tensor2 = _two(0)
     for i, t in enumerate((tensor, tensor2)):
         stamp(t, i + 100)
-    cache = cm.register_blocks_cache(_desc(), [tensor.data_ptr(), tensor2.data_ptr()],
-                                     BlocksCacheKey(DECODER_CLUSTER_ID, 0),
-                                     remote_accessible=REMOTE[0])
+    cache = _blocks_cache(cm, DECODER_CLUSTER_ID, tensor, tensor2)
     dist.barrier()  # register end
     _ok(dd.link_clusters([_cluster(PROMPT_CLUSTER_ID, dport, pport)], 5000), "link")
-    cm.push_blocks(BlocksCacheKey(PROMPT_CLUSTER_ID, 0), cache, src_blocks=[0, 1], dst_blocks=[0, 2])
+    cm.push_blocks(BlocksCacheKey(PROMPT_CLUSTER_ID, 0), cache, src_blocks=[0, 1], dst_blocks=dst_blocks)
     dist.barrier()  # push_blocks end
-    _ok(dd.unlink_clusters([_cluster(PROMPT_CLUSTER_ID)], 5000, force=True), "unlink")
+    # The samples differ in the call itself: one passes force=True, the other no force at all.
+    unlink_args = {"force": True} if forced_unlink else {}
+    _ok(dd.unlink_clusters([_cluster(PROMPT_CLUSTER_ID)], 5000, **unlink_args), "unlink")
+    if not forced_unlink:
+        dist.barrier()  # peer unlink end
     cm.unregister_cache(cache.cache_id)
     dd.finalize()
 
@@ -148,9 +160,7 @@ def switch_role_prompt(port):
     tensor, tensor2 = _two(1)
     for i, t in enumerate((tensor, tensor2)):
         stamp(t, i)
-    cache = cm.register_blocks_cache(_desc(), [tensor.data_ptr(), tensor2.data_ptr()],
-                                     BlocksCacheKey(PROMPT_CLUSTER_ID, 0),
-                                     remote_accessible=REMOTE[0])
+    cache = _blocks_cache(cm, PROMPT_CLUSTER_ID, tensor, tensor2)
     dist.barrier()  # register end
     dist.barrier()  # decoder unlink
     dd.switch_role(LLMRole.DECODER)
@@ -175,9 +185,7 @@ def switch_role_decoder(port):
     tensor, tensor2 = _two(0)
     for i, t in enumerate((tensor, tensor2)):
         stamp(t, i + 100)
-    cache = cm.register_blocks_cache(_desc(), [tensor.data_ptr(), tensor2.data_ptr()],
-                                     BlocksCacheKey(DECODER_CLUSTER_ID, 0),
-                                     remote_accessible=REMOTE[0])
+    cache = _blocks_cache(cm, DECODER_CLUSTER_ID, tensor, tensor2)
     before = [tensor.tobytes(), tensor2.tobytes()]
     dist.barrier()  # register end
     _ok(dd.link_clusters([_cluster(PROMPT_CLUSTER_ID, port, port)], 5000), "link")
@@ -214,9 +222,7 @@ def transfer_async_prompt(port):
     tensor, tensor2 = _two(1)
     for i, t in enumerate((tensor, tensor2)):
         stamp(t, i)
-    cache = cm.register_blocks_cache(_desc(), [tensor.data_ptr(), tensor2.data_ptr()],
-                                     BlocksCacheKey(PROMPT_CLUSTER_ID, 0),
-                                     remote_accessible=REMOTE[0])
+    cache = _blocks_cache(cm, PROMPT_CLUSTER_ID, tensor, tensor2)
     dist.barrier()  # register end
     _ok(dd.link_clusters([_cluster(DECODER_CLUSTER_ID, port, port)], 5000), "link")
     config = TransferWithCacheKeyConfig(BlocksCacheKey(DECODER_CLUSTER_ID, 0), range(0, 1), range(0, 1))
@@ -234,9 +240,7 @@ def transfer_async_decoder(port):
                {"enable_cache_manager": True, "enable_remote_cache_accessible": True})
     cm = dd.cache_manager
     tensor, tensor2 = _two(0)
-    cache = cm.register_blocks_cache(_desc(), [tensor.data_ptr(), tensor2.data_ptr()],
-                                     BlocksCacheKey(DECODER_CLUSTER_ID, 0),
-                                     remote_accessible=REMOTE[0])
+    cache = _blocks_cache(cm, DECODER_CLUSTER_ID, tensor, tensor2)
     before = [tensor.tobytes(), tensor2.tobytes()]
     dist.barrier()  # register end
     dist.barrier()  # prompt transfer cache end
@@ -253,9 +257,7 @@ def hixl_backend_prompt(pport, dport):
     dd = _init(LLMRole.PROMPT, PROMPT_CLUSTER_ID, f"{HOST}:{pport}", "hixl")
     cm = dd.cache_manager
     tensor, tensor2 = _two(1)
-    cache = cm.register_blocks_cache(_desc(), [tensor.data_ptr(), tensor2.data_ptr()],
-                                     BlocksCacheKey(PROMPT_CLUSTER_ID, 0),
-                                     remote_accessible=REMOTE[0])
+    cache = _blocks_cache(cm, PROMPT_CLUSTER_ID, tensor, tensor2)
     dist.barrier()  # register end
     _ok(dd.link_clusters([_cluster(DECODER_CLUSTER_ID, pport, dport)], 5000), "link")
     cm.pull_blocks(BlocksCacheKey(DECODER_CLUSTER_ID, 0), cache, src_blocks=[2], dst_blocks=[2])
@@ -269,22 +271,7 @@ def hixl_backend_prompt(pport, dport):
 
 
 def hixl_backend_decoder(pport, dport):
-    dd = _init(LLMRole.DECODER, DECODER_CLUSTER_ID, f"{HOST}:{dport}", "hixl")
-    cm = dd.cache_manager
-    tensor, tensor2 = _two(0)
-    for i, t in enumerate((tensor, tensor2)):
-        stamp(t, i + 100)
-    cache = cm.register_blocks_cache(_desc(), [tensor.data_ptr(), tensor2.data_ptr()],
-                                     BlocksCacheKey(DECODER_CLUSTER_ID, 0),
-                                     remote_accessible=REMOTE[0])
-    dist.barrier()  # register end
-    _ok(dd.link_clusters([_cluster(PROMPT_CLUSTER_ID, dport, pport)], 5000), "link")
-    cm.push_blocks(BlocksCacheKey(PROMPT_CLUSTER_ID, 0), cache, src_blocks=[0, 1], dst_blocks=[0, 1])
-    dist.barrier()  # push_blocks end
-    _ok(dd.unlink_clusters([_cluster(PROMPT_CLUSTER_ID)], 5000), "unlink")
-    dist.barrier()  # peer unlink end
-    cm.unregister_cache(cache.cache_id)
-    dd.finalize()
+    _decoder_pushes_blocks("hixl", pport, dport, dst_blocks=[0, 1], forced_unlink=False)
 
 
 # pull_blocks_xpyd_sample.py: cluster id = ip << 16 | port; prompts listen there with one tensor full of their
