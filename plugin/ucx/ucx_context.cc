@@ -56,7 +56,7 @@ bool HaveInfiniBand() {
 bool HaveGpu() { return access("/dev/nvidiactl", F_OK) == 0 || access("/dev/kfd", F_OK) == 0; }
 
 // Whether the RDMA lane should run over active messages (StartAmLane):
-// unless ADXL_UCX_RDMA_PROTOCOL says otherwise, where there is no RDMA
+// unless the rdma_protocol parameter (ADXL_UCX_RDMA_PROTOCOL) says otherwise, where there is no RDMA
 // hardware.
 bool WantAmLane(const UcxParams &params) {
   using Proto = UcxParams::RdmaProtocol;
@@ -312,7 +312,7 @@ void ProgressLoop(adxl_plugin_context *ctx) {
   }
 }
 
-// The AM lane: unless ADXL_UCX_RDMA_PROTOCOL says otherwise, where there is
+// The AM lane: unless rdma_protocol (ADXL_UCX_RDMA_PROTOCOL) says otherwise, where there is
 // no RDMA hardware.  False (UCP RMA) when the lane cannot start.
 bool StartAmLane(adxl_plugin_context *ctx, const UcxParams &params) {
   const bool want = WantAmLane(params);
@@ -330,7 +330,7 @@ bool StartAmLane(adxl_plugin_context *ctx, const UcxParams &params) {
   return false;
 }
 
-// The RDMA lane's network paths (ADXL_UCX_RDMA_PATHS, net_path.h).  Named:
+// The RDMA lane's network paths (rdma_paths, ADXL_UCX_RDMA_PATHS; net_path.h).  Named:
 // false (logged, nothing left open) when one cannot be opened; a user who
 // named paths wants them, not a silent single path.  Not named: every
 // candidate interface (NetPath::CandidateInterfaces) when there are two or
@@ -343,7 +343,7 @@ bool OpenPaths(adxl_plugin_context *ctx, const UcxParams &params) {
   if (devices.size() < (named ? 1u : 2u)) return true;
   if (!ctx->rdma_over_am) {
     if (named) {
-      ctx->log(ADXL_PLUGIN_LOG_WARN, "ADXL_UCX_RDMA_PATHS applies to the RDMA lane over active messages; the lane "
+      ctx->log(ADXL_PLUGIN_LOG_WARN, "rdma_paths (ADXL_UCX_RDMA_PATHS) applies to the RDMA lane over active messages; the lane "
                                      "runs UCP RMA here, whose multi-rail uses the devices itself: paths ignored");
     }
     return true;
@@ -356,7 +356,7 @@ bool OpenPaths(adxl_plugin_context *ctx, const UcxParams &params) {
     std::string why;
     std::unique_ptr<NetPath> p = NetPath::Open(dev, seg, ctx->log, faults, &why);
     if (p == nullptr && named) {
-      ctx->log(ADXL_PLUGIN_LOG_ERROR, "ADXL_UCX_RDMA_PATHS: path over '%s' cannot open: %s", dev.c_str(), why.c_str());
+      ctx->log(ADXL_PLUGIN_LOG_ERROR, "rdma_paths (ADXL_UCX_RDMA_PATHS): path over '%s' cannot open: %s", dev.c_str(), why.c_str());
       ctx->paths.clear();
       return false;
     }
@@ -431,9 +431,9 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
     ctx->log = PluginLog{cfg->log, cfg->log_arg};
   }
   UcxParams params = UcxParams::Parse(cfg);
-  std::string env_why;
-  if (!params.ReadEnvironment(&env_why)) {
-    ctx->log(ADXL_PLUGIN_LOG_ERROR, "%s", env_why.c_str());
+  std::string why;
+  if (!params.Check(&why)) {
+    ctx->log(ADXL_PLUGIN_LOG_ERROR, "open: parameter %s", why.c_str());
     return ADXL_PLUGIN_ERR_INVALID;
   }
   ctx->ep_destroy_delay_us = params.faults.ep_destroy_delay_us;

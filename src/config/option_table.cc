@@ -252,9 +252,10 @@ std::vector<OptionSpec> BuildTable() {
                       "default route's)"));
   t.push_back(EnvOnly("ADXL_NUMA_NODE", "a NUMA node number",
                       "the NUMA node `MallocMem` places host memory on, overriding the NIC's"));
-  // The UCX plugin's settings: read and checked by the plugin when it opens
-  // (plugin/ucx/ucx_context.cc, UcxParams::ReadEnvironment); a value it does
-  // not accept fails Initialize.
+  // The UCX plugin's settings: read here, passed to the plugin as open()
+  // parameters (src/core/engine.cc, kUcxPluginSettings) and checked by it
+  // (plugin/ucx/core/ucx_params.h); a value it does not accept fails
+  // Initialize.
   t.push_back(EnvOnly("ADXL_UCX_CMA_SPLIT_BYTES", "an integer number of bytes >= 1 (decimal or `0x` hex)",
                       "HCCS lane (cma): a batch of at least this many bytes is shared among the copy threads "
                       "(plugin parameter `hccs_copy_threads`), smaller ones stay on the posting thread (default "

@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "common/node_id.h"
+#include "config/option_table.h"
 #include "memory/numa_topology.h"
 #include "transport/lane_select.h"
 #include "transport/plugin_loader.h"
@@ -22,6 +23,17 @@ constexpr auto kControlSendDeadline = std::chrono::milliseconds(50);
 // A client reads its handshake answer (HelloAck) synchronously; one that has
 // not read all of it by then is closed.
 constexpr auto kHandshakeAnswerDeadline = std::chrono::seconds(1);
+
+// The UCX plugin's parameters that users set through the environment.
+struct UcxPluginSetting {
+  const char *variable;  // a kEnvOnly entry of the option table
+  const char *param;     // the plugin's open() parameter (plugin/ucx/core/ucx_params.h)
+};
+constexpr UcxPluginSetting kUcxPluginSettings[] = {
+    {"ADXL_UCX_CMA_SPLIT_BYTES", "cma_split_bytes"}, {"ADXL_UCX_CMA_SPIN_US", "cma_spin_us"},
+    {"ADXL_UCX_RDMA_PROTOCOL", "rdma_protocol"},     {"ADXL_UCX_RDMA_CONNECTIONS", "rdma_connections"},
+    {"ADXL_UCX_RDMA_PATHS", "rdma_paths"},
+};
 
 // The parameters the plugin gets.  Progress threads run on the cores of the
 // NUMA node that serves the transport (the node MallocMem places memory on);
@@ -42,6 +54,12 @@ std::map<std::string, std::string> PluginParams(const EngineOptions &o) {
     hwloc_bitmap_free(cpus);
   }
   params["hccs_copy_threads"] = std::to_string(copy_threads == 0 ? 1 : copy_threads);
+  // The UCX plugin's settings, read from the environment here, through the
+  // option table, and checked by the plugin (a value it does not accept
+  // fails Initialize); other plugins ignore them.
+  for (const auto &setting : kUcxPluginSettings) {
+    if (const char *v = EnvOnlySetting(setting.variable)) params[setting.param] = v;
+  }
   return params;
 }
 

@@ -36,16 +36,8 @@ struct Loopback {
     auto lib = PluginLibrary::LoadFile(plugin_path, ADXL_PLUGIN_ABI_VERSION, &why);
     ASSERT_NE(lib, nullptr) << why;
     // The AM lane, where the target enforces the deadline (the default
-    // where no RDMA device exists); read when the context opens.
-    const char *was = getenv("ADXL_UCX_RDMA_PROTOCOL");
-    const std::string saved = was != nullptr ? was : "";
-    setenv("ADXL_UCX_RDMA_PROTOCOL", "am", 1);
-    t = Transport::Open(std::move(lib), {}, &why);
-    if (was != nullptr) {
-      setenv("ADXL_UCX_RDMA_PROTOCOL", saved.c_str(), 1);
-    } else {
-      unsetenv("ADXL_UCX_RDMA_PROTOCOL");
-    }
+    // where no RDMA device exists).
+    t = Transport::Open(std::move(lib), {{"rdma_protocol", "am"}}, &why);
     ASSERT_NE(t, nullptr) << why;
     ASSERT_EQ(Endpoint::Create(t, t->address(), ADXL_PLUGIN_LANE_RDMA, &ep), ADXL_PLUGIN_OK);
     ASSERT_EQ(TransportMem::Register(t, src.data(), kLen, ADXL_PLUGIN_MEM_HOST, &src_mem), ADXL_PLUGIN_OK);

@@ -1,4 +1,4 @@
-// The UCX plugin's parameters and environment settings (ucx_params.h).
+// The UCX plugin's parameters (ucx_params.h).
 #include "core/ucx_params.h"
 
 #include <net/if.h>
@@ -19,6 +19,9 @@ UcxParams UcxParams::Parse(const adxl_plugin_config_t *cfg) {
     if (strcmp(key, "progress_cpus") == 0) p.progress_cpus = value;
     if (strcmp(key, "rdma_traffic_class") == 0) p.rdma_traffic_class = value;
     if (strcmp(key, "rdma_service_level") == 0) p.rdma_service_level = value;
+    for (const char *k : {"cma_split_bytes", "cma_spin_us", "rdma_protocol", "rdma_connections", "rdma_paths"}) {
+      if (strcmp(key, k) == 0) p.checked_.emplace_back(key, value);
+    }
     ParseFaultParam(key, value, &p.faults);
   }
   return p;
@@ -26,71 +29,76 @@ UcxParams UcxParams::Parse(const adxl_plugin_config_t *cfg) {
 
 namespace {
 
-// An unsigned integer environment setting (decimal, or 0x hex): true when
-// unset or in [lo, hi] (*out set), false with *why otherwise.
-bool EnvUnsigned(const char *name, uint64_t lo, uint64_t hi, uint64_t *out, std::string *why) {
-  const char *v = getenv(name);
-  if (v == nullptr) return true;
+// An unsigned integer parameter (decimal, or 0x hex): true when in [lo, hi]
+// (*out set), false with *why otherwise.
+bool ParseUnsigned(const std::string &key, const std::string &v, uint64_t lo, uint64_t hi, uint64_t *out,
+                   std::string *why) {
   errno = 0;
   char *end = nullptr;
-  const unsigned long long n = strtoull(v, &end, 0);
-  if (v[0] == '\0' || v[0] == '-' || *end != '\0' || errno != 0 || n < lo || n > hi) {
-    *why = std::string(name) + "='" + v + "': expected an integer in [" + std::to_string(lo) + ", " +
-           std::to_string(hi) + "]";
+  const unsigned long long n = strtoull(v.c_str(), &end, 0);
+  if (v.empty() || v[0] == '-' || *end != '\0' || errno != 0 || n < lo || n > hi) {
+    *why = key + "='" + v + "': expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
     return false;
   }
   *out = n;
   return true;
 }
 
+// "if0,if1,...": distinct interface names (IFNAMSIZ - 1 characters at most);
+// whether they exist is for NetPath::Open to find out.
+bool ParsePaths(const std::string &list, size_t max, std::vector<std::string> *out) {
+  out->clear();
+  for (size_t at = 0; at <= list.size();) {
+    size_t comma = list.find(',', at);
+    if (comma == std::string::npos) comma = list.size();
+    std::string name = list.substr(at, comma - at);
+    if (name.empty() || name.size() >= IFNAMSIZ || std::find(out->begin(), out->end(), name) != out->end() ||
+        out->size() == max) {
+      return false;
+    }
+    out->push_back(std::move(name));
+    at = comma + 1;
+  }
+  return true;
+}
+
 }  // namespace
 
-bool UcxParams::ReadEnvironment(std::string *why) {
+bool UcxParams::Check(std::string *why) {
   // Bounds: a split threshold of 0 would mean nothing; 1 TiB and more means
   // "never split" (docs/performance.md's measurements use 2^40).  A spin beyond a second
   // is a busy loop, not a wait.
   constexpr uint64_t kMaxSplitBytes = uint64_t{1} << 62;
   constexpr uint64_t kMaxSpinUs = 1000 * 1000;
-  uint64_t split = cma_split_bytes, spin = cma_spin_us, conns = rdma_connections;
-  if (!EnvUnsigned("ADXL_UCX_CMA_SPLIT_BYTES", 1, kMaxSplitBytes, &split, why) ||
-      !EnvUnsigned("ADXL_UCX_CMA_SPIN_US", 0, kMaxSpinUs, &spin, why) ||
-      !EnvUnsigned("ADXL_UCX_RDMA_CONNECTIONS", 1, kMaxRdmaConnections, &conns, why)) {
-    return false;
-  }
-  rdma_connections = static_cast<unsigned>(conns);
-  cma_split_bytes = static_cast<size_t>(split);
-  cma_spin_us = static_cast<unsigned>(spin);
-  const char *list = getenv("ADXL_UCX_RDMA_PATHS");
-  rdma_paths_none = list != nullptr && strcmp(list, "none") == 0;
-  if (list != nullptr && list[0] != '\0' && !rdma_paths_none) {
-    // "if0,if1,...": distinct interface names (IFNAMSIZ - 1 characters at
-    // most); whether they exist is for NetPath::Open to find out.  Set
-    // empty: as unset.
-    rdma_paths.clear();
-    std::string s(list);
-    for (size_t at = 0; at <= s.size();) {
-      size_t comma = s.find(',', at);
-      if (comma == std::string::npos) comma = s.size();
-      std::string name = s.substr(at, comma - at);
-      if (name.empty() || name.size() >= IFNAMSIZ ||
-          std::find(rdma_paths.begin(), rdma_paths.end(), name) != rdma_paths.end() ||
-          rdma_paths.size() == kMaxRdmaPaths) {
-        *why = std::string("ADXL_UCX_RDMA_PATHS='") + list + "': expected up to " + std::to_string(kMaxRdmaPaths) +
+  for (const auto &kv : checked_) {
+    const std::string &key = kv.first, &v = kv.second;
+    uint64_t n = 0;
+    if (key == "cma_split_bytes") {
+      if (!ParseUnsigned(key, v, 1, kMaxSplitBytes, &n, why)) return false;
+      cma_split_bytes = static_cast<size_t>(n);
+    } else if (key == "cma_spin_us") {
+      if (!ParseUnsigned(key, v, 0, kMaxSpinUs, &n, why)) return false;
+      cma_spin_us = static_cast<unsigned>(n);
+    } else if (key == "rdma_connections") {
+      if (!ParseUnsigned(key, v, 1, kMaxRdmaConnections, &n, why)) return false;
+      rdma_connections = static_cast<unsigned>(n);
+    } else if (key == "rdma_paths") {
+      rdma_paths_none = v == "none";
+      rdma_paths.clear();
+      if (!v.empty() && !rdma_paths_none && !ParsePaths(v, kMaxRdmaPaths, &rdma_paths)) {
+        *why = key + "='" + v + "': expected up to " + std::to_string(kMaxRdmaPaths) +
                " distinct network interface names, comma-separated";
         return false;
       }
-      rdma_paths.push_back(std::move(name));
-      at = comma + 1;
-    }
-  }
-  if (const char *proto = getenv("ADXL_UCX_RDMA_PROTOCOL")) {
-    if (strcmp(proto, "am") == 0) {
-      rdma_protocol = RdmaProtocol::kAm;
-    } else if (strcmp(proto, "rma") == 0) {
-      rdma_protocol = RdmaProtocol::kRma;
-    } else {
-      *why = std::string("ADXL_UCX_RDMA_PROTOCOL='") + proto + "': expected am or rma";
-      return false;
+    } else if (key == "rdma_protocol") {
+      if (v == "am") {
+        rdma_protocol = RdmaProtocol::kAm;
+      } else if (v == "rma") {
+        rdma_protocol = RdmaProtocol::kRma;
+      } else {
+        *why = key + "='" + v + "': expected am or rma";
+        return false;
+      }
     }
   }
   return true;
