@@ -69,7 +69,7 @@ Status CacheManager::Impl::TakeLayerOptions(const char *what,
   auto it = options->find(adxl::AscendString(kTransferBackendOption));
   if (it == options->end()) return LLM_SUCCESS;
   const std::string v = it->second.GetString();
-  if (!v.empty() && v != "hixl" && v != "adxl") {
+  if (!IsTransferBackend(v)) {
     ADXL_ERROR("%s: %s '%s' is not one of hixl, adxl (or empty)", what, kTransferBackendOption, v.c_str());
     return LLM_PARAM_INVALID;
   }
@@ -77,7 +77,7 @@ Status CacheManager::Impl::TakeLayerOptions(const char *what,
   // backend only lets the linking side move data.
   {
     adxl::MutexLock lock(&peers.mu);
-    peers.two_way = v != "hixl";
+    peers.two_way = v != kOneWayBackend;
   }
   options->erase(it);
   return LLM_SUCCESS;

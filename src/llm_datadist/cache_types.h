@@ -71,6 +71,14 @@ using Status = uint32_t;
   X(LLM_UNSUPPORTED, LLM_FEATURE_NOT_ENABLED)       \
   X(LLM_RESOURCE_EXHAUSTED, LLM_OUT_OF_MEMORY)
 
+// The values of the option llm.TransferBackend (Initialize's, init()'s):
+// the vendor's backend names, "" and "adxl" its default (links two-way),
+// "hixl" its HIXL backend (links one-way).  The Python package checks
+// against this list too (_native.TRANSFER_BACKENDS).
+inline constexpr const char *kTransferBackends[] = {"", "adxl", "hixl"};
+inline constexpr char kOneWayBackend[] = "hixl";
+bool IsTransferBackend(const std::string &value);
+
 #define LLM_DATADIST_STATUS_CONSTANT_(name, value, description) constexpr Status name = value;
 #define LLM_DATADIST_STATUS_ALIAS_(alias, name) constexpr Status alias = name;
 LLM_DATADIST_STATUS_TABLE(LLM_DATADIST_STATUS_CONSTANT_)

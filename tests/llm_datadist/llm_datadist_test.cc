@@ -133,6 +133,19 @@ TEST(LlmDataDist, InitializeChecksItsOptions) {
                        {OPTION_GLOBAL_RESOURCE_CONFIG, "not json"}};
     EXPECT_GE(ErrorLines([&] { EXPECT_EQ(dd.Initialize(o), LLM_PARAM_INVALID); }), 1);
   }
+  // The RDMA keys reach the engine, as the vendor translates them for its
+  // transfer engine (and as the Python package always did): a traffic class
+  // that is not a multiple of 4, or a service level over 7, is the engine's
+  // refusal; valid ones initialize.
+  for (const Options &rdma : {Options{{"llm.RdmaTrafficClass", "130"}}, Options{{"llm.RdmaServiceLevel", "8"}}}) {
+    LlmDataDist dd(1, LlmRole::kDecoder);
+    EXPECT_GE(ErrorLines([&] { EXPECT_EQ(dd.Initialize(rdma), LLM_PARAM_INVALID); }), 1)
+        << rdma.begin()->first.GetString();
+  }
+  {
+    LlmDataDist dd(1, LlmRole::kDecoder);
+    EXPECT_EQ(dd.Initialize({{"llm.RdmaTrafficClass", "132"}, {"llm.RdmaServiceLevel", "4"}}), LLM_SUCCESS);
+  }
   // Accepted: the vendor's keys with no effect here, and keys of its runtime.
   LlmDataDist dd(1, LlmRole::kPrompt);
   const Options good = {{OPTION_LISTEN_IP_INFO, Listen(FreePort()).c_str()}, {OPTION_DEVICE_ID, "0"},
