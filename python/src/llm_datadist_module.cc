@@ -53,20 +53,9 @@ Status PullBlocksT(CacheManager &m, const Key &k, const Cache &c, const Blocks &
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
-  py::enum_<DataType>(m, "DataType")
-      .value("DT_FLOAT", DataType::DT_FLOAT)
-      .value("DT_FLOAT16", DataType::DT_FLOAT16)
-      .value("DT_INT8", DataType::DT_INT8)
-      .value("DT_INT32", DataType::DT_INT32)
-      .value("DT_UINT8", DataType::DT_UINT8)
-      .value("DT_INT16", DataType::DT_INT16)
-      .value("DT_UINT16", DataType::DT_UINT16)
-      .value("DT_UINT32", DataType::DT_UINT32)
-      .value("DT_INT64", DataType::DT_INT64)
-      .value("DT_UINT64", DataType::DT_UINT64)
-      .value("DT_DOUBLE", DataType::DT_DOUBLE)
-      .value("DT_BOOL", DataType::DT_BOOL)
-      .value("DT_BF16", DataType::DT_BF16);
+  // Element types, from the one table (src/llm_datadist/cache_types.h).
+  py::enum_<DataType> data_type(m, "DataType");
+  for (const DataTypeInfo &t : kDataTypeTable) data_type.value(t.name, t.value);
   py::enum_<Placement>(m, "Placement").value("HOST", Placement::HOST).value("DEVICE", Placement::DEVICE);
   m.def("data_type_size", [](DataType t) { return DataTypeSize(t); });
   // Statuses, from the one table (src/llm_datadist/cache_types.h): the
