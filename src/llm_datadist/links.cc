@@ -116,7 +116,7 @@ Status LinkOne(const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms, b
   return s == LLM_FAILED ? LLM_LINK_FAILED : s;
 }
 
-// Links (or unlinks) one cluster; the manager's lock is not held.
+// Links (or unlinks) one cluster; no lock of the manager is held.
 using ClusterStep = std::function<Status(CacheManager::Impl *impl, const OpContext &ctx, const ClusterInfo &c,
                                          int32_t timeout_ms)>;
 
