@@ -7,6 +7,7 @@ import logging
 import socket
 import threading
 
+from . import _native
 from .errors import _ParamInvalid
 from .validation import _INT32_MAX, _bool, _int, _str
 
@@ -290,13 +291,11 @@ class LLMConfig:
 LlmConfig = LLMConfig
 
 # init()'s option families.  Applied here: listen address, timeout, host pool.
-# Translated to the engine: the RDMA keys and LocalCommRes.  Passed to the
-# engine unchanged: "adxl." keys and the engine's own (vendor) option names.
-# Accepted without effect (logged once at INFO): every other "llm." / "ge." key.
-_LLM_TO_ENGINE = {"llm.RdmaTrafficClass": "adxl.RdmaTrafficClass", "llm.RdmaServiceLevel": "adxl.RdmaServiceLevel",
-                  "llm.LocalCommRes": "adxl.LocalCommRes"}
-_ENGINE_OPTION_NAMES = {"RdmaTrafficClass", "RdmaServiceLevel", "AutoConnect", "EnableUseFabricMem", "BufferPool",
-                        "LocalCommRes", "GlobalResourceConfig"}
+# To the engine, by the C++ cache layer's one table (src/llm_datadist/options.h
+# EngineOptionKey, _native.engine_option_key): the RDMA keys, LocalCommRes and
+# GlobalResourceConfig translated, "adxl." keys and the engine's own (vendor)
+# option names unchanged.  Accepted without effect (logged once at INFO):
+# every other "llm." / "ge." key.
 _WHY_NO_EFFECT = {
     "llm.EnableCacheManager": "this package always runs in CacheManager mode",
     "llm.EnableRemoteCacheAccessible": "remote access is per cache here (remote_accessible)",
@@ -334,19 +333,16 @@ def _init_options(options):
     pool = opts.pop("llm.HostMemPoolConfig", "")
     engine = {}
     backend = opts.pop("llm.TransferBackend", "")
-    if backend not in ("", "hixl", "adxl"):
+    if backend not in _native.TRANSFER_BACKENDS:  # the C++ cache layer's list
         raise _ParamInvalid(f"llm.TransferBackend {backend!r} is not one of 'hixl', 'adxl' (or empty)")
     if backend:  # the C++ cache layer takes it: "hixl" makes links one-way, as the vendor's HIXL backend
         engine["llm.TransferBackend"] = backend
-    global_config = opts.pop("llm.GlobalResourceConfig", "")
-    if global_config:  # empty: the vendor's "not configured"
-        engine["GlobalResourceConfig"] = global_config
     for k, v in opts.items():
-        if k in _LLM_TO_ENGINE:
-            if v:  # the reference's empty LocalCommRes means "generate it": nothing to say here
-                engine[_LLM_TO_ENGINE[k]] = v
-        elif k.startswith("adxl.") or k in _ENGINE_OPTION_NAMES:
-            engine[k] = v
+        to_engine = _native.engine_option_key(k)
+        if to_engine is not None:
+            name, drop_empty = to_engine
+            if v or not drop_empty:  # empty: the vendor's "not configured" (LocalCommRes: "generate it")
+                engine[name] = v
         elif k.startswith("llm.") or k.startswith("ge."):
             _log_once(k, _WHY_NO_EFFECT.get(k, "an option of the reference's runtime"))
         else:

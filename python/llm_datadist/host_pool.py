@@ -1,7 +1,7 @@
 """The host memory pool of allocate_cache / allocate_blocks_cache
-(llm.HostMemPoolConfig)."""
+(llm.HostMemPoolConfig): its configuration and errors here; the pool itself
+is the C++ cache layer's (src/llm_datadist/host_pool.h, _native.HostPool)."""
 import json
-import threading
 
 from . import _native
 from .errors import LLMException, LLMStatusCode, _ParamInvalid, _check
@@ -10,9 +10,7 @@ from .validation import _int
 
 class _HostPool:
     """llm.HostMemPoolConfig ('{"memory_size": bytes}'): one AdxlEngine::MallocMem(MEM_HOST)
-    region, handed out first-fit in 512-byte-aligned chunks."""
-
-    _ALIGN = 512
+    region, handed out first-fit in _native.HOST_POOL_ALIGN-aligned chunks."""
 
     def __init__(self, cfg):
         try:
@@ -23,39 +21,31 @@ class _HostPool:
         if isinstance(size, str) and size.isdigit():
             size = int(size)
         size = _int(size, "llm.HostMemPoolConfig memory_size", 1, 2 ** 63 - 1)
-        size = (size + self._ALIGN - 1) // self._ALIGN * self._ALIGN
-        s, base = _native.malloc_host(size)
-        _check(s, "init: host memory pool")
-        self.base, self.size = base, size
-        self._lock = threading.Lock()
-        self._free = [(base, size)]  # sorted (addr, len)
+        self._pool = _native.HostPool()
+        _check(self._pool.init(size), "init: host memory pool")
+
+    @property
+    def base(self):
+        return self._pool.base
+
+    @property
+    def size(self):
+        return self._pool.size
 
     def alloc(self, nbytes):
-        n = max(self._ALIGN, (nbytes + self._ALIGN - 1) // self._ALIGN * self._ALIGN)
-        with self._lock:
-            for i, (a, ln) in enumerate(self._free):
-                if ln >= n:
-                    self._free[i:i + 1] = [(a + n, ln - n)] if ln > n else []
-                    return a, n
-        raise LLMException(f"host memory pool: no free range of {n} bytes (pool of {self.size})",
-                           LLMStatusCode.LLM_OUT_OF_MEMORY)
+        """(address, length) of a free chunk of at least nbytes."""
+        s, addr, n = self._pool.alloc(nbytes)
+        if s == LLMStatusCode.LLM_OUT_OF_MEMORY:
+            raise LLMException(f"host memory pool: no free range for {nbytes} bytes (pool of {self.size}, "
+                               f"{self.free_bytes()} free)", LLMStatusCode.LLM_OUT_OF_MEMORY)
+        _check(s, "host memory pool")
+        return addr, n
 
     def release(self, chunks):
-        with self._lock:
-            free = sorted(self._free + list(chunks))
-            merged = []
-            for a, ln in free:
-                if merged and merged[-1][0] + merged[-1][1] == a:
-                    merged[-1] = (merged[-1][0], merged[-1][1] + ln)
-                else:
-                    merged.append((a, ln))
-            self._free = merged
+        self._pool.release(list(chunks))
 
     def free_bytes(self):
-        with self._lock:
-            return sum(ln for _, ln in self._free)
+        return self._pool.free_bytes()
 
     def close(self):
-        if self.base:
-            _native.free_host(self.base)
-            self.base = 0
+        self._pool.close()

@@ -6,9 +6,12 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <iterator>
 #include <tuple>
 
 #include "cache_manager.h"
+#include "host_pool.h"
+#include "options.h"
 
 namespace py = pybind11;
 using namespace llm_datadist::internal;
@@ -50,20 +53,9 @@ Status PullBlocksT(CacheManager &m, const Key &k, const Cache &c, const Blocks &
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
-  py::enum_<DataType>(m, "DataType")
-      .value("DT_FLOAT", DataType::DT_FLOAT)
-      .value("DT_FLOAT16", DataType::DT_FLOAT16)
-      .value("DT_INT8", DataType::DT_INT8)
-      .value("DT_INT32", DataType::DT_INT32)
-      .value("DT_UINT8", DataType::DT_UINT8)
-      .value("DT_INT16", DataType::DT_INT16)
-      .value("DT_UINT16", DataType::DT_UINT16)
-      .value("DT_UINT32", DataType::DT_UINT32)
-      .value("DT_INT64", DataType::DT_INT64)
-      .value("DT_UINT64", DataType::DT_UINT64)
-      .value("DT_DOUBLE", DataType::DT_DOUBLE)
-      .value("DT_BOOL", DataType::DT_BOOL)
-      .value("DT_BF16", DataType::DT_BF16);
+  // Element types, from the one table (src/llm_datadist/cache_types.h).
+  py::enum_<DataType> data_type(m, "DataType");
+  for (const DataTypeInfo &t : kDataTypeTable) data_type.value(t.name, t.value);
   py::enum_<Placement>(m, "Placement").value("HOST", Placement::HOST).value("DEVICE", Placement::DEVICE);
   m.def("data_type_size", [](DataType t) { return DataTypeSize(t); });
   // Statuses, from the one table (src/llm_datadist/cache_types.h): the
@@ -79,6 +71,16 @@ PYBIND11_MODULE(_native, m) {
     return table;
   });
   m.attr("MAX_REGISTERED_ADDRS") = kMaxRegisteredAddrs;
+  py::tuple backends(std::size(kTransferBackends));
+  for (size_t i = 0; i < std::size(kTransferBackends); ++i) backends[i] = py::str(kTransferBackends[i]);
+  m.attr("TRANSFER_BACKENDS") = backends;
+  // The one table of the option keys that go to the engine (options.h):
+  // (engine key, drop_empty) for such a key, None for any other.
+  m.def("engine_option_key", [](const std::string &key) -> std::optional<std::pair<std::string, bool>> {
+    const std::optional<EngineKey> to = EngineOptionKey(key);
+    if (!to) return std::nullopt;
+    return std::make_pair(to->name, to->drop_empty);
+  });
 
   py::class_<CacheDesc>(m, "CacheDesc")
       .def(py::init<>())
@@ -199,8 +201,7 @@ PYBIND11_MODULE(_native, m) {
 
   // ---- The reference package's Python surface: additions ----
   // remove_cache_key / check_link_status (CacheManager), and the host memory
-  // pool's backing store: AdxlEngine::MallocMem / FreeMem (MEM_HOST), so that
-  // same-node peers get the direct path for allocated caches.
+  // pool of allocate_cache (host_pool.h).
   py::class_<CacheManager> cm_more = py::reinterpret_borrow<py::class_<CacheManager>>(m.attr("CacheManager"));
   cm_more
       .def("remove_cache_key",
@@ -212,19 +213,27 @@ PYBIND11_MODULE(_native, m) {
         py::gil_scoped_release nogil;
         return cm.CheckLinkStatus(cluster);
       });
-  m.def("malloc_host", [](size_t size) {
-    void *p = nullptr;
-    Status s;
-    {
-      py::gil_scoped_release nogil;
-      s = adxl::AdxlEngine::MallocMem(adxl::MEM_HOST, size, &p);
-    }
-    return py::make_tuple(FromEngine(s), reinterpret_cast<uintptr_t>(p));
-  });
-  m.def("free_host", [](uintptr_t p) {
-    py::gil_scoped_release nogil;
-    return FromEngine(adxl::AdxlEngine::FreeMem(reinterpret_cast<void *>(p)));
-  });
+  py::class_<HostPool>(m, "HostPool")
+      .def(py::init<>())
+      .def("init", [](HostPool &p, size_t size) {
+        py::gil_scoped_release nogil;
+        return p.Init(size);
+      })
+      .def("alloc",
+           [](HostPool &p, size_t nbytes) {
+             HostPool::Chunk c{0, 0};
+             const Status s = p.Alloc(nbytes, &c);
+             return py::make_tuple(s, c.first, c.second);
+           })
+      .def("release", &HostPool::Release)
+      .def("free_bytes", &HostPool::FreeBytes)
+      .def_property_readonly("base", &HostPool::Base)
+      .def_property_readonly("size", &HostPool::Size)
+      .def("close", [](HostPool &p) {
+        py::gil_scoped_release nogil;
+        p.Close();
+      });
+  m.attr("HOST_POOL_ALIGN") = HostPool::kAlign;
   // Local copies between registered host tensors (copy_cache, copy_blocks):
   // (dst, src, len) triples, GIL released.
   m.def("copy_host", [](const std::vector<std::tuple<uintptr_t, uintptr_t, size_t>> &ops) {

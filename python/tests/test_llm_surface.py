@@ -189,6 +189,22 @@ def test_init_option_families(caplog, monkeypatch):
         dd.init({"adxl.NoSuchOption": "1"})  # the engine refuses unknown adxl. keys
 
 
+def test_rdma_options_reach_the_engine_as_in_cpp():
+    # One table (the C++ cache layer's): llm.RdmaTrafficClass / llm.RdmaServiceLevel go to the engine, as the
+    # vendor translates them; the engine refuses a traffic class that is not a multiple of 4 and a service
+    # level over 7, the same as LlmDataDist::Initialize (LlmDataDist.InitializeChecksItsOptions).
+    assert llm_datadist._native.engine_option_key("llm.RdmaTrafficClass") == ("adxl.RdmaTrafficClass", True)
+    assert llm_datadist._native.engine_option_key("llm.EnableCacheManager") is None
+    for bad in ({"llm.RdmaTrafficClass": "130"}, {"llm.RdmaServiceLevel": "8"}):
+        dd = LLMDataDist(LLMRole.DECODER, 6)
+        with pytest.raises(ValueError) as e:
+            dd.init(bad)
+        assert e.value.status_code == LLMStatusCode.LLM_PARAM_INVALID
+    dd = LLMDataDist(LLMRole.DECODER, 6)
+    dd.init({"llm.RdmaTrafficClass": "132", "llm.RdmaServiceLevel": "4"})
+    dd.finalize()
+
+
 def test_keys_and_cluster_info():
     k = CacheKey(prompt_cluster_id=3, req_id=4)
     assert (k.cluster_id, k.prompt_cluster_id, k.req_id, k.model_id, k.prefix_id) == (3, 3, 4, 0, 2 ** 64 - 1)

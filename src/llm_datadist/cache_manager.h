@@ -35,7 +35,7 @@
 //    TransferSync (sync_timeout_ms), SUCCESS meaning every byte is in place.
 //  - Locks (src/llm_datadist/cache_manager_impl.h): no network I/O
 //    (TransferSync, Connect, Disconnect, SendNotify, DeregisterMem, metadata
-//    reads) happens under the manager's lock; each link has its own state and
+//    reads) happens under any lock of the manager; each link has its own state and
 //    lock, so callers on different links never wait for each other, and a
 //    peer that does not answer stalls only the callers that talk to it.
 //  - Each rejected call returns a status and logs one line

@@ -13,6 +13,13 @@ const char *StatusName(Status status) {
   return "LLM_UNKNOWN_ERROR";
 }
 
+bool IsTransferBackend(const std::string &value) {
+  for (const char *b : kTransferBackends) {
+    if (value == b) return true;
+  }
+  return false;
+}
+
 void LogRefusal(const char *message) { ADXL_ERROR("%s", message); }
 
 Status FromEngine(adxl::Status engine_status) {

@@ -71,6 +71,14 @@ using Status = uint32_t;
   X(LLM_UNSUPPORTED, LLM_FEATURE_NOT_ENABLED)       \
   X(LLM_RESOURCE_EXHAUSTED, LLM_OUT_OF_MEMORY)
 
+// The values of the option llm.TransferBackend (Initialize's, init()'s):
+// the vendor's backend names, "" and "adxl" its default (links two-way),
+// "hixl" its HIXL backend (links one-way).  The Python package checks
+// against this list too (_native.TRANSFER_BACKENDS).
+inline constexpr const char *kTransferBackends[] = {"", "adxl", "hixl"};
+inline constexpr char kOneWayBackend[] = "hixl";
+bool IsTransferBackend(const std::string &value);
+
 #define LLM_DATADIST_STATUS_CONSTANT_(name, value, description) constexpr Status name = value;
 #define LLM_DATADIST_STATUS_ALIAS_(alias, name) constexpr Status alias = name;
 LLM_DATADIST_STATUS_TABLE(LLM_DATADIST_STATUS_CONSTANT_)
@@ -103,22 +111,35 @@ const char *StatusName(Status status);
 // before it reaches this layer, and each refusal still gets its one line.
 void LogRefusal(const char *message);
 
-// Element types (values follow the reference's DataType enum).
-enum class DataType : int32_t {
-  DT_FLOAT = 0,
-  DT_FLOAT16 = 1,
-  DT_INT8 = 2,
-  DT_INT32 = 3,
-  DT_UINT8 = 4,
-  DT_INT16 = 6,
-  DT_UINT16 = 7,
-  DT_UINT32 = 8,
-  DT_INT64 = 9,
-  DT_UINT64 = 10,
-  DT_DOUBLE = 11,
-  DT_BOOL = 12,
-  DT_BF16 = 27,
+// Element types: the one table, X(name, value) (values follow the
+// reference's DataType enum).  DataType and kDataTypeTable come from it; the
+// Python package's DataType is bound from kDataTypeTable.
+#define LLM_DATADIST_DATA_TYPES(X) \
+  X(DT_FLOAT, 0)                   \
+  X(DT_FLOAT16, 1)                 \
+  X(DT_INT8, 2)                    \
+  X(DT_INT32, 3)                   \
+  X(DT_UINT8, 4)                   \
+  X(DT_INT16, 6)                   \
+  X(DT_UINT16, 7)                  \
+  X(DT_UINT32, 8)                  \
+  X(DT_INT64, 9)                   \
+  X(DT_UINT64, 10)                 \
+  X(DT_DOUBLE, 11)                 \
+  X(DT_BOOL, 12)                   \
+  X(DT_BF16, 27)
+
+#define LLM_DATADIST_DATA_TYPE_ENUM_(name, value) name = value,
+enum class DataType : int32_t { LLM_DATADIST_DATA_TYPES(LLM_DATADIST_DATA_TYPE_ENUM_) };
+#undef LLM_DATADIST_DATA_TYPE_ENUM_
+
+struct DataTypeInfo {
+  const char *name;
+  DataType value;
 };
+#define LLM_DATADIST_DATA_TYPE_INFO_(name, value) DataTypeInfo{#name, DataType::name},
+inline constexpr DataTypeInfo kDataTypeTable[] = {LLM_DATADIST_DATA_TYPES(LLM_DATADIST_DATA_TYPE_INFO_)};
+#undef LLM_DATADIST_DATA_TYPE_INFO_
 // Bytes per element; 0 for a value outside DataType.
 size_t DataTypeSize(DataType type);
 

@@ -69,7 +69,7 @@ std::vector<adxl::TransferOpDesc> LayerOps(const Job &job, const TargetPlan &t, 
 // Checks and plans one target.  Keyed targets read the link's metadata.
 Status PlanTarget(const char *what, CacheManager::Impl *impl, const OpContext &ctx, const Cache &src,
                   const TransferTarget &target, const std::vector<uint64_t> &dst_blocks, uint64_t dst_block_bytes,
-                  TargetPlan *plan) ADXL_EXCLUDES(impl->mu) {
+                  TargetPlan *plan) ADXL_EXCLUDES(impl->mu, impl->peers.mu) {
   const uint32_t src_layers = src.cache_desc.num_tensors / kTensorsPerLayer;
   const uint64_t se = EntryBytes(src.cache_desc);
   uint64_t cluster = 0;
@@ -95,14 +95,14 @@ Status PlanTarget(const char *what, CacheManager::Impl *impl, const OpContext &c
   plan->src_batch_index = batch;
   std::shared_ptr<RemoteLink> link;
   if (cluster != ctx.cluster_id) impl->EnsureReverse(what, cluster);  // two-way links
+  if (cluster == ctx.cluster_id) {
+    ADXL_ERROR("%s: cluster %lu is this process's own cluster", what, static_cast<unsigned long>(cluster));
+    return LLM_PARAM_INVALID;
+  }
   {
-    adxl::MutexLock lock(&impl->mu);
-    if (cluster == impl->cluster_id) {
-      ADXL_ERROR("%s: cluster %lu is this process's own cluster", what, static_cast<unsigned long>(cluster));
-      return LLM_PARAM_INVALID;
-    }
-    auto it = impl->links.find(cluster);
-    if (it == impl->links.end()) {
+    adxl::MutexLock lock(&impl->peers.mu);
+    auto it = impl->peers.links.find(cluster);
+    if (it == impl->peers.links.end()) {
       ADXL_ERROR("%s: cluster %lu is not linked", what, static_cast<unsigned long>(cluster));
       return LLM_NOT_YET_LINK;
     }
@@ -374,15 +374,12 @@ Status CacheManager::TransferCacheAsync(const Cache &src, std::shared_ptr<LayerS
   auto job = std::make_shared<Job>();
   OpGuard guard(impl_.get());
   {
-    adxl::MutexLock lock(&impl_->mu);
-    Status s = impl_->BeginLocked(what, &job->ctx, &guard);
+    Status s = impl_->Begin(what, &job->ctx, &guard);
     if (s != LLM_SUCCESS) return s;
-    auto it = impl_->caches.find(src.cache_id);
-    if (it == impl_->caches.end()) {
+    if (impl_->store.Get(src.cache_id, &job->src) != LLM_SUCCESS) {
       ADXL_ERROR("%s: local cache %ld is not registered", what, static_cast<long>(src.cache_id));
       return LLM_KV_CACHE_NOT_EXIST;
     }
-    job->src = it->second.cache;
   }
   if (!synchronizer || targets.empty()) {
     ADXL_ERROR("%s: a layer synchronizer and at least one transfer config are needed", what);
@@ -429,13 +426,16 @@ Status CacheManager::TransferCacheAsync(const Cache &src, std::shared_ptr<LayerS
     job->targets.push_back(std::move(plan));
   }
   auto state = std::make_shared<CacheTask::State>(targets.size());
+  // Under Impl::mu: Finalize, which sets `stopping` under it before it takes
+  // the workers, sees every task started.
   adxl::MutexLock lock(&impl_->mu);
   if (impl_->stopping || !impl_->live) return LLM_FAILED;
-  impl_->ReapWorkersLocked();
+  adxl::MutexLock tasks_lock(&impl_->tasks.mu);
+  impl_->tasks.ReapLocked();
   TaskWorker w;
   w.state = state;
   w.thread = std::thread([job, state]() { RunTask(*job, *state); });
-  impl_->workers.push_back(std::move(w));
+  impl_->tasks.workers.push_back(std::move(w));
   task = CacheTask(state);
   return LLM_SUCCESS;
 }

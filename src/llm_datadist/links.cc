@@ -116,7 +116,7 @@ Status LinkOne(const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms, b
   return s == LLM_FAILED ? LLM_LINK_FAILED : s;
 }
 
-// Links (or unlinks) one cluster; the manager's lock is not held.
+// Links (or unlinks) one cluster; no lock of the manager is held.
 using ClusterStep = std::function<Status(CacheManager::Impl *impl, const OpContext &ctx, const ClusterInfo &c,
                                          int32_t timeout_ms)>;
 
@@ -125,7 +125,7 @@ using ClusterStep = std::function<Status(CacheManager::Impl *impl, const OpConte
 // last failure as the result (as the vendor's LLMLinkManager).
 Status ForEachCluster(CacheManager::Impl *impl, const char *what, const std::vector<ClusterInfo> &clusters,
                       std::vector<Status> &rets, int32_t timeout_ms, const ClusterStep &step)
-    ADXL_EXCLUDES(impl->mu) {
+    ADXL_EXCLUDES(impl->mu, impl->peers.mu) {
   rets.assign(clusters.size(), LLM_FAILED);
   OpContext ctx;
   OpGuard guard(impl);
@@ -138,9 +138,9 @@ Status ForEachCluster(CacheManager::Impl *impl, const char *what, const std::vec
   }
   std::vector<std::string> stale;
   {
-    adxl::MutexLock lock(&impl->mu);
-    impl->DrainNotifies();
-    stale.swap(impl->stale);
+    adxl::MutexLock lock(&impl->peers.mu);
+    impl->peers.DrainNotifiesLocked(*ctx.engine);
+    stale.swap(impl->peers.stale);
   }
   for (const std::string &name : stale) ctx.engine->Disconnect(name.c_str(), timeout_ms);
   Status result = LLM_SUCCESS;
@@ -155,25 +155,26 @@ Status ForEachCluster(CacheManager::Impl *impl, const char *what, const std::vec
 // connects and reads the peer's table without the lock, then records the
 // link or drops the reservation.
 Status LinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms)
-    ADXL_EXCLUDES(impl->mu) {
+    ADXL_EXCLUDES(impl->peers.mu) {
+  LinkTable &peers = impl->peers;
   {
-    adxl::MutexLock lock(&impl->mu);
-    if (c.remote_cluster_id == impl->cluster_id) {
+    adxl::MutexLock lock(&peers.mu);
+    if (c.remote_cluster_id == ctx.cluster_id) {
       ADXL_ERROR("LinkClusters: cluster %lu is this process's own cluster",
                  static_cast<unsigned long>(c.remote_cluster_id));
       return LLM_PARAM_INVALID;
     }
-    if (impl->links.count(c.remote_cluster_id) != 0 || impl->linking.count(c.remote_cluster_id) != 0) {
+    if (peers.links.count(c.remote_cluster_id) != 0 || peers.linking.count(c.remote_cluster_id) != 0) {
       ADXL_ERROR("LinkClusters: cluster %lu is already linked", static_cast<unsigned long>(c.remote_cluster_id));
       return LLM_ALREADY_LINK;
     }
-    impl->linking.insert(c.remote_cluster_id);  // reserved while we connect without the lock
+    peers.linking.insert(c.remote_cluster_id);  // reserved while we connect without the lock
   }
   std::shared_ptr<RemoteLink> rc;
   Status s = LinkOne(ctx, c, timeout_ms, /*announce=*/true, &rc);
-  adxl::MutexLock lock(&impl->mu);
-  impl->linking.erase(c.remote_cluster_id);
-  if (s == LLM_SUCCESS) impl->links.emplace(c.remote_cluster_id, std::move(rc));
+  adxl::MutexLock lock(&peers.mu);
+  peers.linking.erase(c.remote_cluster_id);
+  if (s == LLM_SUCCESS) peers.links.emplace(c.remote_cluster_id, std::move(rc));
   return s;
 }
 
@@ -205,13 +206,14 @@ Status AskPeerToUnlink(const OpContext &ctx, const ClusterInfo &c, int32_t timeo
 // cluster with no link either way is LLM_SUCCESS, as the vendor's forced
 // unlink only destroys what exists locally.
 Status UnlinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms,
-                  bool force) ADXL_EXCLUDES(impl->mu) {
+                  bool force) ADXL_EXCLUDES(impl->peers.mu) {
+  LinkTable &peers = impl->peers;
   std::shared_ptr<RemoteLink> link;
   bool had_incoming = false;
   bool two_way = false;
   {
-    adxl::MutexLock lock(&impl->mu);
-    two_way = impl->two_way;
+    adxl::MutexLock lock(&peers.mu);
+    two_way = peers.two_way;
     if (!force && two_way && c.remote_engine.empty()) {
       // The vendor's default backend asks the peer at the one address given;
       // refused before anything is dropped.
@@ -219,12 +221,12 @@ Status UnlinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterI
                  "needed; nothing unlinked", static_cast<unsigned long>(c.remote_cluster_id));
       return LLM_PARAM_INVALID;
     }
-    auto it = impl->links.find(c.remote_cluster_id);
-    if (it != impl->links.end()) {
+    auto it = peers.links.find(c.remote_cluster_id);
+    if (it != peers.links.end()) {
       link = std::move(it->second);
-      impl->links.erase(it);
+      peers.links.erase(it);
     }
-    had_incoming = impl->incoming.erase(c.remote_cluster_id) != 0;
+    had_incoming = peers.incoming.erase(c.remote_cluster_id) != 0;
   }
   if (!link) {
     if (force || had_incoming) {
@@ -269,20 +271,24 @@ Status CacheManager::UnlinkClusters(const std::vector<ClusterInfo> &clusters, st
 void CacheManager::Impl::EnsureReverse(const char *what, uint64_t cluster) {
   OpContext ctx;
   OpGuard guard(this);
-  std::vector<std::string> gone;
-  std::string name;
   {
     adxl::MutexLock lock(&mu);
     if (!live || stopping) return;  // the caller's checks report
-    DrainNotifies();  // first: a new link or an unlink from `cluster` ends an old reverse connection
-    if (links.count(cluster) != 0 && stale.empty()) return;
     if (BeginLocked(what, &ctx, &guard) != LLM_SUCCESS) return;
-    gone.swap(stale);
-    auto in = incoming.find(cluster);
-    if (two_way && links.count(cluster) == 0 && in != incoming.end() && !in->second.empty() &&
-        linking.count(cluster) == 0) {
+  }
+  std::vector<std::string> gone;
+  std::string name;
+  {
+    adxl::MutexLock lock(&peers.mu);
+    // First: a new link or an unlink from `cluster` ends an old reverse connection.
+    peers.DrainNotifiesLocked(*ctx.engine);
+    if (peers.links.count(cluster) != 0 && peers.stale.empty()) return;
+    gone.swap(peers.stale);
+    auto in = peers.incoming.find(cluster);
+    if (peers.two_way && peers.links.count(cluster) == 0 && in != peers.incoming.end() && !in->second.empty() &&
+        peers.linking.count(cluster) == 0) {
       name = in->second;
-      linking.insert(cluster);  // reserved while we connect without the lock
+      peers.linking.insert(cluster);  // reserved while we connect without the lock
     }
   }
   for (const std::string &g : gone) ctx.engine->Disconnect(g.c_str(), ctx.timeout_ms);
@@ -291,12 +297,12 @@ void CacheManager::Impl::EnsureReverse(const char *what, uint64_t cluster) {
   const Status s = LinkOne(ctx, ClusterInfo{cluster, name}, ctx.timeout_ms, /*announce=*/false, &rc);
   bool keep = false;
   {
-    adxl::MutexLock lock(&mu);
-    linking.erase(cluster);
-    DrainNotifies();
+    adxl::MutexLock lock(&peers.mu);
+    peers.linking.erase(cluster);
+    peers.DrainNotifiesLocked(*ctx.engine);
     // Still linked from there (no unlink arrived meanwhile) and no link made here meanwhile.
-    keep = s == LLM_SUCCESS && incoming.count(cluster) != 0 && links.count(cluster) == 0;
-    if (keep) links.emplace(cluster, rc);
+    keep = s == LLM_SUCCESS && peers.incoming.count(cluster) != 0 && peers.links.count(cluster) == 0;
+    if (keep) peers.links.emplace(cluster, rc);
   }
   if (s == LLM_SUCCESS && !keep) ctx.engine->Disconnect(name.c_str(), ctx.timeout_ms);
   if (s == LLM_SUCCESS) {
@@ -314,13 +320,16 @@ Status CacheManager::CheckLinkStatus(uint64_t remote_cluster_id) {
   std::string name;
   {
     adxl::MutexLock lock(&impl_->mu);
-    auto it = impl_->links.find(remote_cluster_id);
-    if (impl_->live && it == impl_->links.end()) {
-      ADXL_ERROR("CheckLinkStatus: cluster %lu is not linked", static_cast<unsigned long>(remote_cluster_id));
-      return LLM_NOT_YET_LINK;
+    if (impl_->live) {
+      adxl::MutexLock links_lock(&impl_->peers.mu);
+      auto it = impl_->peers.links.find(remote_cluster_id);
+      if (it == impl_->peers.links.end()) {
+        ADXL_ERROR("CheckLinkStatus: cluster %lu is not linked", static_cast<unsigned long>(remote_cluster_id));
+        return LLM_NOT_YET_LINK;
+      }
+      name = it->second->engine;
     }
     if (impl_->BeginLocked("CheckLinkStatus", &ctx, &guard) != LLM_SUCCESS) return LLM_FAILED;
-    name = it->second->engine;
   }
   adxl::ext::LinkInfo info;
   const Status s = adxl::ext::GetLinkInfo(*ctx.engine, name.c_str(), info);

@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <set>
 
@@ -38,7 +39,23 @@ const std::set<std::string> kEngineNames = {"RdmaTrafficClass", "RdmaServiceLeve
                                             "EnableUseFabricMem", "BufferPool", "LocalCommRes",
                                             "GlobalResourceConfig"};
 
+// The vendor's keys it translates for its transfer engine (its
+// LLMDataDist2HixlOptions): llm. key -> the engine's key here.
+const std::map<std::string, std::string> kTranslated = {
+    {"llm.RdmaTrafficClass", "adxl.RdmaTrafficClass"},
+    {"llm.RdmaServiceLevel", "adxl.RdmaServiceLevel"},
+    {"llm.LocalCommRes", "adxl.LocalCommRes"},
+    {"llm.GlobalResourceConfig", "GlobalResourceConfig"},
+};
+
 }  // namespace
+
+std::optional<EngineKey> EngineOptionKey(const std::string &key) {
+  auto it = kTranslated.find(key);
+  if (it != kTranslated.end()) return EngineKey{it->second, true};
+  if (key.rfind("adxl.", 0) == 0 || kEngineNames.count(key) != 0) return EngineKey{key, false};
+  return std::nullopt;
+}
 
 Status ParseOptions(const char *what, const std::map<ge::AscendString, ge::AscendString> &options,
                     DataDistOptions *out) {
@@ -74,22 +91,18 @@ Status ParseOptions(const char *what, const std::map<ge::AscendString, ge::Ascen
       }
       InfoOnce(key, "the device is the one whose memory a cache names (registered or allocated)");
     } else if (key == "llm.TransferBackend") {
-      if (!value.empty() && value != "hixl" && value != "adxl") {
+      if (!IsTransferBackend(value)) {
         ADXL_ERROR("%s: llm.TransferBackend '%s' is not one of hixl, adxl (or empty)", what, value.c_str());
         return LLM_PARAM_INVALID;
       }
       // The cache layer takes it (CacheManager::Initialize): "hixl" makes
       // links one-way, as the vendor's HIXL backend's; the engine is the same.
       out->engine[kv.first] = kv.second;
-    } else if (key == "llm.LocalCommRes") {
-      if (!value.empty()) out->engine[adxl::AscendString("adxl.LocalCommRes")] = kv.second;
-    } else if (key == "llm.GlobalResourceConfig") {
-      // Empty is the vendor's "not configured" (its LLMConfig emits it so).
-      if (!value.empty()) out->engine[adxl::AscendString("GlobalResourceConfig")] = kv.second;
     } else if (key == "llm.BufPoolCfg") {
       InfoOnce(key, "transfers of registered caches need no staging pool (engine option BufferPool sizes one)");
-    } else if (key.rfind("adxl.", 0) == 0 || kEngineNames.count(key) != 0) {
-      out->engine[kv.first] = kv.second;
+    } else if (const std::optional<EngineKey> to = EngineOptionKey(key)) {
+      // Empty is the vendor's "not configured" (its LLMConfig emits it so).
+      if (!to->drop_empty || !value.empty()) out->engine[adxl::AscendString(to->name.c_str())] = kv.second;
     } else {
       // The vendor ignores keys it does not translate, with an INFO line.
       InfoOnce(key, "an option of the vendor's runtime that has no counterpart here");

@@ -23,6 +23,23 @@ struct DataDistOptions {
   std::map<adxl::AscendString, adxl::AscendString> engine;
 };
 
+// Where a key of the options goes in AdxlEngine::Initialize's options: the
+// one table of the keys the cache layer hands to the engine, read by
+// ParseOptions and by the Python package (through its extension).
+//  - llm.RdmaTrafficClass, llm.RdmaServiceLevel, llm.LocalCommRes,
+//    llm.GlobalResourceConfig: translated, as the vendor's LLM-DataDist
+//    translates them for its transfer engine; an empty value is the vendor's
+//    "not configured" and goes nowhere (drop_empty);
+//  - adxl.* and the engine's own option names (src/config/option_table.cc):
+//    unchanged.
+// std::nullopt for every other key (the cache layer's own, or one with no
+// effect here).
+struct EngineKey {
+  std::string name;
+  bool drop_empty = false;
+};
+std::optional<EngineKey> EngineOptionKey(const std::string &key);
+
 // Reads `options`: LLM_PARAM_INVALID (one ERROR line) for a malformed value
 // of a known key.  Keys with no effect here (llm.DeviceId, llm.BufPoolCfg,
 // llm.TransferBackend "hixl"/"adxl", the earlier engine API's keys, other

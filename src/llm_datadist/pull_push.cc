@@ -1,5 +1,5 @@
 // CacheManager's pulls and pushes (cache_manager.h Pull*, Push*): each call
-// finds the local cache and the link under Impl::mu, the remote cache in the
+// finds the local cache and the link (LocalCaches, LinkTable), the remote cache in the
 // peer's table (the link's lock), plans the byte moves and runs them as one
 // engine TransferSync with no lock held.
 #include <algorithm>
@@ -60,8 +60,9 @@ Status ResolveLayers(const char *what, const CacheDesc &src, const CacheDesc &ds
   return LLM_SUCCESS;
 }
 
-// One pull / push: the local cache and the link under Impl::mu, then the
-// metadata refresh (the link's lock) and the transfer with no lock held.
+// One pull / push: the local cache and the link, each under its part's lock
+// (cache_manager_impl.h), then the metadata refresh (the link's lock) and
+// the transfer with no lock held.
 Status PlanAndRun(
     CacheManager::Impl *impl, const char *what, uint64_t remote_cluster, const Cache &local_in, bool local_is_dst,
     const std::function<Status(const std::vector<CacheRecord> &, const CacheRecord **, uint64_t *, std::string *)>
@@ -75,10 +76,9 @@ Status PlanAndRun(
   std::shared_ptr<RemoteLink> link;
   OpGuard guard(impl);
   {
-    adxl::MutexLock lock(&impl->mu);
-    Status s = impl->BeginLocked(what, &ctx, &guard);
+    Status s = impl->Begin(what, &ctx, &guard);
     if (s != LLM_SUCCESS) return s;
-    s = impl->LocalAndLink(what, local_in, remote_cluster, &local, &link);
+    s = impl->LocalAndLink(what, ctx, local_in, remote_cluster, &local, &link);
     if (s != LLM_SUCCESS) return s;
   }
   std::shared_ptr<const std::vector<CacheRecord>> records;

@@ -75,10 +75,17 @@ void CacheManager::ListenToBeReachedBack(const std::vector<ClusterInfo> &cluster
     adxl::MutexLock lock(&impl_->mu);
     // Rebind needs no link either way and nothing under way; otherwise this
     // cluster stays as it is (a second link finds the listener of the first).
-    if (!impl_->live || impl_->stopping || !impl_->two_way || !impl_->owned || Listens(impl_->local_name) ||
-        clusters.empty() || !impl_->links.empty() || !impl_->incoming.empty() || !impl_->linking.empty() ||
-        impl_->busy > 0 || !impl_->workers.empty()) {
+    if (!impl_->live || impl_->stopping || !impl_->owned || Listens(impl_->local_name) || clusters.empty() ||
+        impl_->busy > 0) {
       return;
+    }
+    {
+      adxl::MutexLock links_lock(&impl_->peers.mu);
+      if (!impl_->peers.two_way || !impl_->peers.NoneLocked()) return;
+    }
+    {
+      adxl::MutexLock tasks_lock(&impl_->tasks.mu);
+      if (!impl_->tasks.workers.empty()) return;
     }
     remote = clusters[0].remote_engine;
     options = impl_->engine_options;

@@ -12,18 +12,33 @@
 namespace llm_datadist::internal {
 
 Status CacheManager::GetCache(int64_t cache_id, Cache &cache) const {
-  adxl::MutexLock lock(&impl_->mu);
-  if (!impl_->live || impl_->stopping) return LLM_FAILED;
-  auto it = impl_->caches.find(cache_id);
-  if (it == impl_->caches.end()) return LLM_KV_CACHE_NOT_EXIST;
-  cache = it->second.cache;
-  return LLM_SUCCESS;
+  {
+    adxl::MutexLock lock(&impl_->mu);
+    if (!impl_->live || impl_->stopping) return LLM_FAILED;
+  }
+  return impl_->store.Get(cache_id, &cache);
 }
 
 namespace {
 
 void Deregister(adxl::AdxlEngine &engine, const std::vector<adxl::MemHandle> &handles) {
   for (adxl::MemHandle h : handles) engine.DeregisterMem(h);
+}
+
+// The vendor's switch needs no link either way: true, with the ERROR line,
+// when one exists or is being made.
+bool LinksExist(const char *what, adxl::AdxlEngine &engine, LinkTable &peers) ADXL_EXCLUDES(peers.mu) {
+  adxl::MutexLock lock(&peers.mu);
+  peers.DrainNotifiesLocked(engine);
+  if (peers.NoneLocked()) return false;
+  ADXL_ERROR("%s: %zu outgoing and %zu incoming links exist; unlink first", what, peers.links.size(),
+             peers.incoming.size());
+  return true;
+}
+
+size_t TaskCount(const TaskWorkers &tasks) ADXL_EXCLUDES(tasks.mu) {
+  adxl::MutexLock lock(&tasks.mu);
+  return tasks.workers.size();
 }
 
 }  // namespace
@@ -35,12 +50,7 @@ Status CacheManager::Rebind(const std::string &local_engine,
     // same name keeps the engine.
     adxl::MutexLock lock(&impl_->mu);
     if (!impl_->live || impl_->stopping) return LLM_FAILED;
-    impl_->DrainNotifies();
-    if (!impl_->links.empty() || !impl_->incoming.empty() || !impl_->linking.empty()) {
-      ADXL_ERROR("%s: %zu outgoing and %zu incoming links exist; unlink first", what, impl_->links.size(),
-                 impl_->incoming.size());
-      return LLM_EXIST_LINK;
-    }
+    if (LinksExist(what, *impl_->engine, impl_->peers)) return LLM_EXIST_LINK;
     if (local_engine == impl_->local_name) return LLM_SUCCESS;
   }
   // The backend is chosen at Initialize; the engine gets the rest.
@@ -65,22 +75,21 @@ Status CacheManager::Rebind(const std::string &local_engine,
       ADXL_ERROR("%s: this cache layer uses an engine it does not own; it cannot move it", what);
       s = LLM_FEATURE_NOT_ENABLED;
     } else {
-      impl_->DrainNotifies();
-      if (!impl_->links.empty() || !impl_->incoming.empty() || !impl_->linking.empty()) {
-        ADXL_ERROR("%s: %zu outgoing and %zu incoming links exist; unlink first", what, impl_->links.size(),
-                   impl_->incoming.size());
+      const size_t tasks = TaskCount(impl_->tasks);
+      if (LinksExist(what, *impl_->engine, impl_->peers)) {
         s = LLM_EXIST_LINK;
-      } else if (impl_->busy > 0 || !impl_->workers.empty()) {
-        ADXL_ERROR("%s: %d operations and %zu layer-wise tasks are under way", what, impl_->busy,
-                   impl_->workers.size());
+      } else if (impl_->busy > 0 || tasks != 0) {
+        ADXL_ERROR("%s: %d operations and %zu layer-wise tasks are under way", what, impl_->busy, tasks);
         s = LLM_LINK_BUSY;
       }
     }
     if (s == LLM_SUCCESS) {
       // Registration is local (no peer involved): done here, so the table
       // and the engine change together.
+      // Under Impl::mu with busy 0: no other caller uses the engine.
+      adxl::MutexLock caches_lock(&impl_->store.mu);
       std::map<int64_t, std::vector<adxl::MemHandle>> fresh_handles;
-      for (const auto &c : impl_->caches) {
+      for (const auto &c : impl_->store.caches) {
         const Cache &cache = c.second.cache;
         const uint64_t bytes = TensorBytes(cache.cache_desc);
         const adxl::MemType type = cache.cache_desc.placement == Placement::DEVICE ? adxl::MEM_DEVICE : adxl::MEM_HOST;
@@ -101,7 +110,7 @@ Status CacheManager::Rebind(const std::string &local_engine,
       if (s != LLM_SUCCESS) {
         for (auto &h : fresh_handles) Deregister(*fresh, h.second);
       } else {
-        for (auto &c : impl_->caches) {
+        for (auto &c : impl_->store.caches) {
           old_handles[c.first] = std::move(c.second.handles);
           c.second.handles = std::move(fresh_handles[c.first]);
         }
@@ -110,7 +119,7 @@ Status CacheManager::Rebind(const std::string &local_engine,
         impl_->engine = impl_->owned.get();
         impl_->local_name = local_engine;
         impl_->engine_options = options;
-        s = impl_->PublishLocked();
+        s = impl_->store.PublishLocked(*impl_->engine, impl_->cluster_id);
         if (s != LLM_SUCCESS) ADXL_ERROR("%s: publishing the cache table on %s failed", what, local_engine.c_str());
       }
     }

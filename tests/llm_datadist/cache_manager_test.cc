@@ -11,6 +11,7 @@
 #include <cstring>
 #include <functional>
 #include <numeric>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,15 @@ TEST(CacheTypes, SizesAndNames) {
   EXPECT_EQ(TensorBytes(HostDesc(1, {4, 0})), 0u);
   EXPECT_EQ(TensorBytes(HostDesc(1, {})), 0u);
   EXPECT_STREQ(StatusName(LLM_EXIST_LINK), "LLM_EXIST_LINK");
+  // The type table the Python package binds: every row a sized type, names and values unique.
+  std::set<std::string> names;
+  std::set<int32_t> values;
+  for (const DataTypeInfo &t : kDataTypeTable) {
+    EXPECT_GT(DataTypeSize(t.value), 0u) << t.name;
+    EXPECT_TRUE(names.insert(t.name).second) << t.name;
+    EXPECT_TRUE(values.insert(static_cast<int32_t>(t.value)).second) << t.name;
+  }
+  EXPECT_EQ(names.size(), 13u);
 }
 
 TEST(Metadata, RoundTripAndMalformed) {

@@ -77,6 +77,27 @@ struct Tensors {
   std::vector<std::vector<int32_t>> data;
 };
 
+// A Prompt (cluster 1, listening on `port`) and a Decoder (cluster 2,
+// linked to it), each with one registered host cache of the same shape: the
+// prompt's filled from `seed`, the decoder's zero.  Set up under
+// ASSERT_NO_FATAL_FAILURE.
+struct LinkedPair {
+  LinkedPair(uint32_t tensors, int64_t rows, int32_t seed) : p(tensors, rows, seed), d(tensors, rows, 0) {}
+  void SetUp(const Options &decoder_options = {}) {
+    ASSERT_EQ(prompt.Initialize({{OPTION_LISTEN_IP_INFO, Listen(port).c_str()}}), LLM_SUCCESS);
+    ASSERT_EQ(decoder.Initialize(decoder_options), LLM_SUCCESS);
+    const CacheDesc desc = HostDesc(static_cast<uint32_t>(p.data.size()), {p.rows, 16});
+    ASSERT_EQ(prompt.RegisterKvCache(desc, p.addrs(), {}, pc.cache_id), LLM_SUCCESS);
+    ASSERT_EQ(decoder.RegisterKvCache(desc, d.addrs(), {}, dc.cache_id), LLM_SUCCESS);
+    std::vector<Status> rets;
+    ASSERT_EQ(decoder.LinkLlmClusters({Remote(1, port)}, rets, 3000), LLM_SUCCESS);
+  }
+  const uint16_t port = FreePort();
+  LlmDataDist prompt{1, LlmRole::kPrompt}, decoder{2, LlmRole::kDecoder};
+  Tensors p, d;
+  Cache pc{}, dc{};  // the registered caches (their ids)
+};
+
 TEST(LlmDataDist, EveryCallBeforeInitializeIsFailedWithOneLine) {
   LlmDataDist dd(1, LlmRole::kDecoder);
   std::vector<Status> rets;
@@ -111,6 +132,19 @@ TEST(LlmDataDist, InitializeChecksItsOptions) {
     const Options o = {{OPTION_LISTEN_IP_INFO, Listen(FreePort()).c_str()},
                        {OPTION_GLOBAL_RESOURCE_CONFIG, "not json"}};
     EXPECT_GE(ErrorLines([&] { EXPECT_EQ(dd.Initialize(o), LLM_PARAM_INVALID); }), 1);
+  }
+  // The RDMA keys reach the engine, as the vendor translates them for its
+  // transfer engine (and as the Python package always did): a traffic class
+  // that is not a multiple of 4, or a service level over 7, is the engine's
+  // refusal; valid ones initialize.
+  for (const Options &rdma : {Options{{"llm.RdmaTrafficClass", "130"}}, Options{{"llm.RdmaServiceLevel", "8"}}}) {
+    LlmDataDist dd(1, LlmRole::kDecoder);
+    EXPECT_GE(ErrorLines([&] { EXPECT_EQ(dd.Initialize(rdma), LLM_PARAM_INVALID); }), 1)
+        << rdma.begin()->first.GetString();
+  }
+  {
+    LlmDataDist dd(1, LlmRole::kDecoder);
+    EXPECT_EQ(dd.Initialize({{"llm.RdmaTrafficClass", "132"}, {"llm.RdmaServiceLevel", "4"}}), LLM_SUCCESS);
   }
   // Accepted: the vendor's keys with no effect here, and keys of its runtime.
   LlmDataDist dd(1, LlmRole::kPrompt);
@@ -206,46 +240,41 @@ TEST(LlmDataDist, AllocateCopyAndDeallocate) {
 
 // A Prompt holding a cache, a Decoder pulling from it and pushing into it.
 TEST(LlmDataDist, PullAndPushBetweenTwoClusters) {
-  const uint16_t port = FreePort();
-  LlmDataDist prompt(1, LlmRole::kPrompt), decoder(2, LlmRole::kDecoder);
-  ASSERT_EQ(prompt.Initialize({{OPTION_LISTEN_IP_INFO, Listen(port).c_str()}}), LLM_SUCCESS);
-  ASSERT_EQ(decoder.Initialize({{OPTION_SYNC_CACHE_WAIT_TIME, "3000"}}), LLM_SUCCESS);
-  Tensors p(4, 8, 7), d(4, 8, 0);
-  int64_t pid = -1, did = -1;
-  ASSERT_EQ(prompt.RegisterKvCache(HostDesc(4, {8, 16}), p.addrs(), {}, pid), LLM_SUCCESS);
-  ASSERT_EQ(decoder.RegisterKvCache(HostDesc(4, {8, 16}), d.addrs(), {}, did), LLM_SUCCESS);
+  LinkedPair pair(4, 8, 7);
+  ASSERT_NO_FATAL_FAILURE(pair.SetUp({{OPTION_SYNC_CACHE_WAIT_TIME, "3000"}}));
+  const int64_t pid = pair.pc.cache_id;
   std::vector<Status> rets;
-  ASSERT_EQ(decoder.LinkLlmClusters({Remote(1, port)}, rets, 3000), LLM_SUCCESS);
-  EXPECT_EQ(decoder.LinkLlmClusters({Remote(1, port)}, rets, 3000), LLM_ALREADY_LINK);
-  Cache dc{};
-  dc.cache_id = did;
+  EXPECT_EQ(pair.decoder.LinkLlmClusters({Remote(1, pair.port)}, rets, 3000), LLM_ALREADY_LINK);
   // Batch entry 3 of every tensor -> local entry 2.
-  ASSERT_EQ(decoder.PullKvCache(Index(1, pid, 3), dc, 2), LLM_SUCCESS);
-  for (uint32_t t = 0; t < 4; ++t) EXPECT_TRUE(d.Row(t, 2, p, t, 3)) << t;
+  ASSERT_EQ(pair.decoder.PullKvCache(Index(1, pid, 3), pair.dc, 2), LLM_SUCCESS);
+  for (uint32_t t = 0; t < 4; ++t) EXPECT_TRUE(pair.d.Row(t, 2, pair.p, t, 3)) << t;
   // Layer 1 only ({1, 1}: tensors 2 and 3), entry 5 -> entry 6.
   KvCacheExtParam layer1{};
   layer1.src_layer_range = {1, 1};
   layer1.dst_layer_range = {1, 1};
-  ASSERT_EQ(decoder.PullKvCache(Index(1, pid, 5), dc, 6, -1, layer1), LLM_SUCCESS);
-  EXPECT_TRUE(d.Row(2, 6, p, 2, 5));
-  EXPECT_TRUE(d.Row(3, 6, p, 3, 5));
-  EXPECT_FALSE(d.Row(0, 6, p, 0, 5));
+  ASSERT_EQ(pair.decoder.PullKvCache(Index(1, pid, 5), pair.dc, 6, -1, layer1), LLM_SUCCESS);
+  EXPECT_TRUE(pair.d.Row(2, 6, pair.p, 2, 5));
+  EXPECT_TRUE(pair.d.Row(3, 6, pair.p, 3, 5));
+  EXPECT_FALSE(pair.d.Row(0, 6, pair.p, 0, 5));
   // Blocks 0, 1 -> 4, 7; and a batch entry (no source blocks) cut into block 0.
-  ASSERT_EQ(decoder.PullKvBlocks(Index(1, pid), dc, {0, 1}, {4, 7}), LLM_SUCCESS);
-  for (uint32_t t = 0; t < 4; ++t) EXPECT_TRUE(d.Row(t, 4, p, t, 0) && d.Row(t, 7, p, t, 1)) << t;
-  ASSERT_EQ(decoder.PullKvBlocks(Index(1, pid, 6), dc, {}, {0}), LLM_SUCCESS);
-  for (uint32_t t = 0; t < 4; ++t) EXPECT_TRUE(d.Row(t, 0, p, t, 6)) << t;
+  ASSERT_EQ(pair.decoder.PullKvBlocks(Index(1, pid), pair.dc, {0, 1}, {4, 7}), LLM_SUCCESS);
+  for (uint32_t t = 0; t < 4; ++t) EXPECT_TRUE(pair.d.Row(t, 4, pair.p, t, 0) && pair.d.Row(t, 7, pair.p, t, 1)) << t;
+  ASSERT_EQ(pair.decoder.PullKvBlocks(Index(1, pid, 6), pair.dc, {}, {0}), LLM_SUCCESS);
+  for (uint32_t t = 0; t < 4; ++t) EXPECT_TRUE(pair.d.Row(t, 0, pair.p, t, 6)) << t;
   // Push back: decoder blocks 4 -> prompt block 2, decoder entry 0 -> prompt entry 1 (tensor pairs per layer).
-  ASSERT_EQ(decoder.PushKvBlocks(dc, Index(1, pid), {4}, {2}), LLM_SUCCESS);
-  for (uint32_t t = 0; t < 4; ++t) EXPECT_TRUE(p.Row(t, 2, d, t, 4)) << t;
-  ASSERT_EQ(decoder.PushKvCache(dc, Index(1, pid, 1), 0), LLM_SUCCESS);
-  for (uint32_t t = 0; t < 4; ++t) EXPECT_TRUE(p.Row(t, 1, d, t, 0)) << t;
+  ASSERT_EQ(pair.decoder.PushKvBlocks(pair.dc, Index(1, pid), {4}, {2}), LLM_SUCCESS);
+  for (uint32_t t = 0; t < 4; ++t) EXPECT_TRUE(pair.p.Row(t, 2, pair.d, t, 4)) << t;
+  ASSERT_EQ(pair.decoder.PushKvCache(pair.dc, Index(1, pid, 1), 0), LLM_SUCCESS);
+  for (uint32_t t = 0; t < 4; ++t) EXPECT_TRUE(pair.p.Row(t, 1, pair.d, t, 0)) << t;
   // Unknown remote cache; out-of-range block.
-  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(decoder.PullKvCache(Index(1, pid + 50), dc), LLM_KV_CACHE_NOT_EXIST); }), 1);
-  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(decoder.PullKvBlocks(Index(1, pid), dc, {8}, {0}), LLM_PARAM_INVALID); }), 1);
-  ASSERT_EQ(decoder.UnlinkLlmClusters({Remote(1, port)}, rets, 3000), LLM_SUCCESS);
+  EXPECT_EQ(
+      ErrorLines([&] { EXPECT_EQ(pair.decoder.PullKvCache(Index(1, pid + 50), pair.dc), LLM_KV_CACHE_NOT_EXIST); }), 1);
+  EXPECT_EQ(
+      ErrorLines([&] { EXPECT_EQ(pair.decoder.PullKvBlocks(Index(1, pid), pair.dc, {8}, {0}), LLM_PARAM_INVALID); }),
+      1);
+  ASSERT_EQ(pair.decoder.UnlinkLlmClusters({Remote(1, pair.port)}, rets, 3000), LLM_SUCCESS);
   // Forced: nothing to destroy is the vendor's LLM_SUCCESS (its DestroyEntity of a missing entity).
-  EXPECT_EQ(decoder.UnlinkLlmClusters({Remote(1, port)}, rets, 3000, true), LLM_SUCCESS);
+  EXPECT_EQ(pair.decoder.UnlinkLlmClusters({Remote(1, pair.port)}, rets, 3000, true), LLM_SUCCESS);
   EXPECT_EQ(rets, std::vector<Status>{LLM_SUCCESS});
 }
 
@@ -311,26 +340,17 @@ TEST(LlmDataDist, SetRoleWithoutEnableSwitchRoleAsTheVendorsExamples) {
 // listening links and is pushed to over that link): it starts listening on an
 // ephemeral port at its first link, and the linked cluster connects back.
 TEST(LlmDataDist, ALinkingSideWithoutListenAddressIsPushedToOverItsLink) {
-  const uint16_t port = FreePort();
-  LlmDataDist prompt(1, LlmRole::kPrompt), decoder(2, LlmRole::kDecoder);
-  ASSERT_EQ(prompt.Initialize({{OPTION_LISTEN_IP_INFO, Listen(port).c_str()}}), LLM_SUCCESS);
-  ASSERT_EQ(decoder.Initialize({}), LLM_SUCCESS);
-  Tensors p(2, 4, 9), d(2, 4, 0);
-  int64_t pid = -1, did = -1;
-  ASSERT_EQ(prompt.RegisterKvCache(HostDesc(2, {4, 16}), p.addrs(), {}, pid), LLM_SUCCESS);
-  ASSERT_EQ(decoder.RegisterKvCache(HostDesc(2, {4, 16}), d.addrs(), {}, did), LLM_SUCCESS);
+  LinkedPair pair(2, 4, 9);
+  ASSERT_NO_FATAL_FAILURE(pair.SetUp());
+  const int64_t pid = pair.pc.cache_id, did = pair.dc.cache_id;
   std::vector<Status> rets;
-  ASSERT_EQ(decoder.LinkLlmClusters({Remote(1, port)}, rets, 3000), LLM_SUCCESS);
-  Cache pc{};
-  pc.cache_id = pid;
-  ASSERT_EQ(prompt.PushKvBlocks(pc, Index(2, did), {0, 3}, {1, 2}), LLM_SUCCESS);
-  for (uint32_t t = 0; t < 2; ++t) EXPECT_TRUE(d.Row(t, 1, p, t, 0) && d.Row(t, 2, p, t, 3)) << t;
-  Cache dc{};
-  dc.cache_id = did;
-  ASSERT_EQ(decoder.PullKvBlocks(Index(1, pid), dc, {2}, {3}), LLM_SUCCESS);  // and the linking side still pulls
-  for (uint32_t t = 0; t < 2; ++t) EXPECT_TRUE(d.Row(t, 3, p, t, 2)) << t;
-  ASSERT_EQ(decoder.UnlinkLlmClusters({Remote(1, port)}, rets, 3000, true), LLM_SUCCESS);
-  ASSERT_EQ(prompt.UnlinkLlmClusters({Remote(2, 0)}, rets, 3000, true), LLM_SUCCESS);
+  ASSERT_EQ(pair.prompt.PushKvBlocks(pair.pc, Index(2, did), {0, 3}, {1, 2}), LLM_SUCCESS);
+  for (uint32_t t = 0; t < 2; ++t) EXPECT_TRUE(pair.d.Row(t, 1, pair.p, t, 0) && pair.d.Row(t, 2, pair.p, t, 3)) << t;
+  ASSERT_EQ(pair.decoder.PullKvBlocks(Index(1, pid), pair.dc, {2}, {3}),
+            LLM_SUCCESS);  // and the linking side still pulls
+  for (uint32_t t = 0; t < 2; ++t) EXPECT_TRUE(pair.d.Row(t, 3, pair.p, t, 2)) << t;
+  ASSERT_EQ(pair.decoder.UnlinkLlmClusters({Remote(1, pair.port)}, rets, 3000, true), LLM_SUCCESS);
+  ASSERT_EQ(pair.prompt.UnlinkLlmClusters({Remote(2, 0)}, rets, 3000, true), LLM_SUCCESS);
 }
 
 // The call's result is the last failure among the clusters, as the vendor's
@@ -362,60 +382,45 @@ TEST(LlmDataDist, LinkResultIsTheLastFailure) {
 // info per cluster (it asks the peer there): LLM_PARAM_INVALID, one ERROR
 // line, and the link stays.
 TEST(LlmDataDist, UnforcedUnlinkWithoutRemoteIpIsRefusedAndKeepsTheLink) {
-  const uint16_t port = FreePort();
-  LlmDataDist prompt(1, LlmRole::kPrompt), decoder(2, LlmRole::kDecoder);
-  ASSERT_EQ(prompt.Initialize({{OPTION_LISTEN_IP_INFO, Listen(port).c_str()}}), LLM_SUCCESS);
-  ASSERT_EQ(decoder.Initialize({}), LLM_SUCCESS);
-  Tensors p(2, 4, 11), d(2, 4, 0);
-  int64_t pid = -1, did = -1;
-  ASSERT_EQ(prompt.RegisterKvCache(HostDesc(2, {4, 16}), p.addrs(), {}, pid), LLM_SUCCESS);
-  ASSERT_EQ(decoder.RegisterKvCache(HostDesc(2, {4, 16}), d.addrs(), {}, did), LLM_SUCCESS);
+  LinkedPair pair(2, 4, 11);
+  ASSERT_NO_FATAL_FAILURE(pair.SetUp());
+  const int64_t pid = pair.pc.cache_id;
   std::vector<Status> rets;
-  ASSERT_EQ(decoder.LinkLlmClusters({Remote(1, port)}, rets, 3000), LLM_SUCCESS);
   ClusterInfo only_id{};
   only_id.remote_cluster_id = 1;
-  ClusterInfo two_ips = Remote(1, port);
+  ClusterInfo two_ips = Remote(1, pair.port);
   two_ips.remote_ip_infos.push_back(two_ips.remote_ip_infos[0]);
   for (const ClusterInfo &c : {only_id, two_ips}) {
-    EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(decoder.UnlinkLlmClusters({c}, rets, 3000), LLM_PARAM_INVALID); }), 1);
+    EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(pair.decoder.UnlinkLlmClusters({c}, rets, 3000), LLM_PARAM_INVALID); }), 1);
     EXPECT_EQ(rets, std::vector<Status>{LLM_PARAM_INVALID});
   }
-  Cache dc{};
-  dc.cache_id = did;
-  ASSERT_EQ(decoder.PullKvBlocks(Index(1, pid), dc, {1}, {2}), LLM_SUCCESS);  // still linked
-  for (uint32_t t = 0; t < 2; ++t) EXPECT_TRUE(d.Row(t, 2, p, t, 1)) << t;
-  EXPECT_EQ(decoder.UnlinkLlmClusters({Remote(1, port)}, rets, 3000), LLM_SUCCESS);
-  EXPECT_EQ(prompt.UnlinkLlmClusters({only_id}, rets, 3000, true), LLM_SUCCESS);
+  ASSERT_EQ(pair.decoder.PullKvBlocks(Index(1, pid), pair.dc, {1}, {2}), LLM_SUCCESS);  // still linked
+  for (uint32_t t = 0; t < 2; ++t) EXPECT_TRUE(pair.d.Row(t, 2, pair.p, t, 1)) << t;
+  EXPECT_EQ(pair.decoder.UnlinkLlmClusters({Remote(1, pair.port)}, rets, 3000), LLM_SUCCESS);
+  EXPECT_EQ(pair.prompt.UnlinkLlmClusters({only_id}, rets, 3000, true), LLM_SUCCESS);
 }
 
 // Bad input on a linked pair (docs/cache_layer.md, "Bad input on these
 // paths"): each refusal is the vendor's status with one ERROR line, and the
 // link and the caches still work (a pull, bytes checked, after each).
 TEST(LlmDataDist, BadInputOnALinkedPairKeepsTheLinkAndCaches) {
-  const uint16_t port = FreePort();
-  LlmDataDist prompt(1, LlmRole::kPrompt), decoder(2, LlmRole::kDecoder);
-  ASSERT_EQ(prompt.Initialize({{OPTION_LISTEN_IP_INFO, Listen(port).c_str()}}), LLM_SUCCESS);
-  ASSERT_EQ(decoder.Initialize({}), LLM_SUCCESS);
-  Tensors p(2, 4, 11), d(2, 4, 0);
-  int64_t pid = -1, did = -1;
-  ASSERT_EQ(prompt.RegisterKvCache(HostDesc(2, {4, 16}), p.addrs(), {}, pid), LLM_SUCCESS);
-  ASSERT_EQ(decoder.RegisterKvCache(HostDesc(2, {4, 16}), d.addrs(), {}, did), LLM_SUCCESS);
+  LinkedPair pair(2, 4, 11);
+  ASSERT_NO_FATAL_FAILURE(pair.SetUp());
+  const int64_t pid = pair.pc.cache_id;
   std::vector<Status> rets;
-  ASSERT_EQ(decoder.LinkLlmClusters({Remote(1, port)}, rets, 3000), LLM_SUCCESS);
-  Cache dc{};
-  dc.cache_id = did;
   uint32_t round = 0;
   auto still_works = [&] {
     const uint32_t src = round % 4, dst = (round + 1) % 4;
     ++round;
-    ASSERT_EQ(decoder.PullKvBlocks(Index(1, pid), dc, {src}, {dst}), LLM_SUCCESS);
-    for (uint32_t t = 0; t < 2; ++t) EXPECT_TRUE(d.Row(t, dst, p, t, src)) << t;
+    ASSERT_EQ(pair.decoder.PullKvBlocks(Index(1, pid), pair.dc, {src}, {dst}), LLM_SUCCESS);
+    for (uint32_t t = 0; t < 2; ++t) EXPECT_TRUE(pair.d.Row(t, dst, pair.p, t, src)) << t;
   };
   still_works();
   for (const int32_t timeout : {0, -1}) {
     for (const bool force : {false, true}) {
       EXPECT_EQ(ErrorLines([&] {
-                  EXPECT_EQ(decoder.UnlinkLlmClusters({Remote(1, port)}, rets, timeout, force), LLM_PARAM_INVALID);
+                  EXPECT_EQ(pair.decoder.UnlinkLlmClusters({Remote(1, pair.port)}, rets, timeout, force),
+                            LLM_PARAM_INVALID);
                 }),
                 1);
       still_works();
@@ -423,21 +428,23 @@ TEST(LlmDataDist, BadInputOnALinkedPairKeepsTheLinkAndCaches) {
   }
   const std::string elsewhere = Listen(FreePort());
   EXPECT_EQ(ErrorLines([&] {
-              EXPECT_EQ(decoder.SetRole(LlmRole::kPrompt, {{OPTION_LISTEN_IP_INFO, elsewhere.c_str()}}),
+              EXPECT_EQ(pair.decoder.SetRole(LlmRole::kPrompt, {{OPTION_LISTEN_IP_INFO, elsewhere.c_str()}}),
                         LLM_EXIST_LINK);
             }),
             1);
   still_works();
-  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(decoder.PullKvBlocks(Index(1, pid), dc, {4}, {0}), LLM_PARAM_INVALID); }),
-            1);
+  EXPECT_EQ(
+      ErrorLines([&] { EXPECT_EQ(pair.decoder.PullKvBlocks(Index(1, pid), pair.dc, {4}, {0}), LLM_PARAM_INVALID); }),
+      1);
   still_works();
   int64_t again = -1;  // the same addresses again, after the link
   EXPECT_EQ(ErrorLines([&] {
-              EXPECT_EQ(decoder.RegisterKvCache(HostDesc(2, {4, 16}), d.addrs(), {}, again), LLM_PARAM_INVALID);
+              EXPECT_EQ(pair.decoder.RegisterKvCache(HostDesc(2, {4, 16}), pair.d.addrs(), {}, again),
+                        LLM_PARAM_INVALID);
             }),
             1);
   still_works();
-  EXPECT_EQ(decoder.UnlinkLlmClusters({Remote(1, port)}, rets, 3000), LLM_SUCCESS);
+  EXPECT_EQ(pair.decoder.UnlinkLlmClusters({Remote(1, pair.port)}, rets, 3000), LLM_SUCCESS);
 }
 
 }  // namespace
