@@ -11,7 +11,7 @@
 
 #include "adxl/plugin/adxl_plugin.h"
 #include "core/fault_injection.h"
-#include "hccs/cma_lane.h"
+#include "core/cma_tuning.h"
 
 // The plugin parameters of open() (adxl_plugin_config_t::params) this
 // plugin knows; unknown keys are ignored.
@@ -21,8 +21,8 @@ struct UcxParams {
   std::string rdma_traffic_class;      // "rdma_traffic_class" -> UCX IB_TRAFFIC_CLASS
   std::string rdma_service_level;      // "rdma_service_level" -> UCX IB_SL
   // Environment settings (listed by adxl-info: src/config/option_table.cc).
-  size_t cma_split_bytes = CmaLane::kSplitMinBytes;  // ADXL_UCX_CMA_SPLIT_BYTES
-  unsigned cma_spin_us = CmaLane::kSpinUs;           // ADXL_UCX_CMA_SPIN_US
+  size_t cma_split_bytes = CmaTuning::kSplitMinBytes;  // ADXL_UCX_CMA_SPLIT_BYTES
+  unsigned cma_spin_us = CmaTuning::kSpinUs;           // ADXL_UCX_CMA_SPIN_US
   enum class RdmaProtocol { kAuto, kAm, kRma };
   RdmaProtocol rdma_protocol = RdmaProtocol::kAuto;  // ADXL_UCX_RDMA_PROTOCOL
   // ADXL_UCX_RDMA_CONNECTIONS: UCP endpoints (each its own TCP connection)
