@@ -1,15 +1,16 @@
 // The ABI's drain: the target side of a peer's fence (adxl_plugin.h).
 //
-// What a peer can have started here is a request of the AM lane (the main
-// worker's, and each network path's): a WRITE-data receive, a READ answer,
-// an acknowledgement.  The cma and mapped movers and UCP RMA on RDMA
-// hardware are one-sided: the initiator's side ends them (ep_destroy(force)
-// before the fence), and nothing of theirs runs here.  So the drain marks
-// each AM lane's target requests, then drives the workers until none of
-// those requests is left and a pass finds nothing more (messages that were
-// already in the sockets are parsed by then), or until the deadline.  While
+// What a peer can have started here is a request of an AM transport (the
+// AM mover's, on the main worker, and each network path's): a WRITE-data
+// receive, a READ answer, an acknowledgement.  The cma and mapped movers and
+// UCP RMA on RDMA hardware are one-sided: the initiator's side ends them
+// (ep_destroy(force) before the fence), and nothing of theirs runs here.  So
+// the drain marks each AM transport's target requests, then drives the
+// workers until none of those requests is left and a pass finds nothing
+// more (messages that were already in the sockets are parsed by then), or
+// until the deadline.  While
 // the progress thread polls, it drives the workers and this thread reads
-// its passes, as progress() does (ucx_context.h); the lanes' locks are
+// its passes, as progress() does (ucx_context.h); the transports' locks are
 // taken only in TargetOpsBefore, outside any UCP call.
 #include <sched.h>
 #include <time.h>
@@ -17,12 +18,16 @@
 #include <utility>
 #include <vector>
 
+#include "am/am_mover.h"
 #include "am/am_protocol.h"
 #include "ucx_context.h"
 
 int DrainContext(adxl_plugin_context *ctx, uint64_t deadline_ns) {
-  std::vector<std::pair<AmLane *, uint64_t>> marks;
-  marks.emplace_back(&ctx->am, ctx->am.TargetOpMark());
+  std::vector<std::pair<AmTransport *, uint64_t>> marks;
+  if (ctx->am_mover != nullptr) {
+    AmTransport &am = ctx->am_mover->lane();
+    marks.emplace_back(&am, am.TargetOpMark());
+  }
   for (const auto &p : ctx->paths) marks.emplace_back(&p->am, p->am.TargetOpMark());
   for (;;) {
     unsigned events;

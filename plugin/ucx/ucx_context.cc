@@ -55,10 +55,10 @@ bool HaveInfiniBand() {
 // nodes of NVIDIA's (nvidiactl) or AMD's (kfd) driver.
 bool HaveGpu() { return access("/dev/nvidiactl", F_OK) == 0 || access("/dev/kfd", F_OK) == 0; }
 
-// Whether the RDMA lane should run over active messages (StartAmLane):
+// Whether the RDMA lane should run over active messages (StartAmTransport):
 // unless the rdma_protocol parameter (ADXL_UCX_RDMA_PROTOCOL) says otherwise, where there is no RDMA
 // hardware.
-bool WantAmLane(const UcxParams &params) {
+bool WantAmTransport(const UcxParams &params) {
   using Proto = UcxParams::RdmaProtocol;
   return params.rdma_protocol == Proto::kAuto ? !HaveInfiniBand() : params.rdma_protocol == Proto::kAm;
 }
@@ -119,9 +119,9 @@ void ApplyUcxSettings(adxl_plugin_context *ctx, ucp_config_t *config, const UcxP
   // (DeviceMemorySupport), and UCX 1.22's older ones have no RMA over TCP
   // at all ("Unsupported operation").  Hence the older ones only where the
   // lane runs over active messages and no GPU could give device memory;
-  // UCX's default elsewhere.  (An AM lane that then fails to start leaves
-  // UCP RMA, which over TCP fails its posts there: StartAmLane logs it.)
-  if (getenv("UCX_PROTO_ENABLE") == nullptr && WantAmLane(params) && !HaveGpu()) set("PROTO_ENABLE", "n");
+  // UCX's default elsewhere.  (An AM transport that then fails to start leaves
+  // UCP RMA, which over TCP fails its posts there: StartAmTransport logs it.)
+  if (getenv("UCX_PROTO_ENABLE") == nullptr && WantAmTransport(params) && !HaveGpu()) set("PROTO_ENABLE", "n");
   // Shared-memory transports refuse endpoints with peer error handling
   // unless told to watch the peer process; we need both (peer failure must
   // be detected on every lane, docs/architecture.md).  Only a
@@ -245,12 +245,12 @@ void PinToCpus(adxl_plugin_context *ctx, pthread_t thread, const std::string &li
            rc == 0 ? "bound" : strerror(rc));
 }
 
-// Runs the work UCP callbacks queued on any AM lane (am_lane.h); whether
+// Runs the work UCP callbacks queued on any AM transport (am_transport.h); whether
 // there was some.
 bool RunAllDeferred(adxl_plugin_context *ctx) {
   bool any = false;
-  if (ctx->am.HasDeferred()) {
-    ctx->am.RunDeferred();
+  if (ctx->am_mover->lane().HasDeferred()) {
+    ctx->am_mover->lane().RunDeferred();
     any = true;
   }
   for (const auto &p : ctx->paths) {
@@ -278,7 +278,7 @@ void ProgressLoop(adxl_plugin_context *ctx) {
       const unsigned events = ProgressAllWorkers(ctx);
       ctx->progress_pass_events.store(events, std::memory_order_relaxed);
       if (events != 0) last_event = std::chrono::steady_clock::now();
-      // Outside ucp_worker_progress: work UCP callbacks queued (am_lane.h).
+      // Outside ucp_worker_progress: work UCP callbacks queued (am_transport.h).
       bool worked = RunAllDeferred(ctx);
       // Failed network paths out, returned ones back (path_failover.h).
       if (!ctx->paths.empty() && ctx->failover.Due()) {
@@ -312,16 +312,16 @@ void ProgressLoop(adxl_plugin_context *ctx) {
   }
 }
 
-// The AM lane: unless rdma_protocol (ADXL_UCX_RDMA_PROTOCOL) says otherwise, where there is
+// Active messages (am_mover.h): unless rdma_protocol (ADXL_UCX_RDMA_PROTOCOL) says otherwise, where there is
 // no RDMA hardware.  False (UCP RMA) when the lane cannot start.
-bool StartAmLane(adxl_plugin_context *ctx, const UcxParams &params) {
-  const bool want = WantAmLane(params);
+bool StartAmTransport(adxl_plugin_context *ctx, const UcxParams &params) {
+  const bool want = WantAmTransport(params);
   std::string why;
-  AmLane::Faults faults;
+  AmTransport::Faults faults;
   faults.read_data_delay_us = params.faults.read_data_delay_us;
   try {
-    if (ctx->am.Init(ctx->worker, ctx->log, faults, &why)) {
-      ctx->am.UseStagingFrom(ctx->ucp);
+    if (ctx->am_mover->lane().Init(ctx->worker, ctx->log, faults, &why)) {
+      ctx->am_mover->lane().UseStagingFrom(ctx->ucp);
       return want;
     }
   } catch (...) {
@@ -348,7 +348,7 @@ bool OpenPaths(adxl_plugin_context *ctx, const UcxParams &params) {
     }
     return true;
   }
-  AmLane::Faults faults;
+  AmTransport::Faults faults;
   faults.read_data_delay_us = params.faults.read_data_delay_us;
   const std::string seg = UserSetUcx("RX_SEG_SIZE") ? std::string() : std::string(kRdmaRxSegSize);
   for (const std::string &dev : devices) {
@@ -413,14 +413,15 @@ bool StartProgressThread(adxl_plugin_context *ctx, const UcxParams &params) {
 
 // The context's MoverSet (ucx_context.h), in the order a registration
 // takes: the shared-file search first (it sets what mem_pack packs), UCP's
-// memory handle before the AM lane and the paths that use it, cma last (it
+// memory handle before the AM mover and the paths that use it, cma last (it
 // may fail and keep the region).
 void AddMovers(adxl_plugin_context *ctx) {
-  ctx->movers.Add(std::make_unique<MappedMover>(ctx->log));
-  ctx->movers.Add(std::make_unique<RmaMover>(ctx->ucp, ctx->device_mem_type, ctx->log));
-  ctx->movers.Add(std::make_unique<AmMover>(ctx->am));
-  ctx->movers.Add(std::make_unique<PathsMover>(ctx->paths, ctx->log));
-  ctx->movers.Add(std::make_unique<CmaMover>(ctx->cma, ctx->log));
+  ctx->mapped_mover = ctx->movers.Add(std::make_unique<MappedMover>(ctx->log));
+  ctx->rma_mover = ctx->movers.Add(
+      std::make_unique<RmaMover>(*ctx, ctx->device_mem_type, ctx->device_memory ? std::string() : ctx->device_why));
+  ctx->am_mover = ctx->movers.Add(std::make_unique<AmMover>(*ctx));
+  ctx->paths_mover = ctx->movers.Add(std::make_unique<PathsMover>(ctx->paths, *ctx->am_mover, ctx->log));
+  ctx->cma_mover = ctx->movers.Add(std::make_unique<CmaMover>(*ctx));
 }
 
 }  // namespace
@@ -465,16 +466,6 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
   }
   // From here on a failure must undo ucp_init: what could throw is caught.
   try {
-    std::string cma_why;
-    if (ctx->cma.Open(params.hccs_copy_threads, CmaLane::Tuning{params.cma_split_bytes, params.cma_spin_us},
-                      &cma_why)) {
-      for (pthread_t t : ctx->cma.copy_threads()) PinToCpus(ctx.get(), t, params.progress_cpus);
-    } else {
-      ctx->log(ADXL_PLUGIN_LOG_INFO, "HCCS lane unavailable: %s; same-node peers use the RDMA lane", cma_why.c_str());
-    }
-  } catch (...) {
-  }
-  try {
     ctx->device_memory = DeviceMemorySupport(ctx->ucp, proto_v2, &ctx->device_mem_type, &ctx->device_why);
   } catch (...) {
     ctx->device_memory = false;
@@ -482,6 +473,28 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
   ctx->log(ADXL_PLUGIN_LOG_INFO, "device memory: %s",
            ctx->device_memory ? (ctx->device_mem_type == UCS_MEMORY_TYPE_CUDA ? "CUDA" : "ROCm")
                               : ("unsupported: " + ctx->device_why).c_str());
+  // The movers exist before anything of theirs starts (device_mem_type set).
+  bool movers_ok = false;
+  try {
+    AddMovers(ctx.get());
+    movers_ok = true;
+  } catch (...) {
+  }
+  if (!movers_ok) {
+    ctx->log(ADXL_PLUGIN_LOG_ERROR, "out of memory setting up the plugin's movers");
+    ucp_cleanup(ctx->ucp);
+    return ADXL_PLUGIN_ERR_NO_RESOURCE;
+  }
+  try {
+    CmaTransport &cma = ctx->cma_mover->lane();
+    std::string cma_why;
+    if (cma.Open(params.hccs_copy_threads, CmaTransport::Tuning{params.cma_split_bytes, params.cma_spin_us}, &cma_why)) {
+      for (pthread_t t : cma.copy_threads()) PinToCpus(ctx.get(), t, params.progress_cpus);
+    } else {
+      ctx->log(ADXL_PLUGIN_LOG_INFO, "HCCS lane unavailable: %s; same-node peers use the RDMA lane", cma_why.c_str());
+    }
+  } catch (...) {
+  }
   ucp_worker_params_t wparams{};
   wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   wparams.thread_mode = UCS_THREAD_MODE_MULTI;
@@ -493,18 +506,16 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
   }
   bool ok = false;
   try {
-    ctx->rdma_over_am = StartAmLane(ctx.get(), params);
+    ctx->rdma_over_am = StartAmTransport(ctx.get(), params);
     // ok only once all of it ran: an exception anywhere leaves it false.
-    const bool paths_ok = OpenPaths(ctx.get(), params);
-    if (paths_ok) AddMovers(ctx.get());
-    ok = paths_ok && StartProgressThread(ctx.get(), params);
+    ok = OpenPaths(ctx.get(), params) && StartProgressThread(ctx.get(), params);
   } catch (...) {
   }
   if (!ok) {
     if (ctx->epoll_fd >= 0) close(ctx->epoll_fd);
     if (ctx->wake_fd >= 0) close(ctx->wake_fd);
     ctx->paths.clear();
-    ctx->am.Close();
+    ctx->am_mover->lane().Close();
     ucp_worker_destroy(ctx->worker);
     ucp_cleanup(ctx->ucp);
     return ADXL_PLUGIN_ERR_NO_RESOURCE;
@@ -512,7 +523,7 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
   try {
     const char *tls = getenv("UCX_TLS");
     std::string &t = ctx->transports;
-    if (ctx->cma.available()) t = "cma,mapped,";
+    if (ctx->cma_mover->lane().available()) t = "cma,mapped,";
     t += ctx->rdma_over_am ? "am" : "rma";
     t += std::string(",ucp(") + (tls != nullptr ? tls : kRdmaLaneTls) + ")";
     if (ctx->device_memory) t += ctx->device_mem_type == UCS_MEMORY_TYPE_CUDA ? ",cuda" : ",rocm";
@@ -534,9 +545,9 @@ void adxl_plugin_context::Close(adxl_plugin_context *ctx) {
   }
   // Requests this side serves for peers that went away (a fenced initiator)
   // would stay pending forever; UCP refuses to destroy a worker with any.
-  ctx->am.ReleaseTargetOps(0, 0);
-  if (ctx->am.HasDeferred()) ctx->am.RunDeferred();
-  ctx->am.Close();
+  ctx->am_mover->lane().ReleaseTargetOps(0, 0);
+  if (ctx->am_mover->lane().HasDeferred()) ctx->am_mover->lane().RunDeferred();
+  ctx->am_mover->lane().Close();
   ctx->paths.clear();  // each path: its target requests, staging, worker, context
   ucp_worker_destroy(ctx->worker);
   ucp_cleanup(ctx->ucp);

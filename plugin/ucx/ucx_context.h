@@ -1,5 +1,5 @@
 // The UCX plugin's context (adxl_plugin_context_t): one UCP context and one
-// multi-threaded UCP worker, the lanes that share them, and the progress
+// multi-threaded UCP worker, the movers that share them, and the progress
 // thread that drives the worker so that remote operations complete while the
 // target application calls nothing.
 //
@@ -8,7 +8,7 @@
 // of messages, and waking up for each costs tens of microseconds), then arms
 // the worker (ucp_worker_arm) and sleeps in epoll on the worker's event fd
 // and on wake_fd (Wake(): posted work, endpoint failures, Close).  An idle
-// engine sleeps.  It calls AmLane::RunDeferred() *outside*
+// engine sleeps.  It calls AmTransport::RunDeferred() *outside*
 // ucp_worker_progress: that is where work queued by UCP callbacks runs.
 // While it polls, the ABI's progress() (application threads call it while
 // they wait, BatchWait) leaves the workers to it: it yields the CPU and
@@ -32,11 +32,11 @@
 // Locks.  The context has none of its own: its mutable fields are atomics or
 // are written only in Open/Close.  The UCP worker is UCS_THREAD_MODE_MULTI:
 // every ucp_* call on it takes UCP's worker lock, and UCP callbacks (EpError,
-// RmaLane's flush completion, AmLane's handlers) run under it, on whichever
+// RmaMover's flush completion, AmTransport's handlers) run under it, on whichever
 // thread progresses; a path's worker likewise.  Nesting: any UCP worker
-// lock -> any AmLane's locks (am_lane.h; EpError of one worker's endpoint
+// lock -> any AmTransport's locks (am_transport.h; EpError of one worker's endpoint
 // tells every lane of the link); no UCP worker lock is taken under another;
-// CmaLane's stripe locks are never held with either (cma_lane.h).
+// CmaTransport's stripe locks are never held with either (cma_transport.h).
 //
 // Thread-safety: log, Wake and the UCP helpers may be called from any
 // thread, including from UCP callbacks (log and Wake only).
@@ -53,36 +53,46 @@
 #include <ucp/api/ucp.h>
 
 #include "adxl/plugin/adxl_plugin.h"
-#include "am/am_lane.h"
 #include "core/mover.h"
 #include "core/plugin_log.h"
 #include "core/ucp_core.h"
 #include "core/ucp_endpoint.h"
 #include "core/ucs_status.h"
 #include "core/ucx_params.h"
-#include "hccs/cma_lane.h"
 #include "paths/net_path.h"
 #include "paths/path_failover.h"
+
+class AmMover;
+class CmaMover;
+class MappedMover;
+class PathsMover;
+class RmaMover;
 
 // The context's UCP context, worker, logger and wake-up are its UcpCore
 // (core/ucp_core.h), which the parts below the movers take instead of it.
 struct adxl_plugin_context : UcpCore {
-  CmaLane cma;  // HCCS lane, host memory (with mapped_lane.h)
-  AmLane am;    // RDMA lane over TCP
-  // RDMA lane protocol: active messages (am_lane.h) unless RDMA hardware
+  // RDMA lane protocol: active messages (am_mover.h) unless RDMA hardware
   // makes UCP RMA truly one-sided; ADXL_UCX_RDMA_PROTOCOL=am|rma overrides.
   bool rdma_over_am = false;
   // The RDMA lane's network paths (ADXL_UCX_RDMA_PATHS), each with its own
-  // context, worker and AM lane; empty: the lane runs on `worker` alone.
+  // context, worker and AM transport; empty: the lane runs on `worker` alone.
   // Made by Open, freed by Close: fixed while the context is open.
   std::vector<std::unique_ptr<NetPath>> paths;
   // Failed paths out of their links and back (with paths only).
   PathFailover failover;
-  // What mem_reg registers a region with, in order (core/mover.h): UCP
-  // (rma_mover.h), the AM lane's table, the network paths, cma, after the
-  // direct mapping's search for a shared file.  Filled by Open, fixed then;
-  // its movers refer to the members above and to `log`.
+  // The movers (core/mover.h), owned here with what each moves by (cma's
+  // transport and copy threads, the AM protocol on `worker`); mem_reg
+  // registers a region with each in this order: the direct mapping's search
+  // for a shared file, UCP (rma_mover.h), the AM mover's table, the network
+  // paths, cma.  Filled by Open before it starts them, fixed then; they
+  // refer to the UcpCore, `paths` and `device_mem_type`.
   MoverSet movers;
+  // The same movers by kind, for binding endpoints and keys (ucx_bind.h).
+  MappedMover *mapped_mover = nullptr;
+  RmaMover *rma_mover = nullptr;
+  AmMover *am_mover = nullptr;
+  PathsMover *paths_mover = nullptr;
+  CmaMover *cma_mover = nullptr;
   bool device_memory = false;
   ucs_memory_type_t device_mem_type = UCS_MEMORY_TYPE_UNKNOWN;  // CUDA, else ROCM
   std::string device_why;  // why device_memory is false

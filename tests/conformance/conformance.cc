@@ -22,7 +22,7 @@ const std::vector<Lane> &AllLanes() {
        {"ADXL_UCX_RDMA_PROTOCOL=am"},
        false,
        false},
-      // The network lane on UCP put/get (RmaLane), what it runs on RDMA
+      // The network lane on UCP put/get (RmaMover), what it runs on RDMA
       // hardware, here over TCP.  UCX emulates put/get there by streaming the
       // data to the target, so bytes already in the socket land when a
       // stopped target resumes: docs/contract.md §6.4 (no byte after TIMEOUT)

@@ -24,7 +24,7 @@
 //   rdma_am      protocol_desc "roce:host": the network lane, active-message
 //                rendezvous over TCP
 //   rdma_rma     the network lane on UCP put/get (ADXL_UCX_RDMA_PROTOCOL=rma,
-//                what it runs on RDMA hardware; RmaLane) over TCP; §6.4's
+//                what it runs on RDMA hardware; RmaMover) over TCP; §6.4's
 //                fence does not hold there and those tests skip
 //                (Lane::timeout_fences).
 #ifndef ADXL_TESTS_CONFORMANCE_CONFORMANCE_H_

@@ -323,7 +323,7 @@ TEST_P(Conformance, S6_5_AFailedTransferNeverStaysWaiting) {
     return;
   }
   // The mapped path checks that its peer lives at most every 100 us
-  // (hccs_lane.h): let that pass since the last request.
+  // (hccs/mapped_mover.h): let that pass since the last request.
   std::this_thread::sleep_for(std::chrono::milliseconds(1));
   TransferReq late = nullptr;
   ASSERT_EQ(engine_.TransferAsync(peer_name_.c_str(), WRITE, {{local_.addr(), remote_, 131072}}, TransferArgs{}, late),

@@ -1289,6 +1289,62 @@ TEST_F(PluginTest, SameNodePathFollowsTheMemory) {
   close(file_fd);
 }
 
+// One same-node batch over a region the peer shared (mapped directly) and
+// a private one (cma), its operations interleaved: every byte lands, both
+// ways.  The UCX plugin binds the two keys to different movers and posts
+// the batch to each in turn; a batch that reached only one of them, or
+// only the first run of operations, fails here.
+TEST_F(PluginTest, OneSameNodeBatchOverASharedAndAPrivateRegion) {
+  adxl_plugin_context_t *a = Open(), *b = Open();
+  ASSERT_TRUE(a && b);
+  constexpr size_t kLen = 1u << 20;
+  Buffer la(kLen, "private"), priv(kLen, "private"), shm(kLen, "shm");
+  ASSERT_TRUE(la.data() && priv.data() && shm.data());
+  adxl_plugin_mem_t *ma = Reg(a, la), *mp = Reg(b, priv), *ms = Reg(b, shm);
+  ASSERT_TRUE(ma && mp && ms);
+  const std::string addr_b = Address(b);
+  adxl_plugin_ep_t *ep = nullptr;
+  const int rc = ops_->ep_create(a, addr_b.data(), addr_b.size(), ADXL_PLUGIN_LANE_HCCS, &ep);
+  if (rc == ADXL_PLUGIN_ERR_UNSUPPORTED) GTEST_SKIP() << "no HCCS lane here";
+  ASSERT_EQ(rc, ADXL_PLUGIN_OK);
+  adxl_plugin_rkey_t *kp = nullptr, *ks = nullptr;
+  const std::string key_p = Pack(b, mp), key_s = Pack(b, ms);
+  ASSERT_EQ(ops_->rkey_unpack(ep, key_p.data(), key_p.size(), &kp), ADXL_PLUGIN_OK);
+  ASSERT_EQ(ops_->rkey_unpack(ep, key_s.data(), key_s.size(), &ks), ADXL_PLUGIN_OK);
+  char path_p[64], path_s[64];
+  ASSERT_EQ(ops_->rkey_describe(kp, path_p, sizeof(path_p)), ADXL_PLUGIN_OK);
+  ASSERT_EQ(ops_->rkey_describe(ks, path_s, sizeof(path_s)), ADXL_PLUGIN_OK);
+  EXPECT_STREQ(path_p, "cma");
+  EXPECT_STREQ(path_s, "mapped/shm");
+  const uint64_t p0 = reinterpret_cast<uintptr_t>(priv.data()), s0 = reinterpret_cast<uintptr_t>(shm.data());
+  // private, shared, private, shared: the runs alternate.
+  const std::vector<adxl_plugin_iov_t> v = {{ma, la.addr() + 1, kp, p0 + 4099, 70001},
+                                            {ma, la.addr() + 100003, ks, s0 + 7, 65537},
+                                            {ma, la.addr() + 300007, kp, p0 + 500001, 4093},
+                                            {ma, la.addr() + 400009, ks, s0 + 600011, 131071}};
+  FillPattern(la.data(), kLen, 31);
+  FillPattern(priv.data(), kLen, 32);
+  FillPattern(shm.data(), kLen, 33);
+  ASSERT_EQ(Run(ep, ADXL_PLUGIN_PUT, v), ADXL_PLUGIN_OK);
+  for (const adxl_plugin_iov_t &x : v) {
+    const uint8_t *remote = reinterpret_cast<const uint8_t *>(static_cast<uintptr_t>(x.remote_addr));
+    EXPECT_EQ(memcmp(remote, reinterpret_cast<const uint8_t *>(static_cast<uintptr_t>(x.local_addr)), x.length), 0)
+        << "PUT to " << (x.remote == ks ? "the shared" : "the private") << " region";
+  }
+  FillPattern(priv.data(), kLen, 34);
+  FillPattern(shm.data(), kLen, 35);
+  ASSERT_EQ(Run(ep, ADXL_PLUGIN_GET, v), ADXL_PLUGIN_OK);
+  for (const adxl_plugin_iov_t &x : v) {
+    const uint8_t *remote = reinterpret_cast<const uint8_t *>(static_cast<uintptr_t>(x.remote_addr));
+    EXPECT_EQ(memcmp(reinterpret_cast<const uint8_t *>(static_cast<uintptr_t>(x.local_addr)), remote, x.length), 0)
+        << "GET from " << (x.remote == ks ? "the shared" : "the private") << " region";
+  }
+  ops_->rkey_destroy(kp);
+  ops_->rkey_destroy(ks);
+  ops_->ep_destroy(ep, 0);
+  TearDown();  // deregisters before the buffers go
+}
+
 // At least one lane must reach a peer process on this node.
 TEST_F(PluginTest, SomeLaneReachesAPeerProcess) {
   Child child;

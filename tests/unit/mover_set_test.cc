@@ -27,6 +27,15 @@ class RecordingMover final : public Mover {
     return ADXL_PLUGIN_OK;
   }
   void Deregister(adxl_plugin_mem *) override { log_->push_back("dereg " + name_); }
+  // The data path is not MoverSet's: these tests never post.
+  const char *name() const override { return name_.c_str(); }
+  void Post(adxl_plugin_ep *, bool, const adxl_plugin_iov_t *, size_t, uint64_t, adxl_plugin_batch *) override {
+    ADD_FAILURE() << "MoverSet posted";
+  }
+  void Cancel(adxl_plugin_ep *, bool) override { ADD_FAILURE() << "MoverSet canceled"; }
+  bool EndpointFailed(adxl_plugin_ep *, int) override { return true; }
+  std::string DescribeEndpoint(const adxl_plugin_ep *) const override { return name_; }
+  std::string DescribeKey(const adxl_plugin_rkey *) const override { return name_; }
 
  private:
   std::string name_;

@@ -1,7 +1,7 @@
-// AmLane, initiator side: batches cut into messages, the window that sends
+// AmTransport, initiator side: batches cut into messages, the window that sends
 // them, the answers that end them, and the ending of batches whose endpoint
-// was closed or failed (am_lane.h, "Life of a batch").
-#include "am/am_lane.h"
+// was closed or failed (am_transport.h, "Life of a batch").
+#include "am/am_transport.h"
 
 #include <algorithm>
 #include <chrono>
@@ -17,7 +17,7 @@ using namespace am_protocol;
 
 // ---------------------------------------------------------- batch life cycle
 
-bool AmLane::TakeIfFinished(BatchIt it, Completion *finished) {
+bool AmTransport::TakeIfFinished(BatchIt it, Completion *finished) {
   Batch &b = it->second;
   if (b.posting || b.sending > 0 || b.receiving > 0) return false;
   if (!b.ended && b.remaining > 0) return false;
@@ -29,7 +29,7 @@ bool AmLane::TakeIfFinished(BatchIt it, Completion *finished) {
 }
 
 template <typename Body>
-void AmLane::UpdateBatch(uint64_t token, Body &&body) {
+void AmTransport::UpdateBatch(uint64_t token, Body &&body) {
   Completion finished;
   {
     adxl::MutexLock l(&mu_);
@@ -38,13 +38,13 @@ void AmLane::UpdateBatch(uint64_t token, Body &&body) {
     body(it->second);
     TakeIfFinished(it, &finished);
   }
-  finished.Run();  // outside mu_: the DoneFn may call into the lane
+  finished.Run();  // outside mu_: the DoneFn may call into the transport
   Pump();
 }
 
 // Message `m` of batch `b` was answered (or failed): it leaves the window,
 // and its staging buffer goes back once UCP no longer holds its send.
-void AmLane::Answered(Batch &b, Message &m, int status, bool from_peer) {
+void AmTransport::Answered(Batch &b, Message &m, int status, bool from_peer) {
   if (m.answered) return;
   m.answered = true;
   if (m.send_done) m.staging = Staging();
@@ -63,7 +63,7 @@ void AmLane::Answered(Batch &b, Message &m, int status, bool from_peer) {
   }
 }
 
-void AmLane::MessageDone(uint64_t token, uint32_t msg, int status) {
+void AmTransport::MessageDone(uint64_t token, uint32_t msg, int status) {
   UpdateBatch(token, [&](Batch &b) ADXL_REQUIRES(mu_) {
     if (msg < b.messages.size()) {
       Answered(b, b.messages[msg], status, true);
@@ -73,7 +73,7 @@ void AmLane::MessageDone(uint64_t token, uint32_t msg, int status) {
   });
 }
 
-void AmLane::ReceiveDone(Message *m, int status) {
+void AmTransport::ReceiveDone(Message *m, int status) {
   UpdateBatch(m->token, [&](Batch &b) ADXL_REQUIRES(mu_) {
     if (b.receiving > 0) --b.receiving;
     // Placed fragment by fragment (several operations), or by UCP.
@@ -82,7 +82,7 @@ void AmLane::ReceiveDone(Message *m, int status) {
   });
 }
 
-void AmLane::SendDone(Message *m) {
+void AmTransport::SendDone(Message *m) {
   UpdateBatch(m->token, [&](Batch &b) ADXL_REQUIRES(mu_) {
     if (b.sending > 0) --b.sending;
     m->send_done = true;
@@ -90,7 +90,7 @@ void AmLane::SendDone(Message *m) {
   });
 }
 
-void AmLane::SendFailed(Message *m, int status) {
+void AmTransport::SendFailed(Message *m, int status) {
   UpdateBatch(m->token, [&](Batch &b) ADXL_REQUIRES(mu_) {
     if (b.sending > 0) --b.sending;
     m->send_done = true;
@@ -102,11 +102,11 @@ void AmLane::SendFailed(Message *m, int status) {
   });
 }
 
-void AmLane::PostDone(uint64_t token) {
+void AmTransport::PostDone(uint64_t token) {
   UpdateBatch(token, [](Batch &b) { b.posting = false; });
 }
 
-void AmLane::Pump() {
+void AmTransport::Pump() {
   while (true) {
     Message *m = nullptr;
     ucp_ep_h ep = nullptr;
@@ -179,7 +179,7 @@ void AmLane::Pump() {
   }
 }
 
-bool AmLane::Post(uint64_t ep_id, const ucp_ep_h *eps, size_t n_eps, bool write, const Op *ops, size_t count,
+bool AmTransport::Post(uint64_t ep_id, const ucp_ep_h *eps, size_t n_eps, bool write, const Op *ops, size_t count,
                   uint64_t deadline_ns, DoneFn done, void *arg, std::atomic<int64_t> *answered_ns) {
   if (eps == nullptr || n_eps == 0) return false;
   if (count == 0) write = false;  // the wire-up probe is a READ of nothing
@@ -187,7 +187,7 @@ bool AmLane::Post(uint64_t ep_id, const ucp_ep_h *eps, size_t n_eps, bool write,
   std::vector<Message> messages;
   try {
     // No operation: the wire-up probe, one empty READ request per endpoint
-    // (message i goes on eps[i]; am_lane.h, "Wire-up").
+    // (message i goes on eps[i]; am_transport.h, "Wire-up").
     for (size_t i = 0; count == 0 && i < n_eps; ++i) {
       messages.emplace_back();
       messages.back().lane = this;
@@ -263,7 +263,7 @@ bool AmLane::Post(uint64_t ep_id, const ucp_ep_h *eps, size_t n_eps, bool write,
   return true;
 }
 
-std::vector<uint64_t> AmLane::EndBatches(uint64_t ep_id, int why) {
+std::vector<uint64_t> AmTransport::EndBatches(uint64_t ep_id, int why) {
   std::vector<uint64_t> tokens;
   for (auto &kv : batches_) {
     Batch &b = kv.second;
@@ -278,12 +278,12 @@ std::vector<uint64_t> AmLane::EndBatches(uint64_t ep_id, int why) {
   return tokens;
 }
 
-void AmLane::Fence(uint64_t ep_id, int why) {
+void AmTransport::Fence(uint64_t ep_id, int why) {
   adxl::MutexLock l(&mu_);
   EndBatches(ep_id, why);
 }
 
-void AmLane::Abandon(uint64_t ep_id, int why) {
+void AmTransport::Abandon(uint64_t ep_id, int why) {
   std::vector<uint64_t> tokens;
   {
     adxl::MutexLock l(&mu_);
@@ -332,7 +332,7 @@ void AmLane::Abandon(uint64_t ep_id, int why) {
   Pump();  // ended batches left room in the window
 }
 
-void AmLane::EndpointFailed(uint64_t ep_id, int why) {
+void AmTransport::EndpointFailed(uint64_t ep_id, int why) {
   {
     adxl::MutexLock l(&mu_);
     try {
@@ -344,7 +344,7 @@ void AmLane::EndpointFailed(uint64_t ep_id, int why) {
   deferred_pending_.store(true, std::memory_order_release);
 }
 
-void AmLane::RunDeferred() {
+void AmTransport::RunDeferred() {
   std::vector<Completion> to_call;
   {
     adxl::MutexLock l(&mu_);
@@ -366,17 +366,17 @@ void AmLane::RunDeferred() {
 
 // ------------------------------------------------------------ AM handlers
 
-bool AmLane::ReadStillWanted(void *arg) {
+bool AmTransport::ReadStillWanted(void *arg) {
   auto *m = static_cast<Message *>(arg);
-  AmLane *self = m->lane;
+  AmTransport *self = m->lane;
   adxl::MutexLock l(&self->mu_);
   auto it = self->batches_.find(m->token);
   return it != self->batches_.end() && !it->second.ended;
 }
 
-ucs_status_t AmLane::OnAck(void *arg, const void *header, size_t header_len, void *, size_t,
+ucs_status_t AmTransport::OnAck(void *arg, const void *header, size_t header_len, void *, size_t,
                            const ucp_am_recv_param_t *) {
-  auto *self = static_cast<AmLane *>(arg);
+  auto *self = static_cast<AmTransport *>(arg);
   if (header_len != kAckWords * sizeof(uint64_t)) return UCS_OK;
   uint64_t h[kAckWords];
   memcpy(h, header, sizeof(h));
@@ -384,9 +384,9 @@ ucs_status_t AmLane::OnAck(void *arg, const void *header, size_t header_len, voi
   return UCS_OK;
 }
 
-ucs_status_t AmLane::OnReadData(void *arg, const void *header, size_t header_len, void *data, size_t len,
+ucs_status_t AmTransport::OnReadData(void *arg, const void *header, size_t header_len, void *data, size_t len,
                                 const ucp_am_recv_param_t *param) {
-  auto *self = static_cast<AmLane *>(arg);
+  auto *self = static_cast<AmTransport *>(arg);
   const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
   if (header_len != kReadDataWords * sizeof(uint64_t)) return UCS_OK;
   uint64_t h[kReadDataWords];

@@ -1,22 +1,56 @@
-// AmMover: the active-message mover's part of a registration (am_lane.h):
-// a host region enters the AM lane's table of regions peers may write to
-// and read from (checked on every request), with its UCP memory handle
-// (rma_mover.h registers it first).  Device memory never moves here.
+// AmMover: the RDMA lane's mover over TCP by active messages (am_transport.h),
+// on the context's own worker.
+//
+// Registration: a host region enters the AM transport's table of regions peers
+// may write to and read from (checked on every request), with its UCP
+// memory handle (rma_mover.h registers it first).  Device memory never
+// moves here.
+//
+// Binding (ucx_bind.h): an RDMA-lane endpoint is bound to this mover when
+// the lane runs over active messages and the link has no network paths
+// (paths_mover.h), and so are the host keys unpacked for it.  A batch is
+// posted on the endpoint's UCP connections (ADXL_UCX_RDMA_CONNECTIONS) in
+// turn and completes when the peer has answered every operation.
+//
+// Thread-safety: as Mover (core/mover.h); AmTransport's locks (am_transport.h).
 #ifndef ADXL_PLUGIN_UCX_AM_AM_MOVER_H_
 #define ADXL_PLUGIN_UCX_AM_AM_MOVER_H_
 
-#include "core/mover.h"
+#include <string>
 
-class AmLane;
+#include "am/am_transport.h"
+#include "core/mover.h"
+#include "core/ucp_core.h"
 
 class AmMover final : public Mover {
  public:
-  explicit AmMover(AmLane &am) : am_(am) {}
+  explicit AmMover(const UcpCore &core) : core_(core) {}
+  // Its protocol engine on the context's worker: the context starts it
+  // (AmTransport::Init), drives its deferred work from the progress thread and
+  // closes it; a link over network paths probes its main endpoint with it.
+  AmTransport &lane() { return am_; }
+  const char *name() const override { return "am"; }
   int Register(void *addr, size_t len, adxl_plugin_mem *mem) override;
   void Deregister(adxl_plugin_mem *mem) override;
+  // count 0: the wire-up probe (am_transport.h).
+  void Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, uint64_t deadline_ns,
+            adxl_plugin_batch *batch) override;
+  // Fences the endpoint's batches, closes its UCP endpoints, then abandons
+  // what still waits for answers (no late READ data lands).
+  void Cancel(adxl_plugin_ep *ep, bool force) override;
+  // The endpoint's batches end from the progress thread, outside
+  // ucp_worker_progress.
+  bool EndpointFailed(adxl_plugin_ep *ep, int why) override;
+  // "am:tcp/lo", "am*3:..." with several connections.
+  std::string DescribeEndpoint(const adxl_plugin_ep *ep) const override;
+  std::string DescribeKey(const adxl_plugin_rkey *rkey) const override;
+  // EndpointFailed's part that network paths share (paths_mover.h): the
+  // endpoint's batches on this transport end from the progress thread.
+  void EndBatches(adxl_plugin_ep *ep, int why);
 
  private:
-  AmLane &am_;  // the context's, which outlives its movers
+  AmTransport am_;
+  const UcpCore &core_;  // the context's, which outlives its movers: its worker, log and wake-up
 };
 
 #endif  // ADXL_PLUGIN_UCX_AM_AM_MOVER_H_

@@ -6,7 +6,7 @@
 // fragments that land in its receive segments and are then copied into the
 // receive buffer.  A contiguous receive buffer gives no hold on that copy,
 // so a receive that must be able to refuse its data (a WRITE's deadline,
-// am_lane.h "Deadlines") or that lists several places went through a
+// am_transport.h "Deadlines") or that lists several places went through a
 // staging buffer and a second copy.  With the generic datatype UCP hands
 // each fragment to Unpack(), which asks the gate and copies it into place
 // or drops it: one copy fewer per byte on the receiving thread, which is

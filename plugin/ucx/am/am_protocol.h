@@ -1,4 +1,4 @@
-// The AM lane's wire format (am_lane.h) and the buffer helpers its
+// The AM transport's wire format (am_transport.h) and the buffer helpers its
 // initiator (am_initiator.cc) and target (am_target.cc) sides share.
 //
 // Messages are arrays of little-endian u64 words (both ends run this code
@@ -12,7 +12,7 @@
 //
 // `token` names the initiator's batch, `msg` the message within it.
 // `budget`: microseconds left until the WRITE's deadline when the message
-// was sent, 0 for none (am_lane.h, "Deadlines"); READ requests carry 0.
+// was sent, 0 for none (am_transport.h, "Deadlines"); READ requests carry 0.
 //
 // Thread-safety: free functions over their arguments; no state, no locks.
 #ifndef ADXL_PLUGIN_UCX_AM_AM_PROTOCOL_H_
@@ -27,7 +27,7 @@
 
 namespace am_protocol {
 
-// UCP active-message ids of the lane (any ids unused by other handlers of
+// UCP active-message ids of the transport (any ids unused by other handlers of
 // the worker; these spell 'A'..'D').
 enum AmId : unsigned { kWrite = 0x41, kAck = 0x42, kReadRequest = 0x43, kReadData = 0x44 };
 
@@ -41,7 +41,7 @@ constexpr size_t kReadDataWords = 3;
 // this is a safety net, not a protocol timeout.
 constexpr auto kAbandonWait = std::chrono::seconds(1);
 
-// A UCP request's status as the lane reports it (ADXL_PLUGIN_*).
+// A UCP request's status as the transport reports it (ADXL_PLUGIN_*).
 int StatusOf(ucs_status_t st);
 
 // The second header word: a 32-bit message index and a 32-bit count/status.

@@ -1,8 +1,8 @@
-// AmLane, target side: requests peers send here (WRITE data received into
+// AmTransport, target side: requests peers send here (WRITE data received into
 // registered memory, READ requests answered from it), tracked until UCP is
 // done with them so that ReleaseTargetOps can end them before their memory
-// or the worker goes (am_lane.h, "Target side").
-#include "am/am_lane.h"
+// or the worker goes (am_transport.h, "Target side").
+#include "am/am_transport.h"
 
 #include <algorithm>
 #include <chrono>
@@ -17,7 +17,7 @@
 
 using namespace am_protocol;
 
-uint64_t AmLane::TargetOpStart(ucp_ep_h reply_ep, const std::vector<ucp_dt_iov_t> &iov) {
+uint64_t AmTransport::TargetOpStart(ucp_ep_h reply_ep, const std::vector<ucp_dt_iov_t> &iov) {
   uintptr_t lo = 0, hi = 0;
   for (const ucp_dt_iov_t &v : iov) {
     const uintptr_t a = reinterpret_cast<uintptr_t>(v.buffer);
@@ -34,13 +34,13 @@ uint64_t AmLane::TargetOpStart(ucp_ep_h reply_ep, const std::vector<ucp_dt_iov_t
   return id;
 }
 
-bool AmLane::TargetOpLive(uint64_t id) {
+bool AmTransport::TargetOpLive(uint64_t id) {
   adxl::MutexLock l(&mu_);
   auto it = target_ops_.find(id);
   return it != target_ops_.end() && !it->second.released;
 }
 
-bool AmLane::TargetOpDone(uint64_t id) {
+bool AmTransport::TargetOpDone(uint64_t id) {
   adxl::MutexLock l(&mu_);
   auto it = target_ops_.find(id);
   if (it == target_ops_.end()) return id != 0;
@@ -49,12 +49,12 @@ bool AmLane::TargetOpDone(uint64_t id) {
   return answer;
 }
 
-uint64_t AmLane::TargetOpMark() {
+uint64_t AmTransport::TargetOpMark() {
   adxl::MutexLock l(&mu_);
   return next_target_op_;
 }
 
-bool AmLane::TargetOpsBefore(uint64_t mark) {
+bool AmTransport::TargetOpsBefore(uint64_t mark) {
   adxl::MutexLock l(&mu_);
   for (const auto &op : target_ops_) {
     if (op.first < mark) return true;
@@ -62,10 +62,10 @@ bool AmLane::TargetOpsBefore(uint64_t mark) {
   return false;
 }
 
-bool AmLane::TargetSend(ucp_ep_h reply_ep, unsigned id, const void *header, size_t header_len,
+bool AmTransport::TargetSend(ucp_ep_h reply_ep, unsigned id, const void *header, size_t header_len,
                         std::vector<ucp_dt_iov_t> iov, ucp_mem_h memh) {
   struct Pending {
-    AmLane *self;
+    AmTransport *self;
     uint64_t op;
     uint64_t header[kReadDataWords];
     std::vector<ucp_dt_iov_t> iov;
@@ -111,12 +111,12 @@ bool AmLane::TargetSend(ucp_ep_h reply_ep, unsigned id, const void *header, size
   return r == nullptr;
 }
 
-void AmLane::SendAck(ucp_ep_h reply_ep, uint64_t token, uint32_t msg, int status) {
+void AmTransport::SendAck(ucp_ep_h reply_ep, uint64_t token, uint32_t msg, int status) {
   const uint64_t h[kAckWords] = {token, Pack32(msg, status)};
   TargetSend(reply_ep, kAck, h, sizeof(h), {}, nullptr);
 }
 
-void AmLane::ReleaseTargetOps(uintptr_t addr, size_t len) {
+void AmTransport::ReleaseTargetOps(uintptr_t addr, size_t len) {
   std::set<ucp_ep_h> eps;
   std::vector<uint64_t> ids;
   {
@@ -161,7 +161,7 @@ void AmLane::ReleaseTargetOps(uintptr_t addr, size_t len) {
 // Parses a WRITE / READ request header: token, message index, and the
 // (address, length) pairs that follow (copied: UCP does not promise the
 
-bool AmLane::ReadTargetRequest(const void *header, size_t header_len, const ucp_am_recv_param_t *param,
+bool AmTransport::ReadTargetRequest(const void *header, size_t header_len, const ucp_am_recv_param_t *param,
                                const char *what, bool probe_ok, TargetRequest *req) {
   uint64_t words[kRequestFixedWords];
   std::vector<uint64_t> pairs;
@@ -184,7 +184,7 @@ bool AmLane::ReadTargetRequest(const void *header, size_t header_len, const ucp_
   return parsed;
 }
 
-bool AmLane::Late(uint64_t until_ns, size_t len) {
+bool AmTransport::Late(uint64_t until_ns, size_t len) {
   if (until_ns == 0) return false;
   const uint64_t now = MonotonicNs();
   if (now <= until_ns) return false;
@@ -193,16 +193,16 @@ bool AmLane::Late(uint64_t until_ns, size_t len) {
   return true;
 }
 
-ucs_status_t AmLane::OnWrite(void *arg, const void *header, size_t header_len, void *data, size_t len,
+ucs_status_t AmTransport::OnWrite(void *arg, const void *header, size_t header_len, void *data, size_t len,
                              const ucp_am_recv_param_t *param) {
-  auto *self = static_cast<AmLane *>(arg);
+  auto *self = static_cast<AmTransport *>(arg);
   const uint64_t arrived_ns = MonotonicNs();
   const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
   TargetRequest req;
   // A malformed request is dropped: a rendezvous descriptor not received is
   // dropped by UCP.
   if (!self->ReadTargetRequest(header, header_len, param, "write", false, &req)) return UCS_OK;
-  // This side's deadline for placing the data (am_lane.h, "Deadlines"); 0:
+  // This side's deadline for placing the data (am_transport.h, "Deadlines"); 0:
   // none.  A budget too large to add is no deadline in practice.
   const uint64_t until_ns =
       req.budget_us == 0 ? 0 : arrived_ns + std::min<uint64_t>(req.budget_us, UINT64_MAX / 2000) * 1000;
@@ -228,7 +228,7 @@ ucs_status_t AmLane::OnWrite(void *arg, const void *header, size_t header_len, v
   }
   // Rendezvous: pull the data into place, acknowledge when it is there.
   struct Pending {
-    AmLane *self;
+    AmTransport *self;
     ucp_ep_h reply_ep;
     uint64_t token;
     uint32_t msg;
@@ -298,9 +298,9 @@ ucs_status_t AmLane::OnWrite(void *arg, const void *header, size_t header_len, v
   return UCS_OK;
 }
 
-ucs_status_t AmLane::OnReadRequest(void *arg, const void *header, size_t header_len, void *, size_t,
+ucs_status_t AmTransport::OnReadRequest(void *arg, const void *header, size_t header_len, void *, size_t,
                                    const ucp_am_recv_param_t *param) {
-  auto *self = static_cast<AmLane *>(arg);
+  auto *self = static_cast<AmTransport *>(arg);
   TargetRequest req;
   if (!self->ReadTargetRequest(header, header_len, param, "read request", true, &req)) return UCS_OK;
   const uint64_t token = req.token;

@@ -1,4 +1,4 @@
-// StagingPool: reusable contiguous staging buffers for the AM lane, each
+// StagingPool: reusable contiguous staging buffers for the AM transport, each
 // allocated and registered with UCP once.
 //
 // Why: a message of several operations is gathered into (or received into)
@@ -13,7 +13,7 @@
 // falls back to a plain heap buffer, slower but correct.
 //
 // Locks: mu_ guards the free list and the count; a leaf (taken under the AM
-// lane's mu_ when a batch is freed, and inside UCP callbacks under UCP's
+// transport's mu_ when a batch is freed, and inside UCP callbacks under UCP's
 // worker lock); no UCP call is made while holding it.
 //
 // Thread-safety: Get/Put from any thread; Init and Close from one thread,

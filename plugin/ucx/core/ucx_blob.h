@@ -48,7 +48,7 @@ struct Address {
   static constexpr size_t kMaxPaths = 16;
 
   std::string ucp;  // ucp_worker_get_address bytes (empty: no UCP worker address)
-  std::string cma;  // CmaLane::address() (empty: no cma)
+  std::string cma;  // CmaTransport::address() (empty: no cma)
   std::vector<PathAddress> paths;  // ADXL_UCX_RDMA_PATHS (empty: one path, `ucp`)
 };
 
@@ -58,7 +58,7 @@ struct Key {
 
   std::string ucp;       // ucp_rkey_pack bytes
   uint8_t flags = 0;     // kCmaUsable | kDevice; other bits are kept, unused
-  std::string cma_key;   // CmaLane::Register's packed key (may be empty)
+  std::string cma_key;   // CmaTransport::Register's packed key (may be empty)
   uint64_t base = 0;     // the region's address at its owner
   uint64_t len = 0;      // the region's length
   uint64_t offset = 0;   // where the region starts in share_path's file

@@ -13,7 +13,7 @@
 
 #include "adxl/plugin/adxl_plugin.h"
 #include "core/fault_injection.h"
-#include "hccs/cma_lane.h"
+#include "core/cma_tuning.h"
 
 // The plugin parameters of open() (adxl_plugin_config_t::params) this
 // plugin knows; unknown keys are ignored.
@@ -24,8 +24,8 @@ struct UcxParams {
   std::string rdma_service_level;      // "rdma_service_level" -> UCX IB_SL
   // Checked by Check(), from the text Parse kept (the engine's variable in
   // brackets):
-  size_t cma_split_bytes = CmaLane::kSplitMinBytes;  // "cma_split_bytes" (ADXL_UCX_CMA_SPLIT_BYTES)
-  unsigned cma_spin_us = CmaLane::kSpinUs;           // "cma_spin_us" (ADXL_UCX_CMA_SPIN_US)
+  size_t cma_split_bytes = CmaTuning::kSplitMinBytes;  // "cma_split_bytes" (ADXL_UCX_CMA_SPLIT_BYTES)
+  unsigned cma_spin_us = CmaTuning::kSpinUs;           // "cma_spin_us" (ADXL_UCX_CMA_SPIN_US)
   enum class RdmaProtocol { kAuto, kAm, kRma };
   RdmaProtocol rdma_protocol = RdmaProtocol::kAuto;  // "rdma_protocol": am|rma (ADXL_UCX_RDMA_PROTOCOL)
   // "rdma_connections" (ADXL_UCX_RDMA_CONNECTIONS): UCP endpoints (each its

@@ -1,6 +1,6 @@
 // NetPath: one network path of the RDMA lane over active messages — a UCP
 // context and worker that use one local interface only (UCX's NET_DEVICES),
-// with an AmLane (am_lane.h) of their own.
+// with an AmTransport (am_transport.h) of their own.
 //
 // Why a context per path: UCX 1.13 over TCP puts an endpoint made from a
 // worker address on one interface however many the context has (multi-rail
@@ -15,13 +15,13 @@
 // (ucx_blob.h), and a link pairs a local path with the peer path whose
 // address lies in the local path's subnet.
 //
-// Locks: none of its own; its AmLane's, under this path's UCP worker lock
+// Locks: none of its own; its AmTransport's, under this path's UCP worker lock
 // (UCS_THREAD_MODE_MULTI), nest as ucx_context.h states for the main worker:
-// any UCP worker lock -> an AmLane's mu_.
+// any UCP worker lock -> an AmTransport's mu_.
 //
 // Thread-safety: Open and Close from one thread (the plugin's open/close);
 // between them every field is read-only but `running` (an atomic), and `am`
-// is used as am_lane.h says.
+// is used as am_transport.h says.
 #ifndef ADXL_PLUGIN_UCX_PATHS_NET_PATH_H_
 #define ADXL_PLUGIN_UCX_PATHS_NET_PATH_H_
 
@@ -33,7 +33,7 @@
 
 #include <ucp/api/ucp.h>
 
-#include "am/am_lane.h"
+#include "am/am_transport.h"
 #include "core/plugin_log.h"
 #include "paths/link_watch.h"
 
@@ -49,9 +49,9 @@ class NetPath {
 
   // Opens the path over `device`: its context (TCP on that interface only,
   // with `rx_seg_size` as UCX's TCP receive segment unless empty), worker
-  // and AM lane.  Null with *why on failure (nothing left open).
+  // and AM transport.  Null with *why on failure (nothing left open).
   static std::unique_ptr<NetPath> Open(const std::string &device, const std::string &rx_seg_size, PluginLog log,
-                                       AmLane::Faults faults, std::string *why);
+                                       AmTransport::Faults faults, std::string *why);
   // Fails what this side still serves as a target, releases the staging
   // pool, destroys the worker and the context.  Call after the progress
   // thread stopped, with no endpoint of the worker left.
@@ -71,7 +71,7 @@ class NetPath {
   // The worker's event fd, for the progress thread's epoll set.
   int event_fd() const { return efd_; }
 
-  AmLane am;
+  AmTransport am;
   // Whether the interface has carrier (LinkWatch): read when the path was
   // opened, then kept by the failover worker (path_failover.h).
   std::atomic<bool> running{true};

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "am/am_mover.h"
 #include "core/ucp_endpoint.h"
 #include "paths/net_path.h"
 #include "paths/path_failover.h"
@@ -38,7 +39,7 @@ struct Part {
   PathConn *conn = nullptr;  // null: the main endpoint's wire-up probe
   uint64_t generation = 0;   // conn's endpoint's when posted (a failure names it)
   size_t bytes = 0;
-  std::vector<AmLane::Op> ops;
+  std::vector<AmTransport::Op> ops;
   int64_t start_ns = 0;
   int64_t slice_deadline_ns = 0;  // WRITE: as posted (0: none)
   int attempts = 0;
@@ -160,7 +161,7 @@ void RepostPart(void *arg) {
                 part->conn != nullptr ? part->conn->path->device().c_str() : "-", to->path->device().c_str(),
                 part->attempts + 1, sb->put ? "; the batch ends after the failed attempt's deadline" : "");
   if (part->conn == nullptr || part->conn->path != to->path) {
-    for (AmLane::Op &op : part->ops) op.local_memh = nullptr;  // the old path's registration
+    for (AmTransport::Op &op : part->ops) op.local_memh = nullptr;  // the old path's registration
   }
   const bool posted = PostPart(sb, part, to);
   to->Release();
@@ -168,8 +169,8 @@ void RepostPart(void *arg) {
   if (!posted) PartDone(part, ADXL_PLUGIN_ERR_NO_RESOURCE);
 }
 
-// AmLane::DoneFn of one part (from a UCP callback, a posting thread or the
-// progress thread; outside the lane's locks).
+// AmTransport::DoneFn of one part (from a UCP callback, a posting thread or the
+// progress thread; outside the AM transport's locks).
 void PartDone(void *arg, int status) {
   auto *part = static_cast<Part *>(arg);
   StripedBatch *sb = part->parent;
@@ -374,7 +375,7 @@ void PostOnPaths(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, siz
       posted = PostPart(owned, part, tp.second);
     } else {
       part->start_ns = PathFailover::NowNs();
-      posted = ctx->am.Post(link_id, &ep->ep, 1, false, nullptr, 0, deadline_ns, PartDone, part);
+      posted = ctx->am_mover->lane().Post(link_id, &ep->ep, 1, false, nullptr, 0, deadline_ns, PartDone, part);
     }
     if (!posted) PartDone(part, ADXL_PLUGIN_ERR_NO_RESOURCE);  // nothing started on this connection
   }
@@ -382,7 +383,7 @@ void PostOnPaths(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, siz
   ctx->Wake();
 }
 
-std::string DescribePaths(adxl_plugin_ep *ep) {
+std::string DescribePaths(const adxl_plugin_ep *ep) {
   std::string s;
   for (const auto &c : ep->paths->conns) {
     if (!s.empty()) s += "+";

@@ -10,7 +10,7 @@
 // (path_failover.h).  A link with no pair moves over the context's main
 // worker as without paths.
 //
-// A striped batch (PostOnPaths) is one AmLane batch ("part") per connection
+// A striped batch (PostOnPaths) is one AmTransport batch ("part") per connection
 // up, each WRITE part with a slice deadline of its own (a short budget from
 // its size and its path's measured rate, never past the batch's deadline)
 // that the target enforces; the plugin batch ends when the last part has,
@@ -28,7 +28,7 @@
 // the remote keys; its failure does not fail the link.
 //
 // Locks: none here; PathLink and PathConn coordinate by atomics
-// (path_link.h); each path's AmLane and UCP worker as ucx_context.h states.
+// (path_link.h); each path's AmTransport and UCP worker as ucx_context.h states.
 // Thread-safety: as the ABI entries that call them.
 #ifndef ADXL_PLUGIN_UCX_PATHS_NET_PATHS_H_
 #define ADXL_PLUGIN_UCX_PATHS_NET_PATHS_H_
@@ -59,13 +59,13 @@ void ClosePaths(adxl_plugin_ep *ep, bool force);
 
 // Posts a batch of host operations over the link's paths; `batch` (one
 // reference held until the last path's part ends) completes as the header
-// says.  count 0: the wire-up probe (am_lane.h) of every connection of the
+// says.  count 0: the wire-up probe (am_transport.h) of every connection of the
 // link up, the paths' and the main endpoint's; it succeeds when one path
 // connection answered (those that did not are failed over).
 void PostOnPaths(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, uint64_t deadline_ns,
                  adxl_plugin_batch *batch);
 
 // "tcp/eth1+tcp/eth2": each path connection's transports ("down/eth2" for one down).
-std::string DescribePaths(adxl_plugin_ep *ep);
+std::string DescribePaths(const adxl_plugin_ep *ep);
 
 #endif  // ADXL_PLUGIN_UCX_PATHS_NET_PATHS_H_

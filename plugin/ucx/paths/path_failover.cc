@@ -256,7 +256,7 @@ void PathFailover::CheckStalls(PathLink &link, int64_t now, bool late, int64_t *
     if (rates.empty()) rates = link.rates->Weights();
     const double rate = c->slot < rates.size() ? rates[c->slot] : 0.0;
     const int64_t budget = ToNs(kStallAfter) +
-                           (rate > 0 ? static_cast<int64_t>(3e9 * AmLane::kMaxMessageBytes / rate) : 0) +
+                           (rate > 0 ? static_cast<int64_t>(3e9 * AmTransport::kMaxMessageBytes / rate) : 0) +
                            (c->heard.load() ? 0 : ToNs(kFirstAnswerExtra));
     // (a) silent for the budget since the witness was seen, (c) its path
     // silent as long.
@@ -304,7 +304,7 @@ void PathFailover::Reconnect(PathLink &link, PathConn &conn, int64_t now) {
   conn.probe_deadline_ns.store(deadline);
   conn.state.store(PathConn::kProbing);
   // The probe: one empty READ answered over the peer's reply endpoint
-  // (am_lane.h, "Wire-up"); ProbeDone moves the connection on.
+  // (am_transport.h, "Wire-up"); ProbeDone moves the connection on.
   auto probe = std::make_unique<ReconnectProbe>(ReconnectProbe{link.shared_from_this(), &conn, generation});
   if (conn.path->am.Post(link.id, &conn.ep, 1, false, nullptr, 0, static_cast<uint64_t>(deadline), ProbeDone,
                          probe.get())) {

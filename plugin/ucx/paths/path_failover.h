@@ -6,7 +6,7 @@
 // wire-up probe fails, or when its interface loses carrier (LinkWatch: the
 // whole path, every link on it).  The worker then, outside any UCP callback:
 //  1. closes the connection (kUp -> kClosing: no new post takes it; Fence,
-//     force-close, Abandon on the path's AM lane: every batch part on it
+//     force-close, Abandon on the path's AM transport: every batch part on it
 //     ends, with ERR_IO, and no READ byte of theirs lands here afterwards);
 //  2. re-posts the ended parts, queued by their completions (Reissue), on
 //     connections still up (net_paths.cc, RepostPart: a WRITE's batch then
@@ -45,7 +45,7 @@
 // thread, under a worker lock).
 //
 // Locks: mu_ guards the link registry and the queues; a leaf, taken under
-// any UCP worker lock and any AmLane lock (from callbacks), never held
+// any UCP worker lock and any AmTransport lock (from callbacks), never held
 // across a call out of this class.
 //
 // Thread-safety: Init/Shutdown from the plugin's open/close; Run from one

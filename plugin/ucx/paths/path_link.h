@@ -95,7 +95,7 @@ class PathLink : public std::enable_shared_from_this<PathLink> {
   PathLink(adxl_plugin_context *c, uint64_t i) : ctx(c), id(i) {}
 
   adxl_plugin_context *const ctx;
-  const uint64_t id;  // the endpoint's id: names the link to every path's AM lane
+  const uint64_t id;  // the endpoint's id: names the link to every path's AM transport
   // Fixed once ConnectPaths made them (each connection's own state changes).
   std::vector<std::unique_ptr<PathConn>> conns;
   std::unique_ptr<stripe::PathRates> rates;

@@ -3,7 +3,9 @@
 
 #include <string>
 
+#include "am/am_mover.h"
 #include "paths/net_path.h"
+#include "paths/net_paths.h"
 #include "ucx_handles.h"
 
 int PathsMover::Register(void *addr, size_t len, adxl_plugin_mem *mem) {
@@ -40,4 +42,25 @@ void PathsMover::Deregister(adxl_plugin_mem *mem) {
     ucp_mem_unmap(paths_[i]->ucp(), mem->path_memh[i]);
   }
   mem->path_memh.clear();
+}
+
+void PathsMover::Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, uint64_t deadline_ns,
+                      adxl_plugin_batch *batch) {
+  PostOnPaths(ep, put, iov, count, deadline_ns, batch);
+}
+
+void PathsMover::Cancel(adxl_plugin_ep *ep, bool force) {
+  ClosePaths(ep, force);  // fenced, closed and abandoned
+  main_.Cancel(ep, force);
+}
+
+bool PathsMover::EndpointFailed(adxl_plugin_ep *ep, int why) {
+  main_.EndBatches(ep, why);
+  return false;
+}
+
+std::string PathsMover::DescribeEndpoint(const adxl_plugin_ep *ep) const { return "am:" + DescribePaths(ep); }
+
+std::string PathsMover::DescribeKey(const adxl_plugin_rkey *rkey) const {
+  return rkey->rkey != nullptr ? "ucp" : "unreachable";
 }

@@ -1,28 +1,71 @@
-// RmaMover: UCP's part of a registration: the region mapped with the UCP
-// context (ucp_mem_map), device memory with its memory type.  Its memory
-// handle is what UCP RMA (rma_lane.h) puts and gets with, what the AM mover
-// (am_mover.h) hands to UCP, and what mem_pack packs as the UCP key; every
-// registration has it, so it comes first in the context's MoverSet.
+// RmaMover: the mover of plain UCP RMA — ucp_put_nbx / ucp_get_nbx per
+// operation, then one ucp_ep_flush_nbx whose completion completes the batch.
+//
+// Where it runs:
+//  - the RDMA lane where an InfiniBand device exists (UCP RMA is then truly
+//    one-sided), or where ADXL_UCX_RDMA_PROTOCOL=rma;
+//  - device memory (CUDA/ROCm, where the UCX build and its protocols handle
+//    it: DeviceMemorySupport in ucx_context.cc), on either lane, every
+//    operation of a batch that touches device memory anywhere: registered
+//    with its memory type, moved with its memh and memory type, so that UCX
+//    picks cuda_ipc / cuda_copy / GPUDirect RDMA where built in.  Never cma
+//    (process_vm_readv reaches host pages only), the direct mapping or the
+//    AM mover (both memcpy on the CPU).  Needs a UCX built with CUDA or ROCm
+//    and a GPU (Debian's UCX has neither, nor do the CI machines);
+//  - a batch of no operations on such an RDMA-lane endpoint (a flush: wire-up).
+//
+// Completion: the flush's callback runs inside ucp_worker_progress, under
+// UCP's worker lock, on whichever thread progresses (usually the progress
+// thread, which Post wakes); it stores the status and drops the mover's
+// reference.  No locks of its own.
+//
+// Registration: the region mapped with the UCP context (ucp_mem_map),
+// device memory with its memory type.  Its memory handle is what UCP RMA
+// puts and gets with, what the AM mover (am_mover.h) hands to UCP, and what
+// mem_pack packs as the UCP key; every registration has it, so it comes
+// first in the context's MoverSet (after the shared-file search).
+//
+// Binding (ucx_bind.h): an RDMA-lane endpoint is bound to it where the lane
+// runs UCP RMA (an RDMA device, or ADXL_UCX_RDMA_PROTOCOL=rma), and so are
+// the host keys unpacked for it; a key of the peer's device memory is bound
+// to it on either lane, and a batch that touches device memory anywhere
+// goes to it whole.
 #ifndef ADXL_PLUGIN_UCX_RMA_RMA_MOVER_H_
 #define ADXL_PLUGIN_UCX_RMA_RMA_MOVER_H_
 
 #include <ucp/api/ucp.h>
 
+#include <string>
+#include <utility>
+
 #include "core/mover.h"
-#include "core/plugin_log.h"
+#include "core/ucp_core.h"
 
 class RmaMover final : public Mover {
  public:
-  // `device_type`: the memory type device registrations are mapped with.
-  RmaMover(ucp_context_h ucp, ucs_memory_type_t device_type, const PluginLog &log)
-      : ucp_(ucp), device_type_(device_type), log_(log) {}
+  // `device_type`: the memory type device registrations are mapped with;
+  // `device_why`: why device memory cannot move (empty: it can).
+  RmaMover(const UcpCore &core, ucs_memory_type_t device_type, std::string device_why)
+      : core_(core), device_type_(device_type), device_why_(std::move(device_why)) {}
+  const char *name() const override { return "rma"; }
   int Register(void *addr, size_t len, adxl_plugin_mem *mem) override;
   void Deregister(adxl_plugin_mem *mem) override;
+  // count 0: a UCP flush of every connection (wire-up).  A batch that
+  // touches device memory needs a UCP endpoint and a UCP key for each
+  // operation, else it fails with ERR_UNSUPPORTED.
+  void Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, uint64_t deadline_ns,
+            adxl_plugin_batch *batch) override;
+  void Cancel(adxl_plugin_ep *ep, bool force) override;
+  bool EndpointFailed(adxl_plugin_ep *ep, int why) override;
+  // "rma:tcp/lo"
+  std::string DescribeEndpoint(const adxl_plugin_ep *ep) const override;
+  // "ucp", or "unreachable" for a peer's device region this side cannot reach.
+  std::string DescribeKey(const adxl_plugin_rkey *rkey) const override;
 
  private:
-  ucp_context_h ucp_;
+  const UcpCore &core_;  // the context's, which outlives its movers: UCP context, worker, log
   ucs_memory_type_t device_type_;
-  const PluginLog &log_;  // the context's, which outlives its movers
+  std::string device_why_;
 };
 
 #endif  // ADXL_PLUGIN_UCX_RMA_RMA_MOVER_H_

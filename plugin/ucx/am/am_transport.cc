@@ -1,7 +1,7 @@
-// AmLane set-up and the registration table both sides check addresses
+// AmTransport set-up and the registration table both sides check addresses
 // against.  The initiator side is am_initiator.cc, the target side
 // am_target.cc, the wire format am_protocol.h.
-#include "am/am_lane.h"
+#include "am/am_transport.h"
 
 #include <algorithm>
 #include <new>
@@ -10,7 +10,7 @@
 
 using namespace am_protocol;
 
-AmLane::Staging AmLane::NewStaging(size_t n) {
+AmTransport::Staging AmTransport::NewStaging(size_t n) {
   Staging s;
   if (n <= StagingPool::kBufferBytes) s.pooled = staging_pool_.Get();
   // Uninitialized: it is overwritten whole.
@@ -18,7 +18,7 @@ AmLane::Staging AmLane::NewStaging(size_t n) {
   return s;
 }
 
-bool AmLane::Init(ucp_worker_h worker, PluginLog log, Faults faults, std::string *why) {
+bool AmTransport::Init(ucp_worker_h worker, PluginLog log, Faults faults, std::string *why) {
   worker_ = worker;
   log_ = log;
   faults_ = faults;
@@ -56,12 +56,12 @@ bool AmLane::Init(ucp_worker_h worker, PluginLog log, Faults faults, std::string
 
 // ---------------------------------------------------------------- regions
 
-void AmLane::AddRegion(void *addr, size_t len, ucp_mem_h memh) {
+void AmTransport::AddRegion(void *addr, size_t len, ucp_mem_h memh) {
   adxl::MutexLock l(&regions_mu_);
   regions_[reinterpret_cast<uintptr_t>(addr)] = Region{len, memh};
 }
 
-void AmLane::RemoveRegion(void *addr) {
+void AmTransport::RemoveRegion(void *addr) {
   size_t len = 0;
   {
     adxl::MutexLock l(&regions_mu_);
@@ -74,7 +74,7 @@ void AmLane::RemoveRegion(void *addr) {
   ReleaseTargetOps(reinterpret_cast<uintptr_t>(addr), len);
 }
 
-bool AmLane::ResolveTargetOps(const uint64_t *pairs, size_t n, std::vector<ucp_dt_iov_t> *iov, ucp_mem_h *memh,
+bool AmTransport::ResolveTargetOps(const uint64_t *pairs, size_t n, std::vector<ucp_dt_iov_t> *iov, ucp_mem_h *memh,
                               size_t *total) {
   iov->clear();
   *total = 0;

@@ -1,5 +1,5 @@
-// The HCCS lane's direct mapping of shared peer regions (mapped_lane.h).
-#include "hccs/mapped_lane.h"
+// The HCCS lane's direct mapping of shared peer regions (shared_mapping.h).
+#include "hccs/shared_mapping.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -20,7 +20,7 @@ namespace {
 uint64_t MapGranule(int fd);
 }  // namespace
 
-bool MappedLane::Map(const std::string &path, uint64_t remote_base, uint64_t len, uint64_t offset, Region *r,
+bool SharedMapping::Map(const std::string &path, uint64_t remote_base, uint64_t len, uint64_t offset, Region *r,
                      std::string *why) {
   int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) {
@@ -55,12 +55,12 @@ bool MappedLane::Map(const std::string &path, uint64_t remote_base, uint64_t len
   return true;
 }
 
-void MappedLane::Unmap(Region *r) {
+void SharedMapping::Unmap(Region *r) {
   if (r->map_base != nullptr) munmap(r->map_base, r->map_len);
   *r = Region{};
 }
 
-void MappedLane::Copy(bool put, const Region &r, void *local, uint64_t remote, size_t len) {
+void SharedMapping::Copy(bool put, const Region &r, void *local, uint64_t remote, size_t len) {
   char *at = r.mapped + (remote - r.remote_base);
   if (put) {
     memcpy(at, local, len);
@@ -155,7 +155,7 @@ int OpenMappedFile(const MapsLine &m) {
 
 }  // namespace
 
-const char *MappedLane::KindOf(int fd) {
+const char *SharedMapping::KindOf(int fd) {
   struct statfs fs {};
   if (fstatfs(fd, &fs) == 0 && static_cast<unsigned long>(fs.f_type) == kHugetlbfsMagic) return "hugetlbfs";
   char link[64];
@@ -170,7 +170,7 @@ const char *MappedLane::KindOf(int fd) {
   return "file";
 }
 
-bool MappedLane::FindShareable(const void *addr, size_t len, Shareable *out, std::string *why) {
+bool SharedMapping::FindShareable(const void *addr, size_t len, Shareable *out, std::string *why) {
   const uint64_t begin = reinterpret_cast<uintptr_t>(addr);
   const uint64_t end = begin + len;
   FILE *f = fopen("/proc/self/maps", "re");

@@ -1,11 +1,12 @@
-// CmaLane: the HCCS lane of the UCX plugin for private (not shareable)
-// memory — cross-memory attach: the initiator's own process_vm_writev /
-// process_vm_readv moves the bytes between its memory and the peer's.
+// CmaTransport: what the cma mover (cma_mover.h, which owns it) moves by on
+// the HCCS lane, for private (not shareable) memory — cross-memory attach:
+// the initiator's own process_vm_writev / process_vm_readv moves the bytes
+// between its memory and the peer's.
 //
 // UCT's cma transport is used for what it is good at: the transport's
 // address and the reachability test (same host, same PID namespace, the
 // ptrace permission UCX checks), and its memory domain's registration and
-// keys.  The copies themselves are this lane's own system calls, batched:
+// keys.  The copies themselves are this transport's own system calls, batched:
 // UCT's cma issues one system call and one completion per descriptor, which
 // on small blocks cost more than the copy (measured: 0.78 M descriptors/s at
 // 4 KiB).  Here one call carries up to IOV_MAX local and IOV_MAX remote
@@ -31,14 +32,14 @@
 // while a job runs.  Split::mu: how many copy threads still work on a split
 // batch.  Nesting: CopyThread::mu -> Split::mu (a thread takes its job and
 // counts itself in before it lets go of its queue, so that the caller,
-// which takes back jobs nobody took, never misses one that runs).  No lock of this lane is held with UCP's worker lock or
-// with the AM lane's locks, and no UCX call is made under one.
+// which takes back jobs nobody took, never misses one that runs).  No lock of this transport is held with UCP's worker lock or
+// with the AM transport's locks, and no UCX call is made under one.
 //
 // Thread-safety: Copy, Register/Deregister, Connect/Disconnect, Unpack and
 // Release from any thread; Open once before, and the destructor after, all
 // of them.
-#ifndef ADXL_PLUGIN_UCX_HCCS_CMA_LANE_H_
-#define ADXL_PLUGIN_UCX_HCCS_CMA_LANE_H_
+#ifndef ADXL_PLUGIN_UCX_HCCS_CMA_TRANSPORT_H_
+#define ADXL_PLUGIN_UCX_HCCS_CMA_TRANSPORT_H_
 
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -55,20 +56,18 @@
 #include <uct/api/uct.h>
 
 #include "common/thread_annotations.h"
+#include "core/cma_tuning.h"
 
-class CmaLane {
+class CmaTransport {
  public:
-  CmaLane() = default;
-  ~CmaLane();
-  CmaLane(const CmaLane &) = delete;
-  CmaLane &operator=(const CmaLane &) = delete;
+  CmaTransport() = default;
+  ~CmaTransport();
+  CmaTransport(const CmaTransport &) = delete;
+  CmaTransport &operator=(const CmaTransport &) = delete;
 
   // Settings (ADXL_UCX_CMA_SPLIT_BYTES, ADXL_UCX_CMA_SPIN_US; read and
-  // checked by UcxParams, ucx_context.cc).
-  struct Tuning {
-    size_t split_min_bytes;
-    unsigned spin_us;
-  };
+  // checked by UcxParams, ucx_context.cc) and their defaults.
+  using Tuning = CmaTuning;
   // Opens the cma transport and `threads` - 1 copy threads (threads >= 1:
   // the caller's thread is the first); false (and *why) when this UCX has
   // no cma.
@@ -114,20 +113,14 @@ class CmaLane {
   // system call's errno on failure (may be null).
   ucs_status_t Copy(bool put, Peer *peer, const Op *ops, size_t count, int *err_no = nullptr);
 
-  // Batches of at least this many bytes are split over the copy threads.
-  // Measured on the 2-core reference VM (adxl-bench --lane hccs, one batch
-  // of 16 KiB or 256 KiB blocks, 300 loops, split forced on or off with
-  // ADXL_UCX_CMA_SPLIT_BYTES, both directions, 2-3 runs each): at 128-512
-  // KiB one thread was 5-15 % faster than two, at 768 KiB two threads
-  // were even for WRITE and 20-30 % faster for READ, from 1 MiB 20-40 %
-  // faster both ways.  ADXL_UCX_CMA_SPLIT_BYTES overrides it.
-  static constexpr size_t kSplitMinBytes = 768u << 10;
+  // Batches of at least this many bytes are split over the copy threads
+  // (the default's measurement: core/cma_tuning.h).
+  static constexpr size_t kSplitMinBytes = CmaTuning::kSplitMinBytes;
   // Bytes one system call carries at most (the kernel caps one call at
   // MAX_RW_COUNT, just under 2 GiB).
   static constexpr size_t kMaxCallBytes = 1u << 30;
-  // How long a waiting thread spins before it sleeps (a futex wake-up cost
-  // tens of microseconds on the 2-core VM); ADXL_UCX_CMA_SPIN_US overrides.
-  static constexpr unsigned kSpinUs = 20;
+  // How long a waiting thread spins before it sleeps (core/cma_tuning.h).
+  static constexpr unsigned kSpinUs = CmaTuning::kSpinUs;
   // A split batch is cut into this many chunks per thread, each of at
   // least kMinChunkBytes.
   static constexpr size_t kChunksPerThread = 4;
@@ -193,4 +186,4 @@ class CmaLane {
   std::string address_;
 };
 
-#endif  // ADXL_PLUGIN_UCX_HCCS_CMA_LANE_H_
+#endif  // ADXL_PLUGIN_UCX_HCCS_CMA_TRANSPORT_H_

@@ -1,5 +1,6 @@
-// AmLane: the RDMA lane over TCP — transfers as UCP active messages into
-// addresses the receiving side validates, instead of UCP RMA.
+// AmTransport: what the AM mover (am_mover.h) and each network path
+// (net_path.h) move by on the RDMA lane over TCP — transfers as UCP active
+// messages into addresses the receiving side validates, instead of UCP RMA.
 //
 // Why: UCP 1.13 emulates RMA over TCP with small active messages (~1 GB/s
 // on loopback) and uses TCP's zero-copy path only for active-message and tag
@@ -103,13 +104,13 @@
 // and done by RunDeferred(), which the progress thread calls outside
 // ucp_worker_progress.
 //
-// Files: am_protocol.{h,cc} the wire format and buffer helpers; am_lane.cc
+// Files: am_protocol.{h,cc} the wire format and buffer helpers; am_transport.cc
 // set-up and the registration table; am_initiator.cc the batches this side
 // posts; am_target.cc the requests peers post here.
 //
 // Thread-safety: every public method may be called from any thread.
-#ifndef ADXL_PLUGIN_UCX_AM_AM_LANE_H_
-#define ADXL_PLUGIN_UCX_AM_AM_LANE_H_
+#ifndef ADXL_PLUGIN_UCX_AM_AM_TRANSPORT_H_
+#define ADXL_PLUGIN_UCX_AM_AM_TRANSPORT_H_
 
 #include <atomic>
 #include <cstddef>
@@ -128,7 +129,7 @@
 #include "common/thread_annotations.h"
 #include "core/plugin_log.h"
 
-class AmLane {
+class AmTransport {
  public:
   // Called exactly once per batch with its final status (ADXL_PLUGIN_*).
   using DoneFn = void (*)(void *arg, int status);
@@ -202,7 +203,7 @@ class AmLane {
       ADXL_EXCLUDES(mu_);
 
   // CLOCK_MONOTONIC time of the last answer (as for answered_ns) to any
-  // message this side sent on the lane (0: none yet).
+  // message this side sent on the transport (0: none yet).
   int64_t LastAnswerNs() const { return last_answer_ns_.load(std::memory_order_relaxed); }
 
   // Stops every batch on ep_id (status `why`): nothing more of them is sent
@@ -252,7 +253,7 @@ class AmLane {
 
   // One message of a batch, as the initiator keeps it.
   struct Message {
-    AmLane *lane = nullptr;            // user data of its send and receive callbacks
+    AmTransport *lane = nullptr;            // user data of its send and receive callbacks
     uint64_t token = 0;                // its batch
     std::vector<uint64_t> header;      // the AM header (UCP reads it until the send completes)
     std::vector<ucp_dt_iov_t> local;   // the local side of its operations
@@ -334,7 +335,7 @@ class AmLane {
   bool Late(uint64_t until_ns, size_t len);
 
   // A batch's DoneFn call, taken out of the table under mu_ and made after
-  // releasing it (the DoneFn may call into the lane).  Empty: nothing to call.
+  // releasing it (the DoneFn may call into the transport).  Empty: nothing to call.
   struct Completion {
     DoneFn done = nullptr;
     void *arg = nullptr;
@@ -410,4 +411,4 @@ class AmLane {
   uint64_t next_target_op_ ADXL_GUARDED_BY(mu_) = 1;
 };
 
-#endif  // ADXL_PLUGIN_UCX_AM_AM_LANE_H_
+#endif  // ADXL_PLUGIN_UCX_AM_AM_TRANSPORT_H_

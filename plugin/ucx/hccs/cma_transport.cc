@@ -1,4 +1,4 @@
-#include "hccs/cma_lane.h"
+#include "hccs/cma_transport.h"
 
 #include <limits.h>
 #include <sys/uio.h>
@@ -18,7 +18,7 @@ constexpr const char kDev[] = "memory";
 
 }  // namespace
 
-CmaLane::~CmaLane() {
+CmaTransport::~CmaTransport() {
   for (auto &t : threads_) {
     {
       adxl::MutexLock l(&t->mu);
@@ -34,7 +34,7 @@ CmaLane::~CmaLane() {
   if (components_ != nullptr) uct_release_component_list(components_);
 }
 
-bool CmaLane::Open(unsigned threads, const Tuning &tuning, std::string *why) {
+bool CmaTransport::Open(unsigned threads, const Tuning &tuning, std::string *why) {
   // Honour a UCX_TLS restriction the way UCP reads it: "^a,b" excludes,
   // otherwise only the listed transports (or the "sm"/"all" aliases) are used.
   if (const char *tls = getenv("UCX_TLS")) {
@@ -94,9 +94,9 @@ bool CmaLane::Open(unsigned threads, const Tuning &tuning, std::string *why) {
   return true;
 }
 
-// A worker and a cma interface: the lane's address, and the reachability
+// A worker and a cma interface: the transport's address, and the reachability
 // test of a peer's address.  Nothing is ever posted on them.
-bool CmaLane::OpenInterface(std::string *why) {
+bool CmaTransport::OpenInterface(std::string *why) {
   if (ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &async_) != UCS_OK ||
       uct_worker_create(async_, UCS_THREAD_MODE_SINGLE, &worker_) != UCS_OK) {
     *why = "UCT worker for cma could not be created";
@@ -154,7 +154,7 @@ bool CmaLane::OpenInterface(std::string *why) {
   return true;
 }
 
-bool CmaLane::Register(void *addr, size_t len, uct_mem_h *memh, std::string *packed, std::string *why) {
+bool CmaTransport::Register(void *addr, size_t len, uct_mem_h *memh, std::string *packed, std::string *why) {
   *memh = UCT_MEM_HANDLE_NULL;
   packed->clear();
   if (!available()) return true;
@@ -174,11 +174,11 @@ bool CmaLane::Register(void *addr, size_t len, uct_mem_h *memh, std::string *pac
   return true;
 }
 
-void CmaLane::Deregister(uct_mem_h memh) {
+void CmaTransport::Deregister(uct_mem_h memh) {
   if (available() && need_reg_ && memh != UCT_MEM_HANDLE_NULL) uct_md_mem_dereg(md_, memh);
 }
 
-bool CmaLane::Unpack(const std::string &packed, uct_rkey_bundle_t *rkey, std::string *why) {
+bool CmaTransport::Unpack(const std::string &packed, uct_rkey_bundle_t *rkey, std::string *why) {
   *rkey = uct_rkey_bundle_t{};
   if (packed.size() != rkey_size_) {
     *why = "cma key of " + std::to_string(packed.size()) + " bytes, expected " + std::to_string(rkey_size_);
@@ -198,11 +198,11 @@ bool CmaLane::Unpack(const std::string &packed, uct_rkey_bundle_t *rkey, std::st
   return true;
 }
 
-void CmaLane::Release(uct_rkey_bundle_t *rkey) {
+void CmaTransport::Release(uct_rkey_bundle_t *rkey) {
   if (available() && rkey->handle != nullptr) uct_rkey_release(component_, rkey);
 }
 
-CmaLane::Peer *CmaLane::Connect(const std::string &peer_address) {
+CmaTransport::Peer *CmaTransport::Connect(const std::string &peer_address) {
   if (!available() || peer_address.size() != address_.size() || peer_address.size() < dev_addr_len_ + 4) return nullptr;
   auto *dev = reinterpret_cast<const uct_device_addr_t *>(peer_address.data());
   auto *ifa = reinterpret_cast<const uct_iface_addr_t *>(peer_address.data() + dev_addr_len_);
@@ -216,7 +216,7 @@ CmaLane::Peer *CmaLane::Connect(const std::string &peer_address) {
   return peer;
 }
 
-void CmaLane::Disconnect(Peer *peer) { delete peer; }
+void CmaTransport::Disconnect(Peer *peer) { delete peer; }
 
 namespace {
 
@@ -288,7 +288,7 @@ ucs_status_t FromErrno(int e) {
 
 }  // namespace
 
-int CmaLane::CopyPart(bool put, pid_t pid, const Op *ops, size_t count, size_t first, size_t offset,
+int CmaTransport::CopyPart(bool put, pid_t pid, const Op *ops, size_t count, size_t first, size_t offset,
                       size_t bytes) {
   struct iovec l[kIov];
   struct iovec r[kIov];
@@ -336,7 +336,7 @@ int CmaLane::CopyPart(bool put, pid_t pid, const Op *ops, size_t count, size_t f
   return call > 0 ? Move(put, pid, l, nl, r, nr, call) : 0;
 }
 
-void CmaLane::RunChunks(Split *s) {
+void CmaTransport::RunChunks(Split *s) {
   for (size_t i = s->next.fetch_add(1); i < s->chunks.size(); i = s->next.fetch_add(1)) {
     if (s->err.load(std::memory_order_relaxed) != 0) return;  // failed: stop early
     const Chunk &c = s->chunks[i];
@@ -347,7 +347,7 @@ void CmaLane::RunChunks(Split *s) {
   }
 }
 
-ucs_status_t CmaLane::Copy(bool put, Peer *peer, const Op *ops, size_t count, int *err_no) {
+ucs_status_t CmaTransport::Copy(bool put, Peer *peer, const Op *ops, size_t count, int *err_no) {
   size_t total = 0;
   for (size_t i = 0; i < count; ++i) total += ops[i].len;
   if (threads_.empty() || total < split_min_bytes_) {
@@ -418,7 +418,7 @@ ucs_status_t CmaLane::Copy(bool put, Peer *peer, const Op *ops, size_t count, in
   return FromErrno(e);
 }
 
-void CmaLane::RunCopyThread(CopyThread *t) {
+void CmaTransport::RunCopyThread(CopyThread *t) {
   while (true) {
     Split *s = nullptr;
     SpinWhile(spin_us_, [t] { return t->queued.load(std::memory_order_acquire) == 0; });

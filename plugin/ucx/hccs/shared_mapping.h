@@ -1,5 +1,6 @@
-// MappedLane: the HCCS lane's direct mapping — for a peer region its owner
-// shared as a file, the region's pages
+// SharedMapping: what the direct-mapping mover (mapped_mover.h) moves by on
+// the HCCS lane — for a peer region its owner shared as a file, the region's
+// pages
 // are mapped into this process at key unpack (Map), and every copy to or
 // from it is a plain memcpy of the posting thread (Copy): one user-space
 // copy, no system call, truly one-sided, complete when Copy returns.
@@ -14,21 +15,21 @@
 // /proc/<pid>/fd/<fd>.  Private memory (malloc, MAP_PRIVATE, anonymous)
 // stays on cma.  A
 // region that cannot be mapped (another host, no access to the file) stays
-// on cma (cma_lane.h).  Host memory only: device memory never comes here.
+// on cma (cma_transport.h).  Host memory only: device memory never comes here.
 //
 // Thread-safety: a Region is written by Map and Unmap only, which the caller
 // does not run concurrently with any other use of that Region; Contains and
 // Copy only read it and may run on any number of threads at once (concurrent
 // copies into overlapping bytes are the engine's business, as on every
 // lane).  No locks, no UCX.
-#ifndef ADXL_PLUGIN_UCX_HCCS_MAPPED_LANE_H_
-#define ADXL_PLUGIN_UCX_HCCS_MAPPED_LANE_H_
+#ifndef ADXL_PLUGIN_UCX_HCCS_SHARED_MAPPING_H_
+#define ADXL_PLUGIN_UCX_HCCS_SHARED_MAPPING_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
-class MappedLane {
+class SharedMapping {
  public:
   // A peer region mapped here.
   struct Region {
@@ -52,6 +53,9 @@ class MappedLane {
   static bool FindShareable(const void *addr, size_t len, Shareable *out, std::string *why);
   // What the open file `fd` is ("memfd", "shm", "hugetlbfs" or "file").
   static const char *KindOf(int fd);
+  // Those kinds, in the order ep_describe lists them
+  // (adxl_plugin_ep::mapped_kinds is indexed the same).
+  static constexpr const char *kKinds[4] = {"memfd", "shm", "hugetlbfs", "file"};
 
   // Maps `len` bytes at `offset` of the file at `path`: the peer's region at
   // `remote_base`.  The page tables are set up here (MAP_POPULATE), not in
@@ -69,4 +73,4 @@ class MappedLane {
   static void Copy(bool put, const Region &r, void *local, uint64_t remote, size_t len);
 };
 
-#endif  // ADXL_PLUGIN_UCX_HCCS_MAPPED_LANE_H_
+#endif  // ADXL_PLUGIN_UCX_HCCS_SHARED_MAPPING_H_

@@ -1,0 +1,170 @@
+// The binding of endpoints, keys and batches to their movers (ucx_bind.h).
+#include "ucx_bind.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "am/am_mover.h"
+#include "core/ucp_endpoint.h"
+#include "core/ucs_status.h"
+#include "hccs/cma_mover.h"
+#include "hccs/shared_mapping.h"
+#include "hccs/mapped_mover.h"
+#include "paths/net_paths.h"
+#include "paths/paths_mover.h"
+#include "rma/rma_mover.h"
+#include "ucx_context.h"
+
+namespace {
+
+// The mover operation `v` goes to, device memory aside: its key's, else the
+// endpoint's.
+Mover *BoundTo(const adxl_plugin_iov_t &v, Mover *own) {
+  return v.remote != nullptr && v.remote->mover != nullptr ? v.remote->mover : own;
+}
+
+// A batch whose keys are bound to several movers: each moves its own
+// operations in turn, into the one batch, which only movers that end it
+// inside Post can share (Mover::Synchronous); the first error ends it.
+void PostEach(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, uint64_t deadline_ns,
+              adxl_plugin_batch *batch) {
+  Mover *const own = ep->mover.load(std::memory_order_relaxed);
+  std::vector<Mover *> movers;  // in the order of their first operation
+  for (size_t i = 0; i < count; ++i) {
+    Mover *m = BoundTo(iov[i], own);
+    if (std::find(movers.begin(), movers.end(), m) != movers.end()) continue;
+    if (!m->Synchronous()) {
+      ep->ctx->log(ADXL_PLUGIN_LOG_ERROR, "a batch's keys are bound to %s and to other movers, which cannot share it",
+                   m->name());
+      batch->status.store(ADXL_PLUGIN_ERR_INVALID);
+      return;
+    }
+    movers.push_back(m);
+  }
+  std::vector<adxl_plugin_iov_t> part;
+  part.reserve(count);
+  for (Mover *m : movers) {
+    part.clear();
+    for (size_t i = 0; i < count; ++i) {
+      if (BoundTo(iov[i], own) == m) part.push_back(iov[i]);
+    }
+    m->Post(ep, put, part.data(), part.size(), deadline_ns, batch);
+    if (batch->status.load(std::memory_order_acquire) != ADXL_PLUGIN_OK) return;
+  }
+}
+
+}  // namespace
+
+int BindEndpoint(adxl_plugin_ep *ep, const ucx_blob::Address &a, uint32_t lanes, ucp_err_handler_cb_t on_error) {
+  adxl_plugin_context *ctx = ep->ctx;
+  ucs_status_t st = UCS_OK;
+  if (lanes & ADXL_PLUGIN_LANE_HCCS) {
+    if (ctx->cma_mover->Connect(ep, a.cma)) {
+      ep->lane = ADXL_PLUGIN_LANE_HCCS;
+      ep->mover.store(ctx->cma_mover);
+      // Device memory on this lane goes through UCP (cuda_ipc on one node).
+      if (ctx->device_memory && !a.ucp.empty() &&
+          (ep->ep = CreateUcpEp(ctx, ctx->worker, a.ucp, on_error, ep, &st)) == nullptr) {
+        ctx->log(ADXL_PLUGIN_LOG_WARN, "HCCS lane: no UCP endpoint for device memory; only host memory moves");
+      }
+      return ADXL_PLUGIN_OK;
+    }
+    ctx->log(ADXL_PLUGIN_LOG_INFO, "HCCS lane (cma) cannot reach the peer%s",
+             (lanes & ADXL_PLUGIN_LANE_RDMA) ? "; using the RDMA lane" : "");
+  }
+  if (!(lanes & ADXL_PLUGIN_LANE_RDMA) || a.ucp.empty()) return ADXL_PLUGIN_ERR_UNSUPPORTED;
+  ep->lane = ADXL_PLUGIN_LANE_RDMA;
+  const bool am = ctx->rdma_over_am;
+  // Before the UCP endpoint exists: EpError reads it.
+  ep->mover.store(am ? static_cast<Mover *>(ctx->am_mover) : ctx->rma_mover);
+  ep->ep = CreateUcpEp(ctx, ctx->worker, a.ucp, on_error, ep, &st);
+  if (ep->ep == nullptr) return FromUcs(st);
+  // With network paths, batches move over one connection per path
+  // (net_paths.h) instead of the connections below.
+  if (am && ConnectPaths(ep, a)) ep->mover.store(ctx->paths_mover);
+  // Further connections of the AM mover.  One that cannot be made leaves
+  // the link with those that were: closing them now, in mid wire-up, could
+  // make the peer's UCP abort (a wire-up reply it owes to a closed
+  // connection).
+  for (unsigned i = 1; am && !ep->paths && i < ctx->rdma_connections; ++i) {
+    ucp_ep_h more = CreateUcpEp(ctx, ctx->worker, a.ucp, on_error, ep, &st);
+    if (more == nullptr) {
+      ctx->log(ADXL_PLUGIN_LOG_WARN, "RDMA lane: %u of %u connections to the peer made (%s); using those", i,
+               ctx->rdma_connections, ucs_status_string(st));
+      break;
+    }
+    ep->more_eps.push_back(more);
+  }
+  return ADXL_PLUGIN_OK;
+}
+
+int BindKey(adxl_plugin_ep *ep, const ucx_blob::Key &k, adxl_plugin_rkey *rkey) {
+  adxl_plugin_context *ctx = ep->ctx;
+  rkey->device = k.device();
+  if (rkey->device && (!ctx->device_memory || ep->ep == nullptr)) {
+    // The peer's device memory stays out of reach from here, but its host
+    // regions do not: keep the link, and fail transfers to this one
+    // (RmaMover::Post).
+    ctx->log(ADXL_PLUGIN_LOG_INFO, "a peer region is device memory, which this side cannot reach (%s)",
+             ctx->device_memory ? "no UCP endpoint to the peer" : ctx->device_why.c_str());
+    rkey->mover = ctx->rma_mover;
+    return ADXL_PLUGIN_OK;
+  }
+  if (rkey->device || ep->lane == ADXL_PLUGIN_LANE_RDMA) {
+    const ucs_status_t st = ucp_ep_rkey_unpack(ep->ep, k.ucp.data(), &rkey->rkey);
+    if (st != UCS_OK) {
+      rkey->rkey = nullptr;
+      ctx->log(ADXL_PLUGIN_LOG_ERROR, "ucp_ep_rkey_unpack%s: %s", rkey->device ? " (device region)" : "",
+               ucs_status_string(st));
+      return FromUcs(st);
+    }
+    rkey->mover = rkey->device ? ctx->rma_mover : ep->mover.load();
+    return ADXL_PLUGIN_OK;
+  }
+  // Host memory on the HCCS lane: the peer's shared pages mapped here where
+  // it shared them, else cma.
+  std::string why;
+  if (ctx->mapped_mover->UnpackKey(k, rkey)) {
+    rkey->mover = ctx->mapped_mover;
+    for (size_t i = 0; i < 4; ++i) {
+      if (strcmp(rkey->mapped.kind, SharedMapping::kKinds[i]) == 0) ep->mapped_kinds[i].fetch_add(1);
+    }
+  } else if (ctx->cma_mover->UnpackKey(k, rkey, &why)) {
+    rkey->mover = ctx->cma_mover;
+  } else {
+    ctx->log(ADXL_PLUGIN_LOG_ERROR, "HCCS lane key: %s", why.empty() ? "region not reachable over cma" : why.c_str());
+    return ADXL_PLUGIN_ERR_INVALID;
+  }
+  // With device memory the endpoint has UCP too, and a batch that moves
+  // device memory moves its host regions through UCP as well (PostBound).
+  if (ep->ep != nullptr && ucp_ep_rkey_unpack(ep->ep, k.ucp.data(), &rkey->rkey) != UCS_OK) rkey->rkey = nullptr;
+  return ADXL_PLUGIN_OK;
+}
+
+void PostBound(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, uint64_t deadline_ns,
+               adxl_plugin_batch *batch) {
+  Mover *const own = ep->mover.load(std::memory_order_relaxed);
+  Mover *m = own;
+  bool mixed = false;
+  for (size_t i = 0; i < count; ++i) {
+    const adxl_plugin_iov_t &v = iov[i];
+    if ((v.local != nullptr && v.local->device) || (v.remote != nullptr && v.remote->device)) {
+      // Device memory anywhere: plain UCP RMA, all of it (rma_mover.h).
+      ep->ctx->rma_mover->Post(ep, put, iov, count, deadline_ns, batch);
+      return;
+    }
+    Mover *b = BoundTo(v, own);
+    if (i == 0) {
+      m = b;
+    } else if (b != m) {
+      mixed = true;
+    }
+  }
+  if (mixed) {
+    PostEach(ep, put, iov, count, deadline_ns, batch);
+  } else {
+    m->Post(ep, put, iov, count, deadline_ns, batch);
+  }
+}
