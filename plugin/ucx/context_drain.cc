@@ -25,7 +25,7 @@
 int DrainContext(adxl_plugin_context *ctx, uint64_t deadline_ns) {
   std::vector<std::pair<AmTransport *, uint64_t>> marks;
   if (ctx->am_mover != nullptr) {
-    AmTransport &am = ctx->am_mover->lane();
+    AmTransport &am = ctx->am_mover->transport();
     marks.emplace_back(&am, am.TargetOpMark());
   }
   for (const auto &p : ctx->paths) marks.emplace_back(&p->am, p->am.TargetOpMark());

@@ -249,8 +249,8 @@ void PinToCpus(adxl_plugin_context *ctx, pthread_t thread, const std::string &li
 // there was some.
 bool RunAllDeferred(adxl_plugin_context *ctx) {
   bool any = false;
-  if (ctx->am_mover->lane().HasDeferred()) {
-    ctx->am_mover->lane().RunDeferred();
+  if (ctx->am_mover->transport().HasDeferred()) {
+    ctx->am_mover->transport().RunDeferred();
     any = true;
   }
   for (const auto &p : ctx->paths) {
@@ -320,8 +320,8 @@ bool StartAmTransport(adxl_plugin_context *ctx, const UcxParams &params) {
   AmTransport::Faults faults;
   faults.read_data_delay_us = params.faults.read_data_delay_us;
   try {
-    if (ctx->am_mover->lane().Init(ctx->worker, ctx->log, faults, &why)) {
-      ctx->am_mover->lane().UseStagingFrom(ctx->ucp);
+    if (ctx->am_mover->transport().Init(ctx->worker, ctx->log, faults, &why)) {
+      ctx->am_mover->transport().UseStagingFrom(ctx->ucp);
       return want;
     }
   } catch (...) {
@@ -486,7 +486,7 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
     return ADXL_PLUGIN_ERR_NO_RESOURCE;
   }
   try {
-    CmaTransport &cma = ctx->cma_mover->lane();
+    CmaTransport &cma = ctx->cma_mover->transport();
     std::string cma_why;
     if (cma.Open(params.hccs_copy_threads, CmaTransport::Tuning{params.cma_split_bytes, params.cma_spin_us}, &cma_why)) {
       for (pthread_t t : cma.copy_threads()) PinToCpus(ctx.get(), t, params.progress_cpus);
@@ -515,7 +515,7 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
     if (ctx->epoll_fd >= 0) close(ctx->epoll_fd);
     if (ctx->wake_fd >= 0) close(ctx->wake_fd);
     ctx->paths.clear();
-    ctx->am_mover->lane().Close();
+    ctx->am_mover->transport().Close();
     ucp_worker_destroy(ctx->worker);
     ucp_cleanup(ctx->ucp);
     return ADXL_PLUGIN_ERR_NO_RESOURCE;
@@ -523,7 +523,7 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
   try {
     const char *tls = getenv("UCX_TLS");
     std::string &t = ctx->transports;
-    if (ctx->cma_mover->lane().available()) t = "cma,mapped,";
+    if (ctx->cma_mover->transport().available()) t = "cma,mapped,";
     t += ctx->rdma_over_am ? "am" : "rma";
     t += std::string(",ucp(") + (tls != nullptr ? tls : kRdmaLaneTls) + ")";
     if (ctx->device_memory) t += ctx->device_mem_type == UCS_MEMORY_TYPE_CUDA ? ",cuda" : ",rocm";
@@ -545,9 +545,9 @@ void adxl_plugin_context::Close(adxl_plugin_context *ctx) {
   }
   // Requests this side serves for peers that went away (a fenced initiator)
   // would stay pending forever; UCP refuses to destroy a worker with any.
-  ctx->am_mover->lane().ReleaseTargetOps(0, 0);
-  if (ctx->am_mover->lane().HasDeferred()) ctx->am_mover->lane().RunDeferred();
-  ctx->am_mover->lane().Close();
+  ctx->am_mover->transport().ReleaseTargetOps(0, 0);
+  if (ctx->am_mover->transport().HasDeferred()) ctx->am_mover->transport().RunDeferred();
+  ctx->am_mover->transport().Close();
   ctx->paths.clear();  // each path: its target requests, staging, worker, context
   ucp_worker_destroy(ctx->worker);
   ucp_cleanup(ctx->ucp);

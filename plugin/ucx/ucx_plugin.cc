@@ -118,7 +118,7 @@ int GetAddress(adxl_plugin_context_t *ctx, void *buf, size_t *len) {
   Defer release{[&] { ucp_worker_release_address(ctx->worker, addr); }};
   ucx_blob::Address a;
   a.ucp.assign(reinterpret_cast<const char *>(addr), n);
-  a.cma = ctx->cma_mover->lane().address();
+  a.cma = ctx->cma_mover->transport().address();
   if (!AddPathAddresses(ctx, &a)) return ADXL_PLUGIN_ERR_NO_RESOURCE;
   std::string blob;
   if (!ucx_blob::EncodeAddress(a, &blob)) return ADXL_PLUGIN_ERR_NO_RESOURCE;

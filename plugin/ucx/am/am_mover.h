@@ -28,7 +28,7 @@ class AmMover final : public Mover {
   // Its protocol engine on the context's worker: the context starts it
   // (AmTransport::Init), drives its deferred work from the progress thread and
   // closes it; a link over network paths probes its main endpoint with it.
-  AmTransport &lane() { return am_; }
+  AmTransport &transport() { return am_; }
   const char *name() const override { return "am"; }
   int Register(void *addr, size_t len, adxl_plugin_mem *mem) override;
   void Deregister(adxl_plugin_mem *mem) override;

@@ -32,7 +32,7 @@ class CmaMover final : public Mover {
   explicit CmaMover(const UcpCore &core) : core_(core) {}
   // Its transport and copy threads: the context opens it (CmaTransport::Open),
   // reads its address and whether it is up.
-  CmaTransport &lane() { return cma_; }
+  CmaTransport &transport() { return cma_; }
   const char *name() const override { return "cma"; }
   int Register(void *addr, size_t len, adxl_plugin_mem *mem) override;
   void Deregister(adxl_plugin_mem *mem) override;

@@ -375,7 +375,7 @@ void PostOnPaths(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, siz
       posted = PostPart(owned, part, tp.second);
     } else {
       part->start_ns = PathFailover::NowNs();
-      posted = ctx->am_mover->lane().Post(link_id, &ep->ep, 1, false, nullptr, 0, deadline_ns, PartDone, part);
+      posted = ctx->am_mover->transport().Post(link_id, &ep->ep, 1, false, nullptr, 0, deadline_ns, PartDone, part);
     }
     if (!posted) PartDone(part, ADXL_PLUGIN_ERR_NO_RESOURCE);  // nothing started on this connection
   }
