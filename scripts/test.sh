@@ -13,6 +13,9 @@ phase() {  # NAME: the phase that just ended
   echo "test.sh: phase $1 $((SECONDS - t_phase)) s (total $((SECONDS - t_start)) s)"
   t_phase=$SECONDS
 }
+# Through ccache (scripts/setup.sh, adxl_use_ccache): the pip check below
+# builds the same sources again and takes this build's objects.
+adxl_use_ccache
 adxl_build
 phase setup_and_build
 cd "$BUILD_DIR"
@@ -59,7 +62,11 @@ phase ctest
 # Debian's python3, the packages checked from there (the ctest
 # install_package checks the `cmake --install` route and fails when the
 # Python packages were not built).
-"$ADXL_ROOT/tests/install/check_pip.sh" "$BUILD_DIR" "$ADXL_ROOT"
+# Its CMake build compiles through the same ccache as the plain build
+# (CMake reads the launcher from the environment), so only what differs
+# is compiled again.
+CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache \
+  "$ADXL_ROOT/tests/install/check_pip.sh" "$BUILD_DIR" "$ADXL_ROOT"
 phase pip
 "$ADXL_ROOT/scripts/fuzz.sh"
 phase fuzz
