@@ -74,9 +74,30 @@ adxl_install_packages() {
     { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null; }
 }
 
+# Compiler cache for scripts/test.sh: the plain build fills it, and the pip
+# wheel's build of the same sources (tests/install/check_pip.sh, in a build
+# directory beside build/) takes the objects from it instead of compiling
+# them again.  ccache keys on paths relative to CCACHE_BASEDIR (default: the
+# source tree) and, with CCACHE_NOHASHDIR, not on the build directory, so the
+# two trees share objects only when they sit at the same depth under it.  A
+# CCACHE_DIR the caller set is used; otherwise .cache/ccache in the tree (a
+# clean clone starts it empty).  Sets ADXL_CCACHE_CMAKE_ARGS, the configure
+# arguments that compile through it; the environment variables
+# CMAKE_C_COMPILER_LAUNCHER / CMAKE_CXX_COMPILER_LAUNCHER do the same for a
+# nested configure (the pip build).
+adxl_use_ccache() {
+  adxl_install_packages ccache
+  export CCACHE_DIR="${CCACHE_DIR:-$ADXL_ROOT/.cache/ccache}"
+  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ADXL_ROOT}"
+  export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
+  ADXL_CCACHE_CMAKE_ARGS=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+}
+ADXL_CCACHE_CMAKE_ARGS=()
+
 adxl_build() {
   adxl_install_packages "${ADXL_PACKAGES[@]}"
   adxl_select_ucx
-  cmake -S "$ADXL_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" "${ADXL_UCX_CMAKE_ARGS[@]}" "$@" >/dev/null
+  cmake -S "$ADXL_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" "${ADXL_UCX_CMAKE_ARGS[@]}" \
+    "${ADXL_CCACHE_CMAKE_ARGS[@]}" "$@" >/dev/null
   cmake --build "$BUILD_DIR" -j"$(nproc)"
 }

@@ -13,6 +13,9 @@ phase() {  # NAME: the phase that just ended
   echo "test.sh: phase $1 $((SECONDS - t_phase)) s (total $((SECONDS - t_start)) s)"
   t_phase=$SECONDS
 }
+# Through ccache (scripts/setup.sh, adxl_use_ccache): the pip check below
+# builds the same sources again and takes this build's objects.
+adxl_use_ccache
 adxl_build
 phase setup_and_build
 cd "$BUILD_DIR"
@@ -40,6 +43,7 @@ finish_build() {
   fi
   bg_pid=0
 }
+load_pid=0
 trap '((bg_pid == 0)) || kill -- "-$bg_pid" 2>/dev/null || true' EXIT
 start_build asan
 # ADXL_TEST_JOBS tests at a time (default: one more than the CPUs; CI has 2):
@@ -59,19 +63,37 @@ phase ctest
 # Debian's python3, the packages checked from there (the ctest
 # install_package checks the `cmake --install` route and fails when the
 # Python packages were not built).
-"$ADXL_ROOT/tests/install/check_pip.sh" "$BUILD_DIR" "$ADXL_ROOT"
+# Its CMake build compiles through the same ccache as the plain build
+# (CMake reads the launcher from the environment), so only what differs
+# is compiled again.
+CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache \
+  "$ADXL_ROOT/tests/install/check_pip.sh" "$BUILD_DIR" "$ADXL_ROOT"
 phase pip
-"$ADXL_ROOT/scripts/fuzz.sh"
-phase fuzz
-# Clang's thread-safety analysis over the annotated sources (clang comes
-# with fuzz.sh).
-"$ADXL_ROOT/scripts/thread_safety.sh"
-phase thread_safety
-# Fault tests repeated beside a CPU hog: kill -9 during traffic on both
-# lanes, TIMEOUT against stopped and live targets (50 iterations here;
+# The fuzzers and clang's thread-safety analysis (clang comes with fuzz.sh)
+# are CPU work with no timing in them: they run beside the stress runs below
+# as the load stress.sh otherwise makes with a busy loop, whose first hog
+# starts when they have ended (ADXL_STRESS_LOAD_PID).  In a process group of
+# their own, killed if this script stops; their output follows the stress
+# output.
+load_log="$BUILD_DIR/fuzz-thread-safety.log"
+setsid bash -c 't=$SECONDS; "$1/scripts/fuzz.sh" || exit
+  echo "test.sh: fuzz $((SECONDS - t)) s beside the stress runs"; t=$SECONDS
+  "$1/scripts/thread_safety.sh" || exit
+  echo "test.sh: thread_safety $((SECONDS - t)) s beside the stress runs"' _ "$ADXL_ROOT" >"$load_log" 2>&1 &
+load_pid=$!
+trap '((bg_pid == 0)) || kill -- "-$bg_pid" 2>/dev/null; ((load_pid == 0)) || kill -- "-$load_pid" 2>/dev/null || true' EXIT
+# Fault tests repeated under load: kill -9 during traffic on both lanes,
+# TIMEOUT against stopped and live targets (50 iterations here;
 # scripts/stress.sh 500 for the full run).
-"$ADXL_ROOT/scripts/stress.sh" "$STRESS_ITERATIONS"
-phase stress
+stress_rc=0
+ADXL_STRESS_LOAD_PID=$load_pid "$ADXL_ROOT/scripts/stress.sh" "$STRESS_ITERATIONS" || stress_rc=$?
+load_rc=0
+wait "$load_pid" || load_rc=$?
+load_pid=0
+cat "$load_log"
+((load_rc == 0)) || { echo "test.sh: the fuzzers or the thread-safety analysis failed (output above)" >&2; exit 1; }
+((stress_rc == 0)) || exit "$stress_rc"
+phase stress_fuzz_thread_safety
 # Soak: 4 engines in full mesh, random sizes, every byte checked, flat RSS
 # (ADXL_SOAK_SECONDS, default 60).
 "$BUILD_DIR/bin/adxl_soak"
