@@ -63,6 +63,15 @@ ASCEND_FUNC_VISIBILITY Status GetLinkRegions(AdxlEngine &engine, const AscendStr
 // limit).  Each call makes a new version; linked peers get it without the
 // call waiting for them.
 ASCEND_FUNC_VISIBILITY Status PublishMetadata(AdxlEngine &engine, const AscendString &name, const std::string &blob);
+// AwaitMetadataDelivered returns once every engine linked to `engine` holds
+// the version of `name` published last (or a later one), so that a peer
+// reading it afterwards sees what was published before the call: call it
+// after a PublishMetadata that takes something away.  It waits at most the
+// engine's deregistration wait (1 s) for each peer; a peer that does not
+// confirm by then has its link closed, as one that does not confirm a
+// DeregisterMem.  PARAM_INVALID for a name never published, FAILED before
+// Initialize.
+ASCEND_FUNC_VISIBILITY Status AwaitMetadataDelivered(AdxlEngine &engine, const AscendString &name);
 // The latest version of `name` that `remote_engine` published, as this
 // engine received it: *version 0 and an empty blob when it never published
 // that name.  With refresh_timeout_ms > 0 the owner is asked for its

@@ -339,6 +339,12 @@ Status Engine::PublishMetadata(const std::string &name, const std::string &blob)
   return registrar_->Publish(name, blob);
 }
 
+Status Engine::AwaitMetadataDelivered(const std::string &name) {
+  ReaderLock life(&life_mu_);
+  if (!Ready("AwaitMetadataDelivered")) return FAILED;
+  return registrar_->AwaitDelivered(name);
+}
+
 Status Engine::GetPeerMetadata(const std::string &remote, const std::string &name, int32_t refresh_timeout_ms,
                                std::string *blob, uint64_t *version) {
   ReaderLock life(&life_mu_);
@@ -495,6 +501,9 @@ void Engine::HandleClient(const std::shared_ptr<ControlConn> &conn, wire::Messag
     };
   } else if (auto *meta = std::get_if<wire::MetadataUpdate>(&msg.body)) {
     link->SetMetadata(std::move(meta->entry));
+    // Sent as a request by AwaitMetadataDelivered: applied, and so is
+    // everything the peer sent before it.
+    if (msg.seq != 0) conn->Send(wire::Ack{SUCCESS}, msg.seq, deadline);
   } else if (std::holds_alternative<wire::Pong>(msg.body)) {
     // last_rx_ms is all a Pong is for
   } else if (std::holds_alternative<wire::Bye>(msg.body)) {

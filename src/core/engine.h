@@ -104,6 +104,7 @@ class Engine : public ControlHandler {
   Status GetLinkRegions(const AscendString &remote, std::vector<ext::LinkRegion> &regions) ADXL_EXCLUDES(life_mu_);
   // adxl_ext.h: published metadata.
   Status PublishMetadata(const std::string &name, const std::string &blob) ADXL_EXCLUDES(life_mu_);
+  Status AwaitMetadataDelivered(const std::string &name) ADXL_EXCLUDES(life_mu_);
   Status GetPeerMetadata(const std::string &remote, const std::string &name, int32_t refresh_timeout_ms,
                          std::string *blob, uint64_t *version) ADXL_EXCLUDES(life_mu_);
 

@@ -335,6 +335,36 @@ Status Registrar::Publish(const std::string &name, const std::string &blob) {
   return SUCCESS;
 }
 
+Status Registrar::AwaitDelivered(const std::string &name) {
+  wire::Metadata entry;
+  std::vector<std::shared_ptr<ControlConn>> peers;
+  {
+    ReaderLock l(&mu_);
+    auto it = metadata_.find(name);
+    if (it == metadata_.end()) {
+      ADXL_ERROR("AwaitMetadataDelivered: '%s' was never published here", name.c_str());
+      return PARAM_INVALID;
+    }
+    entry = it->second;
+    peers.assign(subscribers_.begin(), subscribers_.end());
+  }
+  const Clock::time_point deadline = Clock::now() + deregister_wait_;
+  std::vector<uint64_t> seqs(peers.size());
+  for (size_t i = 0; i < peers.size(); ++i) seqs[i] = peers[i]->StartRequest(wire::MetadataUpdate{entry}, deadline);
+  for (size_t i = 0; i < peers.size(); ++i) {
+    if (seqs[i] == 0) continue;  // closed: it reads nothing of ours any more
+    uint32_t status = 0;
+    const ControlConn::Outcome out = peers[i]->AwaitAck(seqs[i], deadline, &status);
+    if (out == ControlConn::Outcome::kTimeout || (out == ControlConn::Outcome::kAcked && status != SUCCESS)) {
+      ADXL_WARN("peer %s did not confirm version %" PRIu64 " of '%s' within %lld ms; closing its link",
+                peers[i]->peer_name().c_str(), entry.version, name.c_str(),
+                static_cast<long long>(deregister_wait_.count()));
+      peers[i]->Close();
+    }
+  }
+  return SUCCESS;
+}
+
 bool Registrar::EncodeAnswer(ControlConn &conn, const wire::HelloAck &answer, const TableSnapshot &snap,
                              uint64_t seq, ControlConn::Frame *frame) {
   // Built in place in the Body (a HelloAck converted to one would be a copy)

@@ -94,6 +94,14 @@ class Registrar {
   // wire::kMaxMetadataEntries names or kMaxMetadataBytes in all.
   // Never waits: not serialised with registrations (op_mu_).
   Status Publish(const std::string &name, const std::string &blob) ADXL_EXCLUDES(mu_);
+  // Waits until every subscriber holds the current version of `name` (or a
+  // later one): the entry is sent again, as a request that a peer answers
+  // once it has applied it, and so everything sent before it on the same
+  // connection.  A peer that does not confirm within the deregistration
+  // wait has its connection closed, as for a withdrawal: it must not keep
+  // using an older table.  PARAM_INVALID for a name never published.  Holds
+  // no lock while it waits.
+  Status AwaitDelivered(const std::string &name) ADXL_EXCLUDES(mu_);
 
   // Answers a subscriber's TableRequest (control thread): a RegionAdd for
   // every current region, then the Ack of `seq`, all queued under mu_ so

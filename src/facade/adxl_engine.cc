@@ -83,6 +83,10 @@ Status ext::PublishMetadata(AdxlEngine &engine, const AscendString &name, const 
   return ext::EngineAccess::Core(engine).PublishMetadata(std::string(name.GetString(), name.GetLength()), blob);
 }
 
+Status ext::AwaitMetadataDelivered(AdxlEngine &engine, const AscendString &name) {
+  return ext::EngineAccess::Core(engine).AwaitMetadataDelivered(std::string(name.GetString(), name.GetLength()));
+}
+
 Status ext::GetPeerMetadata(AdxlEngine &engine, const AscendString &remote_engine, const AscendString &name,
                             std::string &blob, uint64_t &version, int32_t refresh_timeout_ms) {
   return ext::EngineAccess::Core(engine).GetPeerMetadata(remote_engine.GetString(), std::string(name.GetString(), name.GetLength()),

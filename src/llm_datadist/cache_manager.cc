@@ -304,12 +304,21 @@ Status CacheManager::GetNotifies(std::vector<adxl::NotifyDesc> &notifies) {
 }
 
 // ---- Python-surface additions: RemoveCacheKey (CheckLinkStatus: links.cc) ----
-// No network I/O: RemoveCacheKey rewrites the local cache table.
+// RemoveCacheKey rewrites the local cache table and, when the cache was
+// published, waits (outside the locks) until every linked peer holds the
+// new table: a peer's pull by that key after the call returns is
+// LLM_KV_CACHE_NOT_EXIST, never a read of memory the caller may be reusing.
 
 Status CacheManager::RemoveCacheKey(const CacheKey &key) {
-  adxl::MutexLock lock(&impl_->mu);
-  if (!impl_->live) return LLM_FAILED;
-  return impl_->store.RemoveKey(*impl_->engine, impl_->cluster_id, key);
+  OpContext ctx;
+  OpGuard guard(impl_.get());
+  Status s = impl_->Begin("RemoveCacheKey", &ctx, &guard);
+  if (s != LLM_SUCCESS) return s;
+  bool published = false;
+  s = impl_->store.RemoveKey(*ctx.engine, ctx.cluster_id, key, &published);
+  if (s != LLM_SUCCESS || !published) return s;
+  const adxl::Status d = adxl::ext::AwaitMetadataDelivered(*ctx.engine, kMetadataName);
+  return d == adxl::SUCCESS ? LLM_SUCCESS : FromEngine(d);
 }
 
 // ---- end of Python-surface additions ----

@@ -160,7 +160,8 @@ Status LocalCaches::Unregister(adxl::AdxlEngine &engine, uint64_t cluster_id, in
   return LLM_SUCCESS;
 }
 
-Status LocalCaches::RemoveKey(adxl::AdxlEngine &engine, uint64_t cluster_id, const CacheKey &key) {
+Status LocalCaches::RemoveKey(adxl::AdxlEngine &engine, uint64_t cluster_id, const CacheKey &key, bool *published) {
+  *published = false;
   adxl::MutexLock lock(&mu);
   for (auto &entry : caches) {
     LocalCache &lc = entry.second;
@@ -172,7 +173,11 @@ Status LocalCaches::RemoveKey(adxl::AdxlEngine &engine, uint64_t cluster_id, con
       k.req_id = UINT64_MAX;
       k.model_id = UINT64_MAX;
       k.prefix_id = UINT64_MAX;
-      if (lc.cache.remote_accessible) PublishLocked(engine, cluster_id);
+      if (lc.cache.remote_accessible) {
+        const Status s = PublishLocked(engine, cluster_id);
+        if (s != LLM_SUCCESS) return s;
+        *published = true;
+      }
       return LLM_SUCCESS;
     }
   }

@@ -61,8 +61,11 @@ class LocalCaches {
   // its engine handles go to *handles, for DeregisterMem without the lock.
   Status Unregister(adxl::AdxlEngine &engine, uint64_t cluster_id, int64_t id,
                     std::vector<adxl::MemHandle> *handles) ADXL_EXCLUDES(mu);
-  // Withdraws `key` (its slot stays, naming nothing); republishes.
-  Status RemoveKey(adxl::AdxlEngine &engine, uint64_t cluster_id, const CacheKey &key) ADXL_EXCLUDES(mu);
+  // Withdraws `key` (its slot stays, naming nothing); republishes when its
+  // cache is published (*published: then the caller waits for the peers,
+  // adxl::ext::AwaitMetadataDelivered, outside the locks).
+  Status RemoveKey(adxl::AdxlEngine &engine, uint64_t cluster_id, const CacheKey &key, bool *published)
+      ADXL_EXCLUDES(mu);
   // A copy of the registered cache `id`, or LLM_KV_CACHE_NOT_EXIST.
   Status Get(int64_t id, Cache *cache) const ADXL_EXCLUDES(mu);
   size_t AddrCount() const ADXL_EXCLUDES(mu);

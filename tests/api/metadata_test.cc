@@ -96,3 +96,29 @@ TEST_F(MetadataTest, WithoutALinkThereIsNothingToRead) {
 }
 
 }  // namespace
+
+// AwaitMetadataDelivered: once it returns, the linked reader holds the
+// version published last (no refresh, no pause), 20 versions in turn; a name
+// never published is PARAM_INVALID; before Initialize, FAILED.
+TEST(MetadataAwait, WhenItReturnsEveryLinkedPeerHoldsTheLastVersion) {
+  AdxlEngine owner, reader;
+  EXPECT_EQ(ext::AwaitMetadataDelivered(owner, "caches"), FAILED);
+  const std::string owner_name = LoopbackName(FreePort());
+  ASSERT_EQ(owner.Initialize(owner_name.c_str(), {}), SUCCESS);
+  ASSERT_EQ(reader.Initialize("127.0.0.1", {}), SUCCESS);
+  EXPECT_EQ(ext::AwaitMetadataDelivered(owner, "caches"), PARAM_INVALID);
+  ASSERT_EQ(ext::PublishMetadata(owner, "caches", "v0"), SUCCESS);
+  EXPECT_EQ(ext::AwaitMetadataDelivered(owner, "caches"), SUCCESS) << "no peer linked: nothing to wait for";
+  ASSERT_EQ(reader.Connect(owner_name.c_str(), 3000), SUCCESS);
+  for (int v = 1; v <= 20; ++v) {
+    const std::string blob = "v" + std::to_string(v);
+    ASSERT_EQ(ext::PublishMetadata(owner, "caches", blob), SUCCESS);
+    ASSERT_EQ(ext::AwaitMetadataDelivered(owner, "caches"), SUCCESS);
+    std::string got;
+    uint64_t version = 0;
+    ASSERT_EQ(ext::GetPeerMetadata(reader, owner_name.c_str(), "caches", got, version), SUCCESS);
+    EXPECT_EQ(got, blob) << "version " << v << " not held when the wait returned";
+  }
+  reader.Finalize();
+  owner.Finalize();
+}

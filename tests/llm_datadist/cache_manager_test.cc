@@ -144,6 +144,35 @@ TEST(CacheManagerRules, LifecycleAndRegistration) {
   EXPECT_EQ(m.UnregisterCache(c.cache_id), LLM_FAILED);
 }
 
+// RemoveCacheKey of a published cache returns once every linked peer holds
+// the new table: a pull by that key right after it (no pause) is
+// LLM_KV_CACHE_NOT_EXIST, never a read of memory its owner may be reusing.
+// 20 keys in turn; before the call waited, the peer still held the old table
+// here most of the time.
+TEST(CacheManagerRules, ARemovedKeyIsGoneForALinkedPeerWhenTheCallReturns) {
+  constexpr uint32_t kKeys = 20;
+  const std::string name = "127.0.0.1:" + std::to_string(FreePort());
+  CacheManager holder, puller;
+  ASSERT_EQ(holder.Initialize(1, name), LLM_SUCCESS);
+  ASSERT_EQ(puller.Initialize(2, "127.0.0.1"), LLM_SUCCESS);
+  Tensors src(1, kKeys * 64), dst(1, 64);
+  std::vector<CacheKey> keys;
+  for (uint32_t i = 0; i < kKeys; ++i) keys.push_back(CacheKey{1, 100 + i});
+  Cache sc, dc;
+  ASSERT_EQ(holder.RegisterCache(HostDesc(1, {kKeys, 32}), src.addrs(), keys, true, sc), LLM_SUCCESS);
+  ASSERT_EQ(puller.RegisterCache(HostDesc(1, {1, 32}), dst.addrs(), {}, std::nullopt, dc), LLM_SUCCESS);
+  std::vector<Status> rets;
+  ASSERT_EQ(puller.LinkClusters({{1, name}}, rets), LLM_SUCCESS);
+  for (const CacheKey &k : keys) {
+    ASSERT_EQ(puller.PullCache(k, dc), LLM_SUCCESS) << k.req_id;
+    ASSERT_EQ(holder.RemoveCacheKey(k), LLM_SUCCESS) << k.req_id;
+    EXPECT_EQ(puller.PullCache(k, dc), LLM_KV_CACHE_NOT_EXIST) << "key " << k.req_id << " still read after its removal";
+  }
+  EXPECT_EQ(holder.RemoveCacheKey(keys[0]), LLM_KV_CACHE_NOT_EXIST);
+  puller.Finalize();
+  holder.Finalize();
+}
+
 // The shared start of the calls that do I/O outside the manager's lock:
 // after Finalize each fails with LLM_FAILED and one log line naming it.
 TEST(CacheManagerRules, CallsAfterFinalizeFailWithOneLineNamingThem) {
