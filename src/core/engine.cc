@@ -412,10 +412,14 @@ void Engine::HandleServer(const std::shared_ptr<ControlConn> &conn, wire::Messag
     // Drain what the peer's transport already put in flight towards us, off
     // this thread; the peer waits for the Ack (Link::kFenceWait), so the
     // drain ends before that.  The Ack says whether everything ended.
+    // The drain's deadline counts from the Fence's arrival: fences of
+    // several initiators that timed out together queue on the one worker,
+    // and each must still be answered within its initiator's wait.
     std::shared_ptr<Transport> transport = transport_;
     const uint64_t seq = msg.seq;
-    worker_.Post([transport, conn, seq] {
-      const bool drained = transport->Drain(Clock::now() + Link::kFenceDrain);
+    const Clock::time_point drain_deadline = Clock::now() + Link::kFenceDrain;
+    worker_.Post([transport, conn, seq, drain_deadline] {
+      const bool drained = transport->Drain(drain_deadline);
       if (!drained) {
         ADXL_WARN("fence from '%s': requests it had started here were still running after %lld ms",
                   conn->peer_name().c_str(), static_cast<long long>(Link::kFenceDrain.count()));

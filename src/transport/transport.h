@@ -40,8 +40,8 @@ class Transport {
   int Progress() const { return ops().progress(ctx_); }
   // The target side of a peer's fence: true once what peers had started
   // towards this side has ended here (the plugin's drain), false when
-  // `deadline` came first.  A plugin without drain is progressed until a
-  // call finds nothing to do, within the same deadline.
+  // `deadline` came first.  A plugin without drain is progressed until 8
+  // calls in a row find nothing to do, within the same deadline.
   bool Drain(std::chrono::steady_clock::time_point deadline) const;
 
  private:
