@@ -20,21 +20,28 @@ def free_port():
 
 
 @contextlib.contextmanager
-def peer_process(target, *args):
-    """Runs target(*args, queue, event) in a spawned process (a second engine) and yields (queue, event).
-
-    The peer reports on the queue and waits on the event; leaving the block sets the event, joins the peer
-    and (when the block raised nothing) checks that it exited cleanly."""
+def spawned(target, *args, channels, release=None):
+    """Runs target(*args, *chans) in a spawned process (a second engine), chans = channels(context) (queues,
+    events), and yields chans; leaving the block calls release(chans) if given, joins the peer and (when the
+    block raised nothing) checks that it exited cleanly."""
     ctx = mp.get_context("spawn")
-    q, ev = ctx.Queue(), ctx.Event()
-    p = ctx.Process(target=target, args=(*args, q, ev))
+    chans = channels(ctx)
+    p = ctx.Process(target=target, args=(*args, *chans))
     p.start()
     try:
-        yield q, ev
+        yield chans
     finally:
-        ev.set()
+        if release is not None:
+            release(chans)
         p.join(30)
     assert p.exitcode == 0
+
+
+def peer_process(target, *args):
+    """target(*args, queue, event) in a spawned process; yields (queue, event): the peer reports on the
+    queue and waits on the event, which leaving the block sets."""
+    return spawned(target, *args, channels=lambda ctx: (ctx.Queue(), ctx.Event()),
+                   release=lambda chans: chans[1].set())
 
 
 # The layer-wise tests' geometry (test_layerwise.py and its peer, layerwise_peer.py): a paged cache of

@@ -9,15 +9,13 @@ every byte checked (docs/cache_layer.md, "Calls as serving frameworks make them"
 - switch_role: caches stay registered, the listen option moves the listener, a switch without it stops listening,
   no switch while a link exists;
 - an unreachable peer is LLM_LINK_FAILED."""
-import contextlib
 import ctypes
 import json
-import multiprocessing as mp
 import os
 
 import pytest
 
-from conftest import free_tcp_port
+from conftest import free_tcp_port, spawned
 
 from llm_datadist import (BlocksCacheKey, CacheDesc, DataType, LayerSynchronizer, LLMClusterInfo, LLMConfig,
                           LLMDataDist, LLMException, LLMRole, LLMStatusCode, Placement, RegisterMemStatus,
@@ -99,20 +97,11 @@ def init(role, cluster, listen=None, backend=None):
     return dd
 
 
-@contextlib.contextmanager
 def peer(target, *args):
     """The other side of a flow: target(*args, to_main, to_peer) in a spawned process; yields the two queues
-    (to_main: what the peer says, to_peer: what this side says) and, when the block ends, expects the peer to
-    exit with 0 within 30 s."""
-    ctx = mp.get_context("spawn")
-    to_main, to_peer = ctx.Queue(), ctx.Queue()
-    p = ctx.Process(target=target, args=(*args, to_main, to_peer))
-    p.start()
-    try:
-        yield to_main, to_peer
-    finally:
-        p.join(30)
-    assert p.exitcode == 0
+    (to_main: what the peer says, to_peer: what this side says); the peer must exit with 0 within 30 s of the
+    block's end."""
+    return spawned(target, *args, channels=lambda ctx: (ctx.Queue(), ctx.Queue()))
 
 
 def assert_blocks_moved(kv):
