@@ -22,6 +22,7 @@
 
 #include "am/am_mover.h"
 #include "core/ucx_config.h"
+#include "core/fault_injection.h"
 #include "hccs/cma_mover.h"
 #include "hccs/mapped_mover.h"
 #include "paths/paths_mover.h"
@@ -277,7 +278,10 @@ void ProgressLoop(adxl_plugin_context *ctx) {
     while (!ctx->stop.load(std::memory_order_relaxed)) {
       const unsigned events = ProgressAllWorkers(ctx);
       ctx->progress_pass_events.store(events, std::memory_order_relaxed);
-      if (events != 0) last_event = std::chrono::steady_clock::now();
+      if (events != 0) {
+        last_event = std::chrono::steady_clock::now();
+        FaultDelay(ctx->progress_pause_us);  // a seam of the test build (fault_injection.h)
+      }
       // Outside ucp_worker_progress: work UCP callbacks queued (am_transport.h).
       bool worked = RunAllDeferred(ctx);
       // Failed network paths out, returned ones back (path_failover.h).
@@ -285,9 +289,11 @@ void ProgressLoop(adxl_plugin_context *ctx) {
         ctx->failover.Run();
         worked = true;
       }
+      // Sleep only after a pass that found nothing (ucx_context.h): the
+      // linger is wall time, which a preempted thread may have spent.
       if (worked) {
         last_event = std::chrono::steady_clock::now();
-      } else if (std::chrono::steady_clock::now() - last_event > kProgressLinger) {
+      } else if (events == 0 && std::chrono::steady_clock::now() - last_event > kProgressLinger) {
         break;
       }
     }
@@ -438,6 +444,7 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
     return ADXL_PLUGIN_ERR_INVALID;
   }
   ctx->ep_destroy_delay_us = params.faults.ep_destroy_delay_us;
+  ctx->progress_pause_us = params.faults.progress_pause_us;
   ctx->rdma_connections = params.rdma_connections;
   WarnOfOldUcx(ctx->log);
   ucp_config_t *config = nullptr;

@@ -7,7 +7,11 @@
 // event it keeps polling for kProgressLinger (200 µs: a transfer is a burst
 // of messages, and waking up for each costs tens of microseconds), then arms
 // the worker (ucp_worker_arm) and sleeps in epoll on the worker's event fd
-// and on wake_fd (Wake(): posted work, endpoint failures, Close).  An idle
+// and on wake_fd (Wake(): posted work, endpoint failures, Close).  It arms
+// only after a pass that found nothing: UCP signals the event fd for new
+// events only, so a worker armed with events undrained sleeps through them
+// (a thread preempted for longer than the linger right after a busy pass
+// once did, and a passive target's wire-up then never ended).  An idle
 // engine sleeps.  It calls AmTransport::RunDeferred() *outside*
 // ucp_worker_progress: that is where work queued by UCP callbacks runs.
 // While it polls, the ABI's progress() (application threads call it while
@@ -109,6 +113,7 @@ struct adxl_plugin_context : UcpCore {
   // is up, "am" or "rma" on the RDMA lane, UCP's transport list, device memory.
   std::string transports;
   unsigned ep_destroy_delay_us = 0;       // UcxParams::faults (fault_injection.h): test build only
+  unsigned progress_pause_us = 0;         // the same
   unsigned rdma_connections = 1;          // UcxParams::rdma_connections
 
   // open() and close() of the ABI.  Open returns an ADXL_PLUGIN_* status.

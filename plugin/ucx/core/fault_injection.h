@@ -1,6 +1,7 @@
 // Fault-injection seams of the UCX plugin: delays with which a test opens a
 // window at a known point (a peer killed while the initiator sits in a
-// handler, an endpoint teardown seen in progress).
+// handler, an endpoint teardown seen in progress, a progress thread
+// preempted between two passes).
 //
 // They exist in the test build's plugin only: libadxl_plugin_ucx_faults.so
 // (plugin/ucx/CMakeLists.txt; fault_injection.cc compiled with
@@ -19,6 +20,12 @@ struct FaultInjection {
   // "test_ep_destroy_delay_us": ep_destroy waits this long first, so that a
   // test sees an endpoint teardown in progress (tests/unit/transport_test.cc).
   unsigned ep_destroy_delay_us = 0;
+  // "test_progress_pause_us": the progress thread pauses this long after
+  // each pass over the workers that reported events, as a thread preempted
+  // there by a busy machine would, so that a test sees whether it still
+  // drains the workers before it sleeps (tests/plugin_conformance,
+  // PeersCompleteWhenTheProgressThreadIsPreemptedAfterEvents).
+  unsigned progress_pause_us = 0;
 };
 
 // True when `key` is a fault-injection parameter of this build; its value
