@@ -53,7 +53,7 @@ def _device_runtime():
 
 
 class CacheManager:
-    """Registers caches and pulls / pushes them by key (see src/llm_datadist/cache_manager.h)."""
+    """Registers caches and pulls / pushes them by key (the C++ LlmDataDist and include/llm_datadist/llm_datadist_ext.h)."""
 
     def __init__(self, native, host_pool=None, options=None):
         self._m = native
