@@ -7,10 +7,6 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <cstring>
-#include <iterator>
-#include <tuple>
-
 #include "llm_datadist/llm_datadist.h"
 #include "llm_datadist/llm_datadist_ext.h"
 #include "llm_datadist/llm_datadist_host_pool.h"
@@ -221,9 +217,28 @@ PYBIND11_MODULE(_native, m) {
              py::gil_scoped_release nogil;
              return RemoveCacheKey(dd, k);
            })
-      .def("check_link_status", [](LlmDataDist &dd, uint64_t cluster) {
+      .def("check_link_status",
+           [](LlmDataDist &dd, uint64_t cluster) {
+             py::gil_scoped_release nogil;
+             return CheckLinkStatus(dd, cluster);
+           })
+      // Local copies (copy_cache, copy_blocks): the class's own calls, by cache id.
+      .def("copy_cache",
+           [](LlmDataDist &dd, int64_t src, int64_t dst, uint32_t src_batch, uint32_t dst_batch, uint64_t offset,
+              int64_t size) {
+             llm_datadist::Cache s{}, d{};
+             s.cache_id = src;
+             d.cache_id = dst;
+             py::gil_scoped_release nogil;
+             return dd.CopyKvCache(s, d, src_batch, dst_batch, offset, size);
+           })
+      .def("copy_blocks", [](LlmDataDist &dd, int64_t src, int64_t dst, const Blocks &src_blocks,
+                             const std::vector<Blocks> &dst_blocks_list) {
+        llm_datadist::Cache s{}, d{};
+        s.cache_id = src;
+        d.cache_id = dst;
         py::gil_scoped_release nogil;
-        return CheckLinkStatus(dd, cluster);
+        return dd.CopyKvBlocks(s, d, src_blocks, dst_blocks_list);
       });
   llm_datadist::ext::python::RegisterLayerwise(m);
 
@@ -249,14 +264,4 @@ PYBIND11_MODULE(_native, m) {
         p.Close();
       });
   m.attr("HOST_POOL_ALIGN") = HostPool::kAlign;
-  // Local copies between registered host tensors (copy_cache, copy_blocks):
-  // (dst, src, len) triples, GIL released.
-  m.def("copy_host", [](const std::vector<std::tuple<uintptr_t, uintptr_t, size_t>> &ops) {
-    py::gil_scoped_release nogil;
-    for (const auto &op : ops) {
-      std::memmove(reinterpret_cast<void *>(std::get<0>(op)), reinterpret_cast<const void *>(std::get<1>(op)),
-                   std::get<2>(op));
-    }
-  });
-  // ---- end of Python-surface additions ----
 }
