@@ -45,6 +45,12 @@
 #endif
 
 namespace llm_datadist {
+// Our extension's access to the implementation (llm_datadist_ext.h): a
+// friend declaration only, the class layout is the vendor's.
+namespace ext {
+struct DataDistAccess;
+}  // namespace ext
+
 constexpr uint8_t kDefaultTensorNumPerLayer = 2U;
 using Status = ge::Status;
 using AscendString = ge::AscendString;
@@ -243,6 +249,7 @@ class ASCEND_FUNC_VISIBILITY LlmDataDist {
   Status UnregisterKvCache(int64_t cache_id);
 
  private:
+  friend struct ext::DataDistAccess;
   class LlmDataDistImpl;
   std::unique_ptr<LlmDataDistImpl> impl_;
 };

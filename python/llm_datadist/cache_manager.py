@@ -53,7 +53,7 @@ def _device_runtime():
 
 
 class CacheManager:
-    """Registers caches and pulls / pushes them by key (see src/llm_datadist/cache_manager.h)."""
+    """Registers caches and pulls / pushes them by key (the C++ LlmDataDist and include/llm_datadist/llm_datadist_ext.h)."""
 
     def __init__(self, native, host_pool=None, options=None):
         self._m = native
@@ -192,16 +192,10 @@ class CacheManager:
             raise _ParamInvalid("remove_cache_key: one of req_id and prefix_id must be < 2**64-1")
         _check(self._m.remove_cache_key(cache_key._native()), "remove_cache_key")
 
-    @staticmethod
-    def _host_only(what, *caches):
-        for c in caches:
-            if c.cache_desc.placement != Placement.HOST:
-                raise LLMException(f"{what}: device caches are copied by the device runtime; this package copies "
-                                   "host caches only", LLMStatusCode.LLM_FEATURE_NOT_ENABLED)
-
     def copy_cache(self, dst, src, dst_batch_index=0, src_batch_index=0, offset=0, size=-1, req_id=None):
         """Local copy of batch entry src_batch_index of src into entry dst_batch_index of dst, every tensor:
-        `size` bytes (-1: the rest of the entry) from byte `offset` of the entry."""
+        `size` bytes (-1: the rest of the source entry) from byte `offset` of the entry.  The C++ CopyKvCache:
+        host caches, and device caches of the host ACL emulation; other device caches: LLM_FEATURE_NOT_ENABLED."""
         _type(dst, Cache, "dst")
         _type(src, Cache, "src")
         _int(dst_batch_index, "dst_batch_index", 0, 2 ** 32 - 1)
@@ -212,35 +206,19 @@ class CacheManager:
             _int(req_id, "req_id")
         if src.is_blocks_cache or dst.is_blocks_cache:
             raise _ParamInvalid("copy_cache: param check failed, src and dst can not be blocks caches.")
-        if size == 0:
-            raise _ParamInvalid("copy_cache: size must be -1 or > 0")
-        if src.cache_desc.num_tensors != dst.cache_desc.num_tensors:
-            raise _ParamInvalid("copy_cache: src and dst have different numbers of tensors")
-        self._host_only("copy_cache", dst, src)
-        se = _tensor_bytes(src.cache_desc) // src.cache_desc.shape[0]
-        de = _tensor_bytes(dst.cache_desc) // dst.cache_desc.shape[0]
-        if src_batch_index >= src.cache_desc.shape[0] or dst_batch_index >= dst.cache_desc.shape[0]:
-            raise _ParamInvalid("copy_cache: batch index out of range")
-        n = min(se, de) - offset if size == -1 else size
-        if n <= 0 or offset + n > se or offset + n > de:
-            raise _ParamInvalid(f"copy_cache: offset {offset} + size {n} exceeds a batch entry ({se} / {de} bytes)")
-        ops = [(d + dst_batch_index * de + offset, s + src_batch_index * se + offset, n)
-               for d, s in zip(dst.tensor_addrs, src.tensor_addrs)]
-        _native.copy_host(ops)
+        _check(self._m.copy_cache(src.cache_id, dst.cache_id, src_batch_index, dst_batch_index, offset, size),
+               "copy_cache")
 
     def copy_blocks(self, cache, copy_block_info):
-        """Local copy inside a paged cache: {src block: [dst blocks]}, every tensor."""
+        """Local copy inside a paged cache: {src block: [dst blocks]}, every tensor (the C++ CopyKvBlocks)."""
         _type(cache, Cache, "cache")
         pairs = _block_map(copy_block_info, "copy_block_info", True)
         if not cache.is_blocks_cache:
             raise _ParamInvalid("copy_blocks: param check failed, cache should be blocks cache.")
-        self._host_only("copy_blocks", cache)
-        nblocks = cache.cache_desc.shape[0]
-        bb = _tensor_bytes(cache.cache_desc) // nblocks
-        for s, d in pairs:
-            if s >= nblocks or d >= nblocks:
-                raise _ParamInvalid(f"copy_blocks: block {max(s, d)} out of range [0, {nblocks})")
-        _native.copy_host([(a + d * bb, a + s * bb, bb) for a in cache.tensor_addrs for s, d in pairs])
+        if not pairs:
+            return
+        _check(self._m.copy_blocks(cache.cache_id, cache.cache_id, [s for s, _ in pairs], [[d for _, d in pairs]]),
+               "copy_blocks")
 
     def swap_blocks(self, src_cache, dst_cache, src_to_dst):
         """Blocks between a host and a device cache ({src block: dst block}); needs a device runtime (CUDA, or the

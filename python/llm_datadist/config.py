@@ -291,7 +291,7 @@ class LLMConfig:
 LlmConfig = LLMConfig
 
 # init()'s option families.  Applied here: listen address, timeout, host pool.
-# To the engine, by the C++ cache layer's one table (src/llm_datadist/options.h
+# To the engine, by the C++ cache layer's one table (include/llm_datadist/llm_datadist_ext.h
 # EngineOptionKey, _native.engine_option_key): the RDMA keys, LocalCommRes and
 # GlobalResourceConfig translated, "adxl." keys and the engine's own (vendor)
 # option names unchanged.  Accepted without effect (logged once at INFO):

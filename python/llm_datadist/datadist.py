@@ -1,4 +1,4 @@
-"""LLMDataDist: one cluster (an engine and its CacheManager), its links, and
+"""LLMDataDist: one cluster (the C++ LlmDataDist, with our extension's calls), its links, and
 the reference's rank-table link / unlink, check_link_status and switch_role."""
 import json
 import socket
@@ -45,8 +45,9 @@ class LLMDataDist:
         if self._native is not None:
             return
         listen, timeout, engine_opts, pool_cfg = _init_options(options)
-        m = _native.CacheManager()
-        _check(m.initialize(self.cluster_id, listen, engine_opts), "init")
+        # The public C++ LlmDataDist; the options are already in the engine's terms (ext::InitializeEngine).
+        m = _native.LlmDataDist(self.cluster_id, _native.LlmRole(self.role.value))
+        _check(m.initialize(listen, engine_opts), "init")
         try:
             _check(m.set_sync_timeout(timeout), "init")
             pool = _HostPool(pool_cfg) if pool_cfg else None

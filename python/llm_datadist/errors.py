@@ -7,7 +7,7 @@ from .status_codes import status_members as _status_members
 from .vendor_types import make_status as _make_status
 
 
-# Built from the C++ status table (src/llm_datadist/cache_types.h, the
+# Built from the C++ status table (ext::StatusTable, include/llm_datadist/llm_datadist_ext.h; the
 # vendor's values): _status_members() (llm_datadist/status_codes.py) gives
 # the vendor Python package's names first, so they are the canonical names.
 LLMStatusCode = enum.IntEnum("LLMStatusCode", _status_members(_native.status_table()), module="llm_datadist")

@@ -1,6 +1,6 @@
 """The host memory pool of allocate_cache / allocate_blocks_cache
 (llm.HostMemPoolConfig): its configuration and errors here; the pool itself
-is the C++ cache layer's (src/llm_datadist/host_pool.h, _native.HostPool)."""
+is the C++ cache layer's (include/llm_datadist/llm_datadist_host_pool.h, _native.HostPool)."""
 import json
 
 from . import _native

@@ -1,6 +1,6 @@
 """Layer-wise push: LayerSynchronizer, TransferConfig, TransferWithCacheKeyConfig
 and CacheTask, as the reference package names them, and what
-CacheManager.transfer_cache_async starts (src/llm_datadist/cache_task.h for
+CacheManager.transfer_cache_async starts (include/llm_datadist/llm_datadist_ext_layerwise.h for
 the rules)."""
 import abc
 import atexit

@@ -1,6 +1,7 @@
 // Layer-wise push for the Python package (module llm_datadist._native):
 // TransferConfig, TransferWithCacheKeyConfig, CacheTask and
-// transfer_cache_async (src/llm_datadist/cache_task.h).  Registered from
+// transfer_cache_async (our extension's layer-wise push:
+// include/llm_datadist/llm_datadist_ext.h, llm_datadist_ext_layerwise.h).  Registered from
 // the module init (llm_datadist_module.cc) by RegisterLayerwise(m).
 //
 // GIL: every call that waits (transfer_cache_async, which may read remote
@@ -10,11 +11,12 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "cache_manager.h"
+#include "llm_datadist/llm_datadist.h"
+#include "llm_datadist/llm_datadist_ext.h"
 
 namespace py = pybind11;
 
-namespace llm_datadist::internal {
+namespace llm_datadist::ext {
 namespace python {
 namespace {
 
@@ -85,7 +87,7 @@ void RegisterLayerwise(py::module_ &m) {
            })
       .def("done", &CacheTask::Done)
       .def("layers_synchronized", &CacheTask::LayersSynchronized);
-  m.def("transfer_cache_async", [](CacheManager &cm, const Cache &src, py::object synchronizer,
+  m.def("transfer_cache_async", [](LlmDataDist &dd, const Cache &src, py::object synchronizer,
                                    const std::vector<TransferTarget> &targets, const std::vector<uint64_t> &src_blocks,
                                    const std::vector<uint64_t> &dst_blocks, uint64_t dst_block_bytes) {
     auto sync = std::make_shared<PyLayerSynchronizer>(std::move(synchronizer));
@@ -93,7 +95,7 @@ void RegisterLayerwise(py::module_ &m) {
     Status s;
     {
       py::gil_scoped_release nogil;
-      s = cm.TransferCacheAsync(src, sync, targets, src_blocks, dst_blocks, dst_block_bytes, task);
+      s = TransferCacheAsync(dd, src, sync, targets, src_blocks, dst_blocks, dst_block_bytes, task);
       sync.reset();  // the task holds its own reference; ours goes (the destructor takes the GIL)
     }
     return py::make_tuple(s, task);
@@ -101,4 +103,4 @@ void RegisterLayerwise(py::module_ &m) {
 }
 
 }  // namespace python
-}  // namespace llm_datadist::internal
+}  // namespace llm_datadist::ext

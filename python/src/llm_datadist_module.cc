@@ -1,21 +1,24 @@
 // Native part of the llm_datadist Python package (module llm_datadist._native):
-// the C++ cache layer with statuses, no exceptions.  The package's Python code
+// the public C++ API, the vendor's llm_datadist::LlmDataDist and our
+// extension's calls on it (include/llm_datadist/llm_datadist_ext.h), with
+// statuses, no exceptions.  Public headers only.  The package's Python code
 // (llm_datadist/__init__.py) checks argument types and turns statuses into
 // exceptions as docs/contract.md §10 says.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <cstring>
-#include <iterator>
-#include <tuple>
-
-#include "cache_manager.h"
-#include "host_pool.h"
-#include "options.h"
+#include "llm_datadist/llm_datadist.h"
+#include "llm_datadist/llm_datadist_ext.h"
+#include "llm_datadist/llm_datadist_host_pool.h"
 
 namespace py = pybind11;
-using namespace llm_datadist::internal;
-namespace llm_datadist::internal::python { void RegisterLayerwise(py::module_ &m); }  // llm_datadist_layerwise.cc
+using llm_datadist::LlmDataDist;
+using llm_datadist::LlmRole;
+using llm_datadist::Status;
+using namespace llm_datadist::ext;
+namespace llm_datadist::ext::python { void RegisterLayerwise(py::module_ &m); }  // llm_datadist_layerwise.cc
+
+using Options = std::map<llm_datadist::AscendString, llm_datadist::AscendString>;
 
 namespace {
 
@@ -36,45 +39,54 @@ LayerRangeArgs Layers(const std::optional<std::pair<uint32_t, uint32_t>> &src,
 using OptRange = std::optional<std::pair<uint32_t, uint32_t>>;
 using Blocks = std::vector<uint64_t>;
 
-template <typename Key>
-Status PullCacheT(CacheManager &m, const Key &k, const Cache &c, uint32_t b, int64_t size, OptRange s, OptRange d,
-                  uint32_t t) {
-  py::gil_scoped_release nogil;
-  return m.PullCache(k, c, b, size, Layers(s, d, t));
+Options ToOptions(const std::map<std::string, std::string> &o) {
+  Options opts;
+  for (const auto &kv : o) opts.emplace(kv.first.c_str(), kv.second.c_str());
+  return opts;
+}
+
+std::vector<ClusterEngine> ToClusters(const std::vector<std::pair<uint64_t, std::string>> &cl) {
+  std::vector<ClusterEngine> infos;
+  for (const auto &c : cl) infos.push_back({c.first, c.second});
+  return infos;
 }
 
 template <typename Key>
-Status PullBlocksT(CacheManager &m, const Key &k, const Cache &c, const Blocks &sb, const Blocks &db, OptRange s,
+Status PullCacheT(LlmDataDist &dd, const Key &k, const Cache &c, uint32_t b, int64_t size, OptRange s, OptRange d,
+                  uint32_t t) {
+  py::gil_scoped_release nogil;
+  return PullCache(dd, k, c, b, size, Layers(s, d, t));
+}
+
+template <typename Key>
+Status PullBlocksT(LlmDataDist &dd, const Key &k, const Cache &c, const Blocks &sb, const Blocks &db, OptRange s,
                    OptRange d, uint32_t t) {
   py::gil_scoped_release nogil;
-  return m.PullBlocks(k, c, sb, db, Layers(s, d, t));
+  return PullBlocks(dd, k, c, sb, db, Layers(s, d, t));
 }
 
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
-  // Element types, from the one table (src/llm_datadist/cache_types.h).
+  // Element types, from the one table (llm_datadist_ext_types.h).
   py::enum_<DataType> data_type(m, "DataType");
   for (const DataTypeInfo &t : kDataTypeTable) data_type.value(t.name, t.value);
   py::enum_<Placement>(m, "Placement").value("HOST", Placement::HOST).value("DEVICE", Placement::DEVICE);
   m.def("data_type_size", [](DataType t) { return DataTypeSize(t); });
-  // Statuses, from the one table (src/llm_datadist/cache_types.h): the
+  // Statuses, from the cache layer's one table (ext::StatusTable): the
   // rows first, then the aliases, as (name, value, description) tuples;
   // LLMStatusCode is built from them in llm_datadist/__init__.py.
-  m.def("status_name", &StatusName);
+  m.def("status_name", [](Status s) { return std::string(StatusName(s)); });
   m.def("log_refusal", [](const std::string &message) { LogRefusal(message.c_str()); },
         "One ERROR line of the cache layer, for a call the package refuses before it reaches that layer.");
   m.def("status_table", [] {
     py::list table;
-    for (const StatusInfo &s : kStatusTable) table.append(py::make_tuple(s.name, s.value, s.description));
-    for (const StatusInfo &s : kStatusAliases) table.append(py::make_tuple(s.name, s.value, s.description));
+    for (const adxl::StatusInfo &s : StatusTable()) table.append(py::make_tuple(s.name, s.value, s.description));
     return table;
   });
   m.attr("MAX_REGISTERED_ADDRS") = kMaxRegisteredAddrs;
-  py::tuple backends(std::size(kTransferBackends));
-  for (size_t i = 0; i < std::size(kTransferBackends); ++i) backends[i] = py::str(kTransferBackends[i]);
-  m.attr("TRANSFER_BACKENDS") = backends;
-  // The one table of the option keys that go to the engine (options.h):
+  m.attr("TRANSFER_BACKENDS") = py::tuple(py::cast(TransferBackends()));
+  // The one table of the option keys that go to the engine (ext::EngineOptionKey):
   // (engine key, drop_empty) for such a key, None for any other.
   m.def("engine_option_key", [](const std::string &key) -> std::optional<std::pair<std::string, bool>> {
     const std::optional<EngineKey> to = EngineOptionKey(key);
@@ -103,82 +115,84 @@ PYBIND11_MODULE(_native, m) {
       .def_readonly("paged", &Cache::paged)
       .def_readonly("remote_accessible", &Cache::remote_accessible);
 
-  py::class_<CacheManager>(m, "CacheManager")
-      .def(py::init<>())
+  py::enum_<LlmRole>(m, "LlmRole")
+      .value("kPrompt", LlmRole::kPrompt)
+      .value("kDecoder", LlmRole::kDecoder)
+      .value("kMix", LlmRole::kMix);
+  // One cluster: the vendor's LlmDataDist, driven through its own calls
+  // (finalize, unregister_cache) and our extension's (the rest).
+  py::class_<LlmDataDist>(m, "LlmDataDist")
+      .def(py::init<uint64_t, LlmRole>())
       .def("initialize",
-           [](CacheManager &cm, uint64_t id, const std::string &local, const std::map<std::string, std::string> &o) {
-             std::map<adxl::AscendString, adxl::AscendString> opts;
-             for (const auto &kv : o) opts.emplace(kv.first.c_str(), kv.second.c_str());
+           [](LlmDataDist &dd, const std::string &local, const std::map<std::string, std::string> &o) {
+             const Options opts = ToOptions(o);
              py::gil_scoped_release nogil;
-             return cm.Initialize(id, local, opts);
+             return InitializeEngine(dd, local, opts);
            })
       .def("finalize",
-           [](CacheManager &cm) {
+           [](LlmDataDist &dd) {
              py::gil_scoped_release nogil;
-             cm.Finalize();
+             dd.Finalize();
            })
-      .def("set_sync_timeout", &CacheManager::SetSyncTimeout)
-      .def("registered_addr_count", &CacheManager::RegisteredAddrCount)
+      .def("set_sync_timeout", [](LlmDataDist &dd, int32_t ms) { return SetSyncTimeout(dd, ms); })
+      .def("registered_addr_count", [](LlmDataDist &dd) { return RegisteredAddrCount(dd); })
       .def("register_cache",
-           [](CacheManager &cm, const CacheDesc &d, const std::vector<uintptr_t> &a, const std::vector<CacheKey> &k,
+           [](LlmDataDist &dd, const CacheDesc &d, const std::vector<uintptr_t> &a, const std::vector<CacheKey> &k,
               std::optional<bool> ra) {
              Cache c;
              Status s;
              {
                py::gil_scoped_release nogil;
-               s = cm.RegisterCache(d, a, k, ra, c);
+               s = RegisterCache(dd, d, a, k, ra, c);
              }
              return py::make_tuple(s, c);
            })
       .def("register_blocks_cache",
-           [](CacheManager &cm, const CacheDesc &d, const std::vector<uintptr_t> &a,
+           [](LlmDataDist &dd, const CacheDesc &d, const std::vector<uintptr_t> &a,
               const std::optional<BlocksCacheKey> &k, std::optional<bool> ra) {
              Cache c;
              Status s;
              {
                py::gil_scoped_release nogil;
-               s = cm.RegisterBlocksCache(d, a, k, ra, c);
+               s = RegisterBlocksCache(dd, d, a, k, ra, c);
              }
              return py::make_tuple(s, c);
            })
       .def("unregister_cache",
-           [](CacheManager &cm, int64_t id) {
+           [](LlmDataDist &dd, int64_t id) {
              py::gil_scoped_release nogil;
-             return cm.UnregisterCache(id);
+             return dd.UnregisterKvCache(id);
            })
       .def("link_clusters",
-           [](CacheManager &cm, const std::vector<std::pair<uint64_t, std::string>> &cl, int32_t t) {
-             std::vector<ClusterInfo> infos;
-             for (const auto &c : cl) infos.push_back({c.first, c.second});
+           [](LlmDataDist &dd, const std::vector<std::pair<uint64_t, std::string>> &cl, int32_t t) {
+             const std::vector<ClusterEngine> infos = ToClusters(cl);
              std::vector<Status> rets;
              Status s;
              {
                py::gil_scoped_release nogil;
-               s = cm.LinkClusters(infos, rets, t);
+               s = LinkClusters(dd, infos, rets, t);
              }
              return py::make_tuple(s, rets);
            })
       .def(
           "unlink_clusters",
-          [](CacheManager &cm, const std::vector<std::pair<uint64_t, std::string>> &cl, int32_t t, bool force) {
-            std::vector<ClusterInfo> infos;
-            for (const auto &c : cl) infos.push_back({c.first, c.second});
+          [](LlmDataDist &dd, const std::vector<std::pair<uint64_t, std::string>> &cl, int32_t t, bool force) {
+            const std::vector<ClusterEngine> infos = ToClusters(cl);
             std::vector<Status> rets;
             Status s;
             {
               py::gil_scoped_release nogil;
-              s = cm.UnlinkClusters(infos, rets, t, force);
+              s = UnlinkClusters(dd, infos, rets, t, force);
             }
             return py::make_tuple(s, rets);
           },
           py::arg("clusters"), py::arg("timeout"), py::arg("force") = false)
       .def("rebind",
-           [](CacheManager &cm, const std::string &local, const std::map<std::string, std::string> &o,
+           [](LlmDataDist &dd, const std::string &local, const std::map<std::string, std::string> &o,
               const std::string &what) {
-             std::map<adxl::AscendString, adxl::AscendString> opts;
-             for (const auto &kv : o) opts.emplace(kv.first.c_str(), kv.second.c_str());
+             const Options opts = ToOptions(o);
              py::gil_scoped_release nogil;
-             return cm.Rebind(local, opts, what.c_str());
+             return MoveListener(dd, local, opts, what.c_str());
            },
            py::arg("local"), py::arg("options"), py::arg("what") = "switch_role")
       .def("pull_cache", &PullCacheT<CacheKey>)
@@ -187,32 +201,48 @@ PYBIND11_MODULE(_native, m) {
       .def("pull_blocks", &PullBlocksT<CacheKey>)
       .def("pull_blocks", &PullBlocksT<CacheKeyByIdAndIndex>)
       .def("push_cache",
-           [](CacheManager &cm, const CacheKeyByIdAndIndex &k, const Cache &c, uint32_t b, int64_t size, OptRange s,
+           [](LlmDataDist &dd, const CacheKeyByIdAndIndex &k, const Cache &c, uint32_t b, int64_t size, OptRange s,
               OptRange d, uint32_t t) {
              py::gil_scoped_release nogil;
-             return cm.PushCache(k, c, b, size, Layers(s, d, t));
+             return PushCache(dd, k, c, b, size, Layers(s, d, t));
            })
-      .def("push_blocks", [](CacheManager &cm, const BlocksCacheKey &k, const Cache &c, const Blocks &sb,
-                             const Blocks &db, OptRange s, OptRange d, uint32_t t) {
-        py::gil_scoped_release nogil;
-        return cm.PushBlocks(k, c, sb, db, Layers(s, d, t));
-      });
-  llm_datadist::internal::python::RegisterLayerwise(m);
-
-  // ---- The reference package's Python surface: additions ----
-  // remove_cache_key / check_link_status (CacheManager), and the host memory
-  // pool of allocate_cache (host_pool.h).
-  py::class_<CacheManager> cm_more = py::reinterpret_borrow<py::class_<CacheManager>>(m.attr("CacheManager"));
-  cm_more
-      .def("remove_cache_key",
-           [](CacheManager &cm, const CacheKey &k) {
+      .def("push_blocks",
+           [](LlmDataDist &dd, const BlocksCacheKey &k, const Cache &c, const Blocks &sb, const Blocks &db,
+              OptRange s, OptRange d, uint32_t t) {
              py::gil_scoped_release nogil;
-             return cm.RemoveCacheKey(k);
+             return PushBlocks(dd, k, c, sb, db, Layers(s, d, t));
            })
-      .def("check_link_status", [](CacheManager &cm, uint64_t cluster) {
+      .def("remove_cache_key",
+           [](LlmDataDist &dd, const CacheKey &k) {
+             py::gil_scoped_release nogil;
+             return RemoveCacheKey(dd, k);
+           })
+      .def("check_link_status",
+           [](LlmDataDist &dd, uint64_t cluster) {
+             py::gil_scoped_release nogil;
+             return CheckLinkStatus(dd, cluster);
+           })
+      // Local copies (copy_cache, copy_blocks): the class's own calls, by cache id.
+      .def("copy_cache",
+           [](LlmDataDist &dd, int64_t src, int64_t dst, uint32_t src_batch, uint32_t dst_batch, uint64_t offset,
+              int64_t size) {
+             llm_datadist::Cache s{}, d{};
+             s.cache_id = src;
+             d.cache_id = dst;
+             py::gil_scoped_release nogil;
+             return dd.CopyKvCache(s, d, src_batch, dst_batch, offset, size);
+           })
+      .def("copy_blocks", [](LlmDataDist &dd, int64_t src, int64_t dst, const Blocks &src_blocks,
+                             const std::vector<Blocks> &dst_blocks_list) {
+        llm_datadist::Cache s{}, d{};
+        s.cache_id = src;
+        d.cache_id = dst;
         py::gil_scoped_release nogil;
-        return cm.CheckLinkStatus(cluster);
+        return dd.CopyKvBlocks(s, d, src_blocks, dst_blocks_list);
       });
+  llm_datadist::ext::python::RegisterLayerwise(m);
+
+  // The host memory pool of allocate_cache (llm_datadist_host_pool.h).
   py::class_<HostPool>(m, "HostPool")
       .def(py::init<>())
       .def("init", [](HostPool &p, size_t size) {
@@ -234,14 +264,4 @@ PYBIND11_MODULE(_native, m) {
         p.Close();
       });
   m.attr("HOST_POOL_ALIGN") = HostPool::kAlign;
-  // Local copies between registered host tensors (copy_cache, copy_blocks):
-  // (dst, src, len) triples, GIL released.
-  m.def("copy_host", [](const std::vector<std::tuple<uintptr_t, uintptr_t, size_t>> &ops) {
-    py::gil_scoped_release nogil;
-    for (const auto &op : ops) {
-      std::memmove(reinterpret_cast<void *>(std::get<0>(op)), reinterpret_cast<const void *>(std::get<1>(op)),
-                   std::get<2>(op));
-    }
-  });
-  // ---- end of Python-surface additions ----
 }

@@ -218,3 +218,33 @@ def test_register_after_link_bad_input(linked, capfd):
     cm.unregister_cache(cm.register_cache(CacheDesc(1, [BLOCKS, BLOCK_BYTES // 2], DataType.DT_FLOAT16,
                                                     Placement.HOST), fresh.addrs).cache_id)
     still_works()
+
+
+def test_copy_bad_input(linked, capfd):
+    """copy_cache / copy_blocks are the C++ CopyKvCache / CopyKvBlocks: their refusals are the C++ layer's (one
+    line naming that call), and the copies they do make land."""
+    decode, _, cache, still_works = linked
+    cm = decode.cache_manager
+    refused(capfd, lambda: cm.copy_blocks(cache, {0: [BLOCKS]}), LLMStatusCode.LLM_PARAM_INVALID, "CopyKvBlocks")
+    still_works()
+    cm.copy_blocks(cache, {2: [0, 3]})  # block 2 holds the holder's block 1 (still_works)
+    for a in cache.tensor_addrs:
+        got = ctypes.string_at(a, BLOCKS * BLOCK_BYTES)
+        block2 = got[2 * BLOCK_BYTES:3 * BLOCK_BYTES]
+        assert got[:BLOCK_BYTES] == block2 and got[3 * BLOCK_BYTES:] == block2
+    entries = Tensors(2, 2 * BLOCK_BYTES)
+    for t, b in enumerate(entries.bufs):
+        for i in range(len(b)):
+            b[i] = (t * 13 + i) % 251
+    flat = cm.register_cache(CacheDesc(2, [2, BLOCK_BYTES // 2], DataType.DT_FLOAT16, Placement.HOST), entries.addrs)
+    refused(capfd, lambda: cm.copy_cache(flat, flat, dst_batch_index=1, offset=BLOCK_BYTES),
+            LLMStatusCode.LLM_PARAM_INVALID, "CopyKvCache")
+    refused(capfd, lambda: cm.copy_cache(flat, flat, dst_batch_index=1, offset=8, size=BLOCK_BYTES),
+            LLMStatusCode.LLM_PARAM_INVALID, "CopyKvCache")
+    refused(capfd, lambda: cm.copy_cache(flat, flat, dst_batch_index=2), LLMStatusCode.LLM_PARAM_INVALID,
+            "CopyKvCache")
+    cm.copy_cache(flat, flat, dst_batch_index=1, offset=8, size=16)
+    for b in entries.bufs:
+        got = bytes(b)
+        assert got[BLOCK_BYTES + 8:BLOCK_BYTES + 24] == got[8:24]
+    still_works()

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "adxl/adxl_types.h"
+#include "llm_datadist/llm_datadist_ext_types.h"
 
 namespace llm_datadist::internal {
 
@@ -111,106 +112,30 @@ const char *StatusName(Status status);
 // before it reaches this layer, and each refusal still gets its one line.
 void LogRefusal(const char *message);
 
-// Element types: the one table, X(name, value) (values follow the
-// reference's DataType enum).  DataType and kDataTypeTable come from it; the
-// Python package's DataType is bound from kDataTypeTable.
-#define LLM_DATADIST_DATA_TYPES(X) \
-  X(DT_FLOAT, 0)                   \
-  X(DT_FLOAT16, 1)                 \
-  X(DT_INT8, 2)                    \
-  X(DT_INT32, 3)                   \
-  X(DT_UINT8, 4)                   \
-  X(DT_INT16, 6)                   \
-  X(DT_UINT16, 7)                  \
-  X(DT_UINT32, 8)                  \
-  X(DT_INT64, 9)                   \
-  X(DT_UINT64, 10)                 \
-  X(DT_DOUBLE, 11)                 \
-  X(DT_BOOL, 12)                   \
-  X(DT_BF16, 27)
+// The value types are public, our extension's
+// (include/llm_datadist/llm_datadist_ext_types.h): the cache layer uses them
+// as they are, so the extension's calls pass them through unconverted.
+using ext::BlocksCacheKey;
+using ext::Cache;
+using ext::CacheDesc;
+using ext::CacheKey;
+using ext::CacheKeyByIdAndIndex;
+using ext::DataType;
+using ext::DataTypeInfo;
+using ext::kDataTypeTable;
+using ext::kMaxRegisteredAddrs;
+using ext::LayerRange;
+using ext::LayerRangeArgs;
+using ext::Placement;
+// A remote cluster: its id and the engine name it listens on ("ip:port").
+using ClusterInfo = ext::ClusterEngine;
 
-#define LLM_DATADIST_DATA_TYPE_ENUM_(name, value) name = value,
-enum class DataType : int32_t { LLM_DATADIST_DATA_TYPES(LLM_DATADIST_DATA_TYPE_ENUM_) };
-#undef LLM_DATADIST_DATA_TYPE_ENUM_
-
-struct DataTypeInfo {
-  const char *name;
-  DataType value;
-};
-#define LLM_DATADIST_DATA_TYPE_INFO_(name, value) DataTypeInfo{#name, DataType::name},
-inline constexpr DataTypeInfo kDataTypeTable[] = {LLM_DATADIST_DATA_TYPES(LLM_DATADIST_DATA_TYPE_INFO_)};
-#undef LLM_DATADIST_DATA_TYPE_INFO_
 // Bytes per element; 0 for a value outside DataType.
 size_t DataTypeSize(DataType type);
 
-enum class Placement : int32_t { HOST = 0, DEVICE = 1 };
-
-// Layout of every tensor of a cache: `num_tensors` tensors of `shape` and
-// `data_type`, tensors ordered layer by layer (K0, V0, K1, V1, ... when
-// tensor_num_per_layer is 2).  Dimension 0 is the batch (not paged) or the
-// block index (paged); batch_dim_index must be 0.
-struct CacheDesc {
-  uint32_t num_tensors = 0;
-  std::vector<int64_t> shape;
-  DataType data_type = DataType::DT_FLOAT;
-  Placement placement = Placement::DEVICE;
-  int32_t batch_dim_index = 0;
-  int32_t seq_len_dim_index = -1;
-};
 // Bytes of one tensor (product of shape times element size); 0 when the
 // description is invalid (empty shape, a dimension <= 0, overflow, bad type).
 uint64_t TensorBytes(const CacheDesc &desc);
-
-// A non-paged cache entry: batch index i of the cache registered with
-// cache_keys[i].  cluster_id is the cluster that holds the cache.
-struct CacheKey {
-  uint64_t cluster_id = 0;
-  uint64_t req_id = 0;
-  uint64_t model_id = 0;
-  uint64_t prefix_id = std::numeric_limits<uint64_t>::max();
-};
-// A cache addressed by the id its holder's RegisterCache returned.
-struct CacheKeyByIdAndIndex {
-  uint64_t cluster_id = 0;
-  int64_t cache_id = -1;
-  uint32_t batch_index = 0;
-};
-// A paged cache, registered with RegisterBlocksCache(..., blocks_cache_key).
-struct BlocksCacheKey {
-  uint64_t cluster_id = 0;
-  uint64_t model_id = 0;
-};
-
-// A registered cache.  cache_id is unique within its CacheManager (> 0).
-struct Cache {
-  int64_t cache_id = -1;
-  CacheDesc cache_desc;
-  std::vector<uintptr_t> tensor_addrs;
-  bool paged = false;
-  bool remote_accessible = false;
-};
-
-// Layers [begin, end) (layer index, not tensor index).
-struct LayerRange {
-  uint32_t begin = 0;
-  uint32_t end = 0;
-};
-// Which layers a pull / push moves.  An absent range means all layers of that
-// side; both sides must name the same number of layers.
-struct LayerRangeArgs {
-  std::optional<LayerRange> src_layer_range;
-  std::optional<LayerRange> dst_layer_range;
-  uint32_t tensor_num_per_layer = 2;  // K and V
-};
-
-// A remote cluster: its id and the engine name it listens on ("ip:port").
-struct ClusterInfo {
-  uint64_t remote_cluster_id = 0;
-  std::string remote_engine;
-};
-
-// At most this many addresses over all RegisterCache / RegisterBlocksCache calls.
-constexpr size_t kMaxRegisteredAddrs = 240;
 
 }  // namespace llm_datadist::internal
 

@@ -7,7 +7,9 @@
 #include "adxl/adxl_engine.h"
 #include "common/thread_annotations.h"
 
-namespace llm_datadist::internal {
+// HostPool is a public type (llm_datadist_host_pool.h): defined in its namespace.
+namespace llm_datadist::ext {
+using internal::FromEngine;
 namespace {
 
 size_t RoundUp(size_t n) { return (n + HostPool::kAlign - 1) / HostPool::kAlign * HostPool::kAlign; }
@@ -115,4 +117,4 @@ void HostPool::Close() {
   if (base != 0) adxl::AdxlEngine::FreeMem(reinterpret_cast<void *>(base));
 }
 
-}  // namespace llm_datadist::internal
+}  // namespace llm_datadist::ext

@@ -313,6 +313,12 @@ void RunTask(Job &job, CacheTask::State &st) {
 
 }  // namespace
 
+}  // namespace llm_datadist::internal
+
+// CacheTask is a public type (llm_datadist_ext_layerwise.h): its members are
+// defined in its namespace.
+namespace llm_datadist::ext {
+
 void CacheTask::State::EndLocked(Status why) {
   if (done) return;
   cancelled = true;
@@ -363,6 +369,10 @@ uint32_t CacheTask::LayersSynchronized() const {
   adxl::MutexLock lock(&state_->mu);
   return state_->synced;
 }
+
+}  // namespace llm_datadist::ext
+
+namespace llm_datadist::internal {
 
 Status CacheManager::TransferCacheAsync(const Cache &src, std::shared_ptr<LayerSynchronizer> synchronizer,
                                         const std::vector<TransferTarget> &targets,

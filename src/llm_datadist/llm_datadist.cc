@@ -6,6 +6,9 @@
 // ranges, ip/port -> engine names) and owns what the vendor's API adds:
 // roles, AllocateCache's memory, and local copies (local_copy.cc).
 //
+// Our extension (llm_datadist_ext.h) reaches the same Impl through
+// ext::DataDistAccess, defined at the end of this file.
+//
 // Locks: Impl::mu guards the facade's own state (role, options, allocated
 // memory) and is never held across a CacheManager call that talks to a
 // peer; CacheManager has its own locking (cache_manager_impl.h).
@@ -17,6 +20,7 @@
 #include "adxl/adxl_engine.h"
 #include "cache_manager.h"
 #include "common/log.h"
+#include "datadist_access.h"
 #include "common/thread_annotations.h"
 #include "local_copy.h"
 #include "options.h"
@@ -123,6 +127,16 @@ class LlmDataDist::LlmDataDistImpl {
     return s;
   }
 
+  // Records a started engine: initialized, listening at `local` (empty:
+  // client only), with `engine` as the options a listener move reuses.
+  void Started(const std::string &local, const std::map<adxl::AscendString, adxl::AscendString> &engine)
+      ADXL_EXCLUDES(mu) {
+    adxl::MutexLock lock(&mu);
+    initialized = true;
+    listen = local;
+    engine_options = engine;
+  }
+
   const uint64_t cluster_id;
   internal::CacheManager cm;  // thread-safe on its own
 
@@ -163,10 +177,7 @@ Status LlmDataDist::Initialize(const std::map<AscendString, AscendString> &optio
   s = impl_->cm.Initialize(impl_->cluster_id, local, o.engine);
   if (s != LLM_SUCCESS) return s;
   if (o.sync_timeout_ms) (void)impl_->cm.SetSyncTimeout(*o.sync_timeout_ms);
-  adxl::MutexLock lock(&impl_->mu);
-  impl_->initialized = true;
-  impl_->listen = o.listen ? *o.listen : "";
-  impl_->engine_options = o.engine;
+  impl_->Started(o.listen ? *o.listen : "", o.engine);
   return LLM_SUCCESS;
 }
 
@@ -424,6 +435,50 @@ Status LlmDataDist::CopyKvBlocks(const Cache &src_cache, const Cache &dst_cache,
   if (s == LLM_SUCCESS) s = impl_->Local(what, dst_cache.cache_id, &dst);
   if (s != LLM_SUCCESS) return s;
   return internal::CopyBlocks(src, dst, src_blocks, dst_blocks_list);
+}
+
+// ---- ext::DataDistAccess (datadist_access.h) ----
+
+namespace {
+// Whether an engine name carries a port ("ip:port", "[ipv6]:port"): it
+// listens; a bare ip is client only.
+bool Listens(const std::string &name) {
+  if (!name.empty() && name[0] == '[') return name.find("]:") != std::string::npos;
+  const size_t colon = name.find(':');
+  return colon != std::string::npos && name.find(':', colon + 1) == std::string::npos;
+}
+}  // namespace
+
+internal::CacheManager &ext::DataDistAccess::Manager(LlmDataDist &datadist) { return datadist.impl_->cm; }
+
+Status ext::DataDistAccess::Ready(LlmDataDist &datadist, const char *what) { return datadist.impl_->Ready(what); }
+
+Status ext::DataDistAccess::InitializeEngine(LlmDataDist &datadist, const std::string &local_engine,
+                                             const std::map<AscendString, AscendString> &engine_options) {
+  LlmDataDist::LlmDataDistImpl &impl = *datadist.impl_;
+  {
+    adxl::MutexLock lock(&impl.mu);
+    if (impl.initialized) {
+      ADXL_ERROR("InitializeEngine: already initialized");
+      return LLM_FAILED;
+    }
+  }
+  const Status s = impl.cm.Initialize(impl.cluster_id, local_engine, engine_options);
+  if (s != LLM_SUCCESS) return s;
+  impl.Started(Listens(local_engine) ? local_engine : "", engine_options);
+  return LLM_SUCCESS;
+}
+
+Status ext::DataDistAccess::MoveListener(LlmDataDist &datadist, const std::string &local_engine,
+                                         const std::map<AscendString, AscendString> &engine_options,
+                                         const char *what) {
+  LlmDataDist::LlmDataDistImpl &impl = *datadist.impl_;
+  const Status s = impl.cm.Rebind(local_engine, engine_options, what);
+  if (s != LLM_SUCCESS) return s;
+  adxl::MutexLock lock(&impl.mu);  // as SetRole records a move
+  impl.listen = Listens(local_engine) ? local_engine : "";
+  impl.engine_options = engine_options;
+  return LLM_SUCCESS;
 }
 
 }  // namespace llm_datadist

@@ -34,10 +34,7 @@ struct DataDistOptions {
 //    unchanged.
 // std::nullopt for every other key (the cache layer's own, or one with no
 // effect here).
-struct EngineKey {
-  std::string name;
-  bool drop_empty = false;
-};
+using ext::EngineKey;  // public (llm_datadist_ext_types.h): the extension returns it
 std::optional<EngineKey> EngineOptionKey(const std::string &key);
 
 // Reads `options`: LLM_PARAM_INVALID (one ERROR line) for a malformed value

@@ -26,7 +26,9 @@
 #include "cache_task.h"
 #include "common/thread_annotations.h"
 
-namespace llm_datadist::internal {
+// CacheTask is a public type (llm_datadist_ext_layerwise.h), so its State is
+// defined in its namespace.
+namespace llm_datadist::ext {
 
 // The shared state of one layer-wise push (cache_task.h).
 struct CacheTask::State {
@@ -49,6 +51,10 @@ struct CacheTask::State {
   // in flight first, so nothing lands after the task reported.
   void EndLocked(Status why) ADXL_REQUIRES(mu);
 };
+
+}  // namespace llm_datadist::ext
+
+namespace llm_datadist::internal {
 
 struct TaskWorker {
   std::thread thread;

@@ -1,0 +1,154 @@
+// Our extension of the vendor's LLM-DataDist C++ API (not in the vendor's
+// headers, in the spirit of adxl/adxl_ext.h): what the reference's Python
+// API offers and the vendor's C++ class llm_datadist::LlmDataDist does not:
+// cache keys (CacheKey, CacheKeyByIdAndIndex, BlocksCacheKey),
+// remote_accessible at registration, paged (blocks) caches, the layer-wise
+// push, check_link_status, links by engine name, and moving the listener (the
+// rank-table link's rebind).  Free functions taking the LlmDataDist they act
+// on; each forwards to the same cache layer the class's own calls use, so a
+// cache registered here is pulled by PullKvBlocks and the other way round.
+// The Python package llm_datadist is built on these and on the class.
+//
+// Contract, in short (docs/cache_layer.md, "Our extension"):
+//  - Every call returns a status and never throws; a refused call logs one
+//    ERROR line ("[llm_datadist ERROR pid] <call>: what was wrong") and
+//    returns LLM_PARAM_INVALID (bad argument), LLM_KV_CACHE_NOT_EXIST (no
+//    such cache or key), LLM_NOT_YET_LINK (no link), or LLM_FAILED (not
+//    initialized, or finalized).
+//  - Initialize the LlmDataDist with its own Initialize, or with
+//    InitializeEngine (options already in the engine's terms); Finalize,
+//    UnregisterKvCache and the class's other calls apply to both.
+//  - Everything is thread-safe as the class is.
+#ifndef LLM_DATADIST_LLM_DATADIST_EXT_H_
+#define LLM_DATADIST_LLM_DATADIST_EXT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "adxl/adxl_types.h"
+#include "llm_datadist/llm_datadist.h"
+#include "llm_datadist/llm_datadist_ext_layerwise.h"
+#include "llm_datadist/llm_datadist_ext_types.h"
+
+namespace llm_datadist {
+namespace ext {
+
+// ---- Life cycle ----
+
+// Initialize with an engine name and engine options the caller translated
+// itself (the Python package's init: EngineOptionKey below): local_engine
+// "ip:port" listens there, a bare ip ("127.0.0.1") is client only.  No role
+// rule (a Prompt may be client only, as in the reference's Python package).
+// LLM_FAILED when already initialized; the engine's status otherwise.
+ASCEND_FUNC_VISIBILITY Status InitializeEngine(LlmDataDist &datadist, const std::string &local_engine,
+                                               const std::map<AscendString, AscendString> &engine_options);
+// The deadline of every transfer, ms > 0 (default 1000): LLM_PARAM_INVALID else.
+ASCEND_FUNC_VISIBILITY Status SetSyncTimeout(LlmDataDist &datadist, int32_t timeout_ms);
+// Moves the listener to local_engine (a bare ip: stop listening): a new
+// engine with engine_options, every cache re-registered under its id.
+// LLM_EXIST_LINK while a link exists either way, LLM_LINK_BUSY while an
+// operation is under way.  `what` names the caller's call in the ERROR line.
+ASCEND_FUNC_VISIBILITY Status MoveListener(LlmDataDist &datadist, const std::string &local_engine,
+                                           const std::map<AscendString, AscendString> &engine_options,
+                                           const char *what = "MoveListener");
+
+// ---- Caches ----
+
+// One address per tensor (dimension 0: the batch).  cache_keys: empty, or
+// one CacheKey per batch entry (peers pull an entry by its key).
+// remote_accessible: absent = true for DEVICE, false for HOST; only
+// remote-accessible caches are visible to peers.  `cache` gets the id.
+ASCEND_FUNC_VISIBILITY Status RegisterCache(LlmDataDist &datadist, const CacheDesc &desc,
+                                            const std::vector<uintptr_t> &addrs,
+                                            const std::vector<CacheKey> &cache_keys,
+                                            std::optional<bool> remote_accessible, Cache &cache);
+// A paged cache (dimension 0: the block), optionally under blocks_cache_key.
+ASCEND_FUNC_VISIBILITY Status RegisterBlocksCache(LlmDataDist &datadist, const CacheDesc &desc,
+                                                  const std::vector<uintptr_t> &addrs,
+                                                  const std::optional<BlocksCacheKey> &blocks_cache_key,
+                                                  std::optional<bool> remote_accessible, Cache &cache);
+// Withdraws a key RegisterCache registered (the entry stays addressable by
+// CacheKeyByIdAndIndex); LLM_KV_CACHE_NOT_EXIST when no cache holds it.
+ASCEND_FUNC_VISIBILITY Status RemoveCacheKey(LlmDataDist &datadist, const CacheKey &key);
+// Addresses registered over all caches (at most kMaxRegisteredAddrs).
+ASCEND_FUNC_VISIBILITY size_t RegisteredAddrCount(LlmDataDist &datadist);
+
+// ---- Links ----
+
+// As LinkLlmClusters / UnlinkLlmClusters, the clusters named by engine name
+// (an empty name: none; UnlinkClusters without force then needs one).
+ASCEND_FUNC_VISIBILITY Status LinkClusters(LlmDataDist &datadist, const std::vector<ClusterEngine> &clusters,
+                                           std::vector<Status> &rets, int32_t timeout_ms);
+ASCEND_FUNC_VISIBILITY Status UnlinkClusters(LlmDataDist &datadist, const std::vector<ClusterEngine> &clusters,
+                                             std::vector<Status> &rets, int32_t timeout_ms, bool force);
+// LLM_SUCCESS for a healthy link to remote_cluster_id; LLM_NOT_YET_LINK when
+// there is none; LLM_FAILED when it failed (unlink and link again).
+ASCEND_FUNC_VISIBILITY Status CheckLinkStatus(LlmDataDist &datadist, uint64_t remote_cluster_id);
+
+// ---- Transfers by key ----
+// `dst` / `src` need only cache_id (a cache registered here).  size: bytes
+// per tensor, -1 for the whole batch entry.
+
+ASCEND_FUNC_VISIBILITY Status PullCache(LlmDataDist &datadist, const CacheKey &key, const Cache &dst,
+                                        uint32_t batch_index = 0, int64_t size = -1,
+                                        const LayerRangeArgs &layers = {});
+ASCEND_FUNC_VISIBILITY Status PullCache(LlmDataDist &datadist, const CacheKeyByIdAndIndex &key, const Cache &dst,
+                                        uint32_t batch_index = 0, int64_t size = -1,
+                                        const LayerRangeArgs &layers = {});
+// Remote blocks src_blocks[i] -> local blocks dst_blocks[i] of the paged dst.
+ASCEND_FUNC_VISIBILITY Status PullBlocks(LlmDataDist &datadist, const BlocksCacheKey &key, const Cache &dst,
+                                         const std::vector<uint64_t> &src_blocks,
+                                         const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers = {});
+// A remote non-paged batch entry cut into dst's blocks (src_blocks empty).
+ASCEND_FUNC_VISIBILITY Status PullBlocks(LlmDataDist &datadist, const CacheKey &key, const Cache &dst,
+                                         const std::vector<uint64_t> &src_blocks,
+                                         const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers = {});
+ASCEND_FUNC_VISIBILITY Status PullBlocks(LlmDataDist &datadist, const CacheKeyByIdAndIndex &key, const Cache &dst,
+                                         const std::vector<uint64_t> &src_blocks,
+                                         const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers = {});
+ASCEND_FUNC_VISIBILITY Status PushCache(LlmDataDist &datadist, const CacheKeyByIdAndIndex &key, const Cache &src,
+                                        uint32_t src_batch_index = 0, int64_t size = -1,
+                                        const LayerRangeArgs &layers = {});
+ASCEND_FUNC_VISIBILITY Status PushBlocks(LlmDataDist &datadist, const BlocksCacheKey &key, const Cache &src,
+                                         const std::vector<uint64_t> &src_blocks,
+                                         const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers = {});
+
+// ---- Layer-wise push (llm_datadist_ext_layerwise.h) ----
+// Checks everything first, then pushes each layer of src to every target as
+// soon as synchronizer says it is ready, on a thread of the cluster; `task`
+// reports.  dst_block_bytes 0: the source's block size.
+ASCEND_FUNC_VISIBILITY Status TransferCacheAsync(LlmDataDist &datadist, const Cache &src,
+                                                 std::shared_ptr<LayerSynchronizer> synchronizer,
+                                                 const std::vector<TransferTarget> &targets,
+                                                 const std::vector<uint64_t> &src_blocks,
+                                                 const std::vector<uint64_t> &dst_blocks, uint64_t dst_block_bytes,
+                                                 CacheTask &task);
+
+// ---- The cache layer's tables ----
+
+// Every status: the rows (name, value, description), then the other names
+// of some values ("same as ..."); the vendor's names and values.
+ASCEND_FUNC_VISIBILITY std::vector<adxl::StatusInfo> StatusTable();
+// "LLM_SUCCESS", ...; "LLM_UNKNOWN_ERROR" for a value not in the table.
+ASCEND_FUNC_VISIBILITY const char *StatusName(Status status);
+// One ERROR line of the cache layer, for a call a binding refuses before it
+// reaches the layer.
+ASCEND_FUNC_VISIBILITY void LogRefusal(const char *message);
+// Bytes per element; 0 for a value outside DataType.
+ASCEND_FUNC_VISIBILITY size_t DataTypeSize(DataType type);
+// The engine option an option key becomes (llm.LocalCommRes ->
+// adxl.LocalCommRes, adxl.* unchanged, ...); std::nullopt for a key that is
+// the cache layer's own or has no effect.  The one table Initialize uses.
+ASCEND_FUNC_VISIBILITY std::optional<EngineKey> EngineOptionKey(const std::string &key);
+// The values of llm.TransferBackend: "", "adxl" (links two-way), "hixl" (one-way).
+ASCEND_FUNC_VISIBILITY std::vector<std::string> TransferBackends();
+
+}  // namespace ext
+}  // namespace llm_datadist
+
+#endif  // LLM_DATADIST_LLM_DATADIST_EXT_H_

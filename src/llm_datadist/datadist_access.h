@@ -1,0 +1,34 @@
+// ext::DataDistAccess: how our extension (include/llm_datadist/llm_datadist_ext.h,
+// llm_datadist_ext.cc) reaches the cache layer behind a vendor's
+// LlmDataDist, whose header befriends it (the class layout stays the
+// vendor's).  Defined in llm_datadist.cc, beside LlmDataDistImpl.
+#ifndef LLM_DATADIST_SRC_DATADIST_ACCESS_H_
+#define LLM_DATADIST_SRC_DATADIST_ACCESS_H_
+
+#include <map>
+#include <string>
+
+#include "cache_manager.h"
+#include "llm_datadist/llm_datadist.h"
+
+namespace llm_datadist::ext {
+
+struct DataDistAccess {
+  // The cache layer of `datadist` (thread-safe on its own; LLM_FAILED with
+  // one ERROR line for every call before Initialize and after Finalize).
+  static internal::CacheManager &Manager(LlmDataDist &datadist);
+  // Initialize's body for options already in the engine's terms; records
+  // the listen address and options as Initialize does, so SetRole and the
+  // class's other calls see the same state.
+  static Status InitializeEngine(LlmDataDist &datadist, const std::string &local_engine,
+                                 const std::map<AscendString, AscendString> &engine_options);
+  // CacheManager::Rebind, then the same record.
+  static Status MoveListener(LlmDataDist &datadist, const std::string &local_engine,
+                             const std::map<AscendString, AscendString> &engine_options, const char *what);
+  // LLM_FAILED with one ERROR line naming `what` unless initialized.
+  static Status Ready(LlmDataDist &datadist, const char *what);
+};
+
+}  // namespace llm_datadist::ext
+
+#endif  // LLM_DATADIST_SRC_DATADIST_ACCESS_H_
