@@ -241,7 +241,9 @@ TEST(CacheManagerRules, DeviceOrderingAndDefaults) {
   for (CacheManager *m : {&puller, &holder}) {
     const Status r = m->RegisterCache(dev, {t.addrs()[m == &puller ? 0 : 1]}, {}, true, c);
     EXPECT_TRUE(r == LLM_SUCCESS || r == LLM_UNSUPPORTED) << r;
-    if (r == LLM_SUCCESS) EXPECT_EQ(m->UnregisterCache(c.cache_id), LLM_SUCCESS);
+    if (r == LLM_SUCCESS) {
+      EXPECT_EQ(m->UnregisterCache(c.cache_id), LLM_SUCCESS);
+    }
   }
   // not remote accessible: the ordering rule does not apply (the engine has no
   // device runtime here, so it answers UNSUPPORTED or SUCCESS)
