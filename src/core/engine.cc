@@ -68,7 +68,7 @@ std::map<std::string, std::string> PluginParams(const EngineOptions &o) {
 // ---------------------------------------------------------------- lifecycle
 
 Status Engine::Initialize(const AscendString &local_engine, const std::map<AscendString, AscendString> &options) {
-  WriterLock life(&life_mu_);
+  MutexLock lifecycle(&lifecycle_mu_);
   if (initialized_.load()) {
     ADXL_ERROR("Initialize: engine is already initialized as '%s'; Finalize it first", name_.text.c_str());
     return FAILED;
@@ -138,26 +138,24 @@ Status Engine::Initialize(const AscendString &local_engine, const std::map<Ascen
     return FAILED;
   }
   initialized_.store(true);
+  gate_.Open();
   ADXL_INFO("engine '%s' initialized (%s, transport %s)", name_.text.c_str(),
             name_.listens() ? "listening" : "client only", transport_->name().c_str());
   return SUCCESS;
 }
 
 void Engine::Finalize() {
-  // Calls that start from now on fail, and those in flight end now: every
-  // link is closed as Disconnect closes it (its endpoint cancelled, which
-  // ends every request on it; its control connection closed, which wakes a
-  // call waiting for the peer's answer), and no Connect or AutoConnect makes
-  // a new one (Connector::Stop; see finalizing_).  connector_ is read under
-  // life_mu_ (shared): a concurrent Finalize may be destroying it.
-  finalizing_.store(true);
-  {
-    ReaderLock life(&life_mu_);
-    if (connector_) connector_->Stop(Clock::now() + kByeDeadline);
-  }
-  WriterLock life(&life_mu_);
-  finalizing_.store(false);
-  if (!initialized_.exchange(false)) return;
+  MutexLock lifecycle(&lifecycle_mu_);
+  // Calls that start from now on fail (call_gate.h), and those in flight end
+  // now: every link is closed as Disconnect closes it (its endpoint
+  // cancelled, which ends every request on it; its control connection
+  // closed, which wakes a call waiting for the peer's answer), and no Connect
+  // or AutoConnect makes a new one (Connector::Stop).  The modules go once
+  // the last call has left.
+  if (!gate_.Close()) return;
+  connector_->Stop(Clock::now() + kByeDeadline);
+  gate_.WaitEmpty();
+  initialized_.store(false);
   std::vector<std::shared_ptr<Link>> links = links_.TakeAll();
   const Clock::time_point bye_deadline = Clock::now() + kByeDeadline;
   for (const auto &link : links) {
@@ -195,8 +193,8 @@ void Engine::Finalize() {
   ADXL_INFO("engine '%s' finalized", name_.text.c_str());
 }
 
-bool Engine::Ready(const char *api) const {
-  if (initialized_.load() && !finalizing_.load()) return true;
+bool Engine::Ready(const char *api, const CallGate::Pass &call) const {
+  if (call) return true;
   ADXL_ERROR("%s: engine is not initialized%s", api, initialized_.load() ? " (Finalize is running)" : "");
   return false;
 }
@@ -204,54 +202,54 @@ bool Engine::Ready(const char *api) const {
 // ---------------------------------------------------------------- API calls
 
 Status Engine::RegisterMem(const MemDesc &mem, MemType type, MemHandle &handle) {
-  ReaderLock life(&life_mu_);
-  if (!Ready("RegisterMem")) return FAILED;
+  const CallGate::Pass call = gate_.Enter();
+  if (!Ready("RegisterMem", call)) return FAILED;
   return registrar_->Register(mem, type, &handle);
 }
 
 Status Engine::DeregisterMem(MemHandle handle) {
-  ReaderLock life(&life_mu_);
-  if (!Ready("DeregisterMem")) return FAILED;
+  const CallGate::Pass call = gate_.Enter();
+  if (!Ready("DeregisterMem", call)) return FAILED;
   return registrar_->Deregister(handle);
 }
 
 Status Engine::Connect(const AscendString &remote, int32_t timeout_ms) {
-  ReaderLock life(&life_mu_);
-  if (!Ready("Connect")) return FAILED;
+  const CallGate::Pass call = gate_.Enter();
+  if (!Ready("Connect", call)) return FAILED;
   return connector_->Connect(remote.GetString(), timeout_ms);
 }
 
 Status Engine::Disconnect(const AscendString &remote, int32_t timeout_ms) {
-  ReaderLock life(&life_mu_);
-  if (!Ready("Disconnect")) return FAILED;
+  const CallGate::Pass call = gate_.Enter();
+  if (!Ready("Disconnect", call)) return FAILED;
   return connector_->Disconnect(remote.GetString(), timeout_ms);
 }
 
 Status Engine::TransferSync(const AscendString &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
                             int32_t timeout_ms) {
-  ReaderLock life(&life_mu_);
-  if (!Ready("TransferSync")) return FAILED;
+  const CallGate::Pass call = gate_.Enter();
+  if (!Ready("TransferSync", call)) return FAILED;
   return transfers_->Sync(remote.GetString(), op, descs, timeout_ms);
 }
 
 Status Engine::TransferAsync(const AscendString &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
                              TransferReq &req, const void *user_data) {
-  ReaderLock life(&life_mu_);
-  if (!Ready("TransferAsync")) return FAILED;
+  const CallGate::Pass call = gate_.Enter();
+  if (!Ready("TransferAsync", call)) return FAILED;
   return transfers_->Async(remote.GetString(), op, descs, user_data, &req);
 }
 
 Status Engine::GetTransferStatus(const TransferReq &req, TransferStatus &status) {
-  ReaderLock life(&life_mu_);
+  const CallGate::Pass call = gate_.Enter();
   status = TransferStatus::FAILED;
-  if (!Ready("GetTransferStatus")) return FAILED;
+  if (!Ready("GetTransferStatus", call)) return FAILED;
   return transfers_->GetStatus(req, &status);
 }
 
 Status Engine::GetTransferStatuses(uint32_t max_count, bool skip_waiting, std::vector<RequestResult> *results) {
-  ReaderLock life(&life_mu_);
+  const CallGate::Pass call = gate_.Enter();
   results->clear();
-  if (!Ready("GetTransferStatus")) return FAILED;
+  if (!Ready("GetTransferStatus", call)) return FAILED;
   std::vector<AsyncRequests::Result> got;
   transfers_->GetStatuses(max_count, skip_waiting, &got);
   for (const auto &r : got) {
@@ -261,21 +259,21 @@ Status Engine::GetTransferStatuses(uint32_t max_count, bool skip_waiting, std::v
 }
 
 Status Engine::SendNotify(const AscendString &remote, const NotifyDesc &notify, int32_t timeout_ms) {
-  ReaderLock life(&life_mu_);
-  if (!Ready("SendNotify")) return FAILED;
+  const CallGate::Pass call = gate_.Enter();
+  if (!Ready("SendNotify", call)) return FAILED;
   return notifier_->Send(remote.GetString(), notify, timeout_ms);
 }
 
 Status Engine::GetNotifies(std::vector<NotifyDesc> &notifies) {
-  ReaderLock life(&life_mu_);
-  if (!Ready("GetNotifies")) return FAILED;
+  const CallGate::Pass call = gate_.Enter();
+  if (!Ready("GetNotifies", call)) return FAILED;
   notifier_->Drain(&notifies);
   return SUCCESS;
 }
 
 Status Engine::GetLinkInfo(const AscendString &remote, ext::LinkInfo &info) {
-  ReaderLock life(&life_mu_);
-  if (!initialized_.load()) return FAILED;
+  const CallGate::Pass call = gate_.Enter();
+  if (!call) return FAILED;
   std::shared_ptr<Link> link = links_.Find(remote.GetString());
   if (!link || link->state() == LinkState::kConnecting) return NOT_CONNECTED;
   info.same_node = link->peer_node_id == node_id_;
@@ -296,8 +294,8 @@ StatsView Engine::ReadStats() {
 }
 
 Status Engine::GetLinkStats(const std::string &remote, ext::LinkStats *stats) {
-  ReaderLock life(&life_mu_);
-  if (!initialized_.load()) return FAILED;
+  const CallGate::Pass call = gate_.Enter();
+  if (!call) return FAILED;
   const StatsView v = ReadStats();
   auto it = v.peers.find(remote);
   if (it == v.peers.end()) return NOT_CONNECTED;
@@ -306,9 +304,9 @@ Status Engine::GetLinkStats(const std::string &remote, ext::LinkStats *stats) {
 }
 
 Status Engine::GetAllLinkStats(std::vector<ext::LinkStats> *stats, ext::LinkStats *totals) {
-  ReaderLock life(&life_mu_);
+  const CallGate::Pass call = gate_.Enter();
   stats->clear();
-  if (!initialized_.load()) return FAILED;
+  if (!call) return FAILED;
   const StatsView v = ReadStats();
   for (const auto &kv : v.peers) stats->push_back(ToPublic(kv.first, v.linked.count(kv.first) != 0, kv.second));
   if (totals != nullptr) *totals = ToPublic("", false, v.Totals());
@@ -316,17 +314,17 @@ Status Engine::GetAllLinkStats(std::vector<ext::LinkStats> *stats, ext::LinkStat
 }
 
 Status Engine::RenderPrometheus(std::string *text) {
-  ReaderLock life(&life_mu_);
+  const CallGate::Pass call = gate_.Enter();
   text->clear();
-  if (!initialized_.load()) return FAILED;
+  if (!call) return FAILED;
   *text = RenderPrometheusText(ReadStats());
   return SUCCESS;
 }
 
 Status Engine::GetLinkRegions(const AscendString &remote, std::vector<ext::LinkRegion> &regions) {
-  ReaderLock life(&life_mu_);
+  const CallGate::Pass call = gate_.Enter();
   regions.clear();
-  if (!initialized_.load()) return FAILED;
+  if (!call) return FAILED;
   std::shared_ptr<Link> link = links_.Find(remote.GetString());
   if (!link || link->state() == LinkState::kConnecting) return NOT_CONNECTED;
   regions = link->Regions();
@@ -334,23 +332,23 @@ Status Engine::GetLinkRegions(const AscendString &remote, std::vector<ext::LinkR
 }
 
 Status Engine::PublishMetadata(const std::string &name, const std::string &blob) {
-  ReaderLock life(&life_mu_);
-  if (!Ready("PublishMetadata")) return FAILED;
+  const CallGate::Pass call = gate_.Enter();
+  if (!Ready("PublishMetadata", call)) return FAILED;
   return registrar_->Publish(name, blob);
 }
 
 Status Engine::AwaitMetadataDelivered(const std::string &name) {
-  ReaderLock life(&life_mu_);
-  if (!Ready("AwaitMetadataDelivered")) return FAILED;
+  const CallGate::Pass call = gate_.Enter();
+  if (!Ready("AwaitMetadataDelivered", call)) return FAILED;
   return registrar_->AwaitDelivered(name);
 }
 
 Status Engine::GetPeerMetadata(const std::string &remote, const std::string &name, int32_t refresh_timeout_ms,
                                std::string *blob, uint64_t *version) {
-  ReaderLock life(&life_mu_);
+  const CallGate::Pass call = gate_.Enter();
   *version = 0;
   blob->clear();
-  if (!Ready("GetPeerMetadata")) return FAILED;
+  if (!Ready("GetPeerMetadata", call)) return FAILED;
   std::shared_ptr<Link> link = links_.Find(remote);
   if (!link || link->state() != LinkState::kConnected) {
     ADXL_ERROR("GetPeerMetadata from '%s': not connected", remote.c_str());

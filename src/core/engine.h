@@ -17,10 +17,12 @@
 // queued, and work that may wait (draining the transport for a Fence,
 // failing a link, which cancels its endpoint) goes to worker_.
 //
-// Locks, in the order they may nest:
-//   life_mu_ (shared by every API call, exclusive in Initialize/Finalize;
-//             never taken by the control thread or the worker, so neither
-//             waits on an API call)
+// Calls and locks.  Every API call holds a pass of gate_ (call_gate.h) for
+// its whole length, which is no lock: the modules exist while a pass is out,
+// and Finalize closes the gate, ends the calls in flight and waits for their
+// passes before it destroys them.  Locks, in the order they may nest:
+//   lifecycle_mu_ (Initialize and Finalize only, one at a time; never taken
+//             by an API call, the control thread or the worker)
 //   -> Registrar::op_mu_ -> Registrar::mu_ -> Link::regions_mu_
 //   A transfer's plan holds the last two shared, as read-only views
 //   (Registrar::RegistryView, then Link::RegionsView; transfers.h; the order
@@ -37,7 +39,7 @@
 //   held across no plugin call: an endpoint teardown runs outside it, so the
 //   control thread (key unpacks on region updates) never waits for one.
 // The modules exist between a successful Initialize and Finalize; they are
-// reached only under life_mu_ (API calls) or from the loop and worker
+// reached only with a pass of gate_ (API calls) or from the loop and worker
 // threads, which Finalize stops before it destroys them.
 #ifndef ADXL_SRC_CORE_ENGINE_H_
 #define ADXL_SRC_CORE_ENGINE_H_
@@ -57,6 +59,7 @@
 #include "control/control.h"
 #include "control/handshake.h"
 #include "core/admission.h"
+#include "core/call_gate.h"
 #include "core/connector.h"
 #include "core/heartbeat.h"
 #include "core/link_table.h"
@@ -75,17 +78,17 @@ class Engine : public ControlHandler {
   ~Engine() override { Finalize(); }
 
   Status Initialize(const AscendString &local_engine, const std::map<AscendString, AscendString> &options)
-      ADXL_EXCLUDES(life_mu_);
-  void Finalize() ADXL_EXCLUDES(life_mu_);
-  Status RegisterMem(const MemDesc &mem, MemType type, MemHandle &handle) ADXL_EXCLUDES(life_mu_);
-  Status DeregisterMem(MemHandle handle) ADXL_EXCLUDES(life_mu_);
-  Status Connect(const AscendString &remote, int32_t timeout_ms) ADXL_EXCLUDES(life_mu_);
-  Status Disconnect(const AscendString &remote, int32_t timeout_ms) ADXL_EXCLUDES(life_mu_);
+      ADXL_EXCLUDES(lifecycle_mu_);
+  void Finalize() ADXL_EXCLUDES(lifecycle_mu_);
+  Status RegisterMem(const MemDesc &mem, MemType type, MemHandle &handle);
+  Status DeregisterMem(MemHandle handle);
+  Status Connect(const AscendString &remote, int32_t timeout_ms);
+  Status Disconnect(const AscendString &remote, int32_t timeout_ms);
   Status TransferSync(const AscendString &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
-                      int32_t timeout_ms) ADXL_EXCLUDES(life_mu_);
+                      int32_t timeout_ms);
   Status TransferAsync(const AscendString &remote, TransferOp op, const std::vector<TransferOpDesc> &descs,
-                       TransferReq &req, const void *user_data = nullptr) ADXL_EXCLUDES(life_mu_);
-  Status GetTransferStatus(const TransferReq &req, TransferStatus &status) ADXL_EXCLUDES(life_mu_);
+                       TransferReq &req, const void *user_data = nullptr);
+  Status GetTransferStatus(const TransferReq &req, TransferStatus &status);
   // HIXL batch status: outstanding requests in submission order; at most
   // max_count results; with skip_waiting, running requests are left out.
   // Finished requests are reported once and leave the index.  Replaces
@@ -96,22 +99,22 @@ class Engine : public ControlHandler {
     TransferStatus status;
   };
   Status GetTransferStatuses(uint32_t max_count, bool skip_waiting, std::vector<RequestResult> *results)
-      ADXL_EXCLUDES(life_mu_);
+     ;
   Status SendNotify(const AscendString &remote, const NotifyDesc &notify, int32_t timeout_ms)
-      ADXL_EXCLUDES(life_mu_);
-  Status GetNotifies(std::vector<NotifyDesc> &notifies) ADXL_EXCLUDES(life_mu_);
-  Status GetLinkInfo(const AscendString &remote, ext::LinkInfo &info) ADXL_EXCLUDES(life_mu_);
-  Status GetLinkRegions(const AscendString &remote, std::vector<ext::LinkRegion> &regions) ADXL_EXCLUDES(life_mu_);
+     ;
+  Status GetNotifies(std::vector<NotifyDesc> &notifies);
+  Status GetLinkInfo(const AscendString &remote, ext::LinkInfo &info);
+  Status GetLinkRegions(const AscendString &remote, std::vector<ext::LinkRegion> &regions);
   // adxl_ext.h: published metadata.
-  Status PublishMetadata(const std::string &name, const std::string &blob) ADXL_EXCLUDES(life_mu_);
-  Status AwaitMetadataDelivered(const std::string &name) ADXL_EXCLUDES(life_mu_);
+  Status PublishMetadata(const std::string &name, const std::string &blob);
+  Status AwaitMetadataDelivered(const std::string &name);
   Status GetPeerMetadata(const std::string &remote, const std::string &name, int32_t refresh_timeout_ms,
-                         std::string *blob, uint64_t *version) ADXL_EXCLUDES(life_mu_);
+                         std::string *blob, uint64_t *version);
 
   // adxl_ext.h: per-link statistics (stats_export.h).
-  Status GetLinkStats(const std::string &remote, ext::LinkStats *stats) ADXL_EXCLUDES(life_mu_);
-  Status GetAllLinkStats(std::vector<ext::LinkStats> *stats, ext::LinkStats *totals) ADXL_EXCLUDES(life_mu_);
-  Status RenderPrometheus(std::string *text) ADXL_EXCLUDES(life_mu_);
+  Status GetLinkStats(const std::string &remote, ext::LinkStats *stats);
+  Status GetAllLinkStats(std::vector<ext::LinkStats> *stats, ext::LinkStats *totals);
+  Status RenderPrometheus(std::string *text);
 
   bool initialized() const { return initialized_.load(); }
   // Valid after a successful Initialize.
@@ -130,23 +133,19 @@ class Engine : public ControlHandler {
   // Closes older server ends of the client named `from` (a restarted peer).
   void ForgetEarlierIncarnations(const std::shared_ptr<ControlConn> &conn, const std::string &from);
   void HandleClient(const std::shared_ptr<ControlConn> &conn, wire::Message &msg);
-  // The lifecycle check of API calls; logs when not initialized (or being
-  // finalized).
-  bool Ready(const char *api) const;
+  // The lifecycle check of API calls: whether `call` was admitted; logs when
+  // not (not initialized, or Finalize running).
+  bool Ready(const char *api, const CallGate::Pass &call) const;
   // Every peer's counters and which have a link now (no lock held after).
   StatsView ReadStats();
 
-  SharedMutex life_mu_;
+  // Initialize and Finalize, one at a time.
+  Mutex lifecycle_mu_;
+  // Admits API calls while the engine is up (call_gate.h).
+  CallGate gate_;
+  // The modules exist: set by Initialize before it opens gate_, cleared by
+  // Finalize once the last call has left (for Ready's message).
   std::atomic<bool> initialized_{false};
-  // Set by Finalize while it waits for life_mu_.  API calls hold life_mu_
-  // shared for their whole length, and the lock (std::shared_mutex: glibc's
-  // rwlock prefers readers) lets new readers in while a writer waits, so
-  // calls from other threads, one after another, would keep Finalize out
-  // for as long as they come; and a TransferSync against a stopped peer
-  // would hold it until its deadline.  While set, calls that start fail
-  // (Ready), and Finalize has shut down every link (its endpoint
-  // cancelled), which ends the calls in flight.
-  std::atomic<bool> finalizing_{false};
   // Set by Initialize before initialized_ and constant until Finalize.
   EngineName name_;
   std::string node_id_;
