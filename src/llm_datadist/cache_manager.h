@@ -202,6 +202,10 @@ class CacheManager {
   std::unique_ptr<Impl> impl_;
 };
 
+// Does the engine name "ip:port" / "[ipv6]:port" listen (a port > 0)?  The
+// one rule for the cache layer and the public LlmDataDist (client only else).
+bool Listens(const std::string &name);
+
 }  // namespace llm_datadist::internal
 
 #endif  // LLM_DATADIST_CACHE_MANAGER_H_

@@ -57,9 +57,6 @@ struct OpContext {
   std::string listen;  // this engine's name when it listens (peers can connect to it), else empty
 };
 
-// Does the engine name "ip:port" / "[ipv6]:port" listen (a port > 0)?
-bool Listens(const std::string &name);
-
 class CacheManager::Impl {
  public:
   // The life cycle (see the top of this file).

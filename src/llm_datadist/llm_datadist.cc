@@ -439,16 +439,6 @@ Status LlmDataDist::CopyKvBlocks(const Cache &src_cache, const Cache &dst_cache,
 
 // ---- ext::DataDistAccess (datadist_access.h) ----
 
-namespace {
-// Whether an engine name carries a port ("ip:port", "[ipv6]:port"): it
-// listens; a bare ip is client only.
-bool Listens(const std::string &name) {
-  if (!name.empty() && name[0] == '[') return name.find("]:") != std::string::npos;
-  const size_t colon = name.find(':');
-  return colon != std::string::npos && name.find(':', colon + 1) == std::string::npos;
-}
-}  // namespace
-
 internal::CacheManager &ext::DataDistAccess::Manager(LlmDataDist &datadist) { return datadist.impl_->cm; }
 
 Status ext::DataDistAccess::Ready(LlmDataDist &datadist, const char *what) { return datadist.impl_->Ready(what); }
@@ -465,7 +455,7 @@ Status ext::DataDistAccess::InitializeEngine(LlmDataDist &datadist, const std::s
   }
   const Status s = impl.cm.Initialize(impl.cluster_id, local_engine, engine_options);
   if (s != LLM_SUCCESS) return s;
-  impl.Started(Listens(local_engine) ? local_engine : "", engine_options);
+  impl.Started(internal::Listens(local_engine) ? local_engine : "", engine_options);
   return LLM_SUCCESS;
 }
 
@@ -476,7 +466,7 @@ Status ext::DataDistAccess::MoveListener(LlmDataDist &datadist, const std::strin
   const Status s = impl.cm.Rebind(local_engine, engine_options, what);
   if (s != LLM_SUCCESS) return s;
   adxl::MutexLock lock(&impl.mu);  // as SetRole records a move
-  impl.listen = Listens(local_engine) ? local_engine : "";
+  impl.listen = internal::Listens(local_engine) ? local_engine : "";
   impl.engine_options = engine_options;
   return LLM_SUCCESS;
 }

@@ -262,11 +262,30 @@ TEST(LlmDataDistExt, TheListenerMovesWithoutLinksAndTheCachesKeepTheirIds) {
   EXPECT_EQ(CheckLinkStatus(pair.other, 1), LLM_NOT_YET_LINK);
 }
 
+// InitializeEngine records whether the cluster listens by the cache layer's
+// one rule (a port > 0): "ip" and "ip:0" are client only, so the Prompt
+// role, which needs a listener, is refused until one is given.
+TEST(LlmDataDistExt, AnEngineNameWithoutAPortIsClientOnly) {
+  for (const char *name : {"127.0.0.1", "127.0.0.1:0"}) {
+    LlmDataDist dd(1, LlmRole::kDecoder);
+    ASSERT_EQ(InitializeEngine(dd, name, {}), LLM_SUCCESS) << name;
+    EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.SetRole(LlmRole::kPrompt, {}), LLM_PARAM_INVALID) << name; }), 1);
+    dd.Finalize();
+  }
+  LlmDataDist listening(2, LlmRole::kDecoder);
+  ASSERT_EQ(InitializeEngine(listening, LoopbackName(FreePort()), {}), LLM_SUCCESS);
+  EXPECT_EQ(listening.SetRole(LlmRole::kPrompt, {}), LLM_SUCCESS);
+  listening.Finalize();
+}
+
 TEST(LlmDataDistExt, BadInputIsAStatusAndOneLine) {
   LlmDataDist dd(1, LlmRole::kDecoder);
   EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(SetSyncTimeout(dd, 100), LLM_FAILED); }), 1);  // not initialized
   ASSERT_EQ(InitializeEngine(dd, "127.0.0.1", {}), LLM_SUCCESS);                     // client only
-  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(InitializeEngine(dd, "127.0.0.1", {}), LLM_FAILED); }), 1);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(InitializeEngine(dd, "127.0.0.1", {}), LLM_FAILED);
+  const std::string again = testing::internal::GetCapturedStderr();
+  EXPECT_NE(again.find("InitializeEngine: already initialized"), std::string::npos) << again;
   EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(SetSyncTimeout(dd, 0), LLM_PARAM_INVALID); }), 1);
   EXPECT_EQ(SetSyncTimeout(dd, 500), LLM_SUCCESS);
   Tensors t(2, 2, 1);
