@@ -19,15 +19,12 @@
 
 #include "llm_datadist/llm_datadist.h"
 
-// The extension passes std::string inside structs (ClusterEngine), whose
-// layout differs between libstdc++'s two string ABIs and which no mangled
-// name records: a program built with the old ABI would link and then hand
-// the library strings of the wrong layout.  The vendor's own header keeps
-// to types that are safe in both; ours need the C++11 ABI the library is
-// built with.
-#if defined(_GLIBCXX_USE_CXX11_ABI) && !_GLIBCXX_USE_CXX11_ABI
-#error "llm_datadist_ext.h needs the C++11 string ABI (_GLIBCXX_USE_CXX11_ABI=1), as the library is built"
-#endif
+// Build with the C++11 string ABI, as the library is: the extension passes
+// std::string inside structs (ClusterEngine), whose layout differs between
+// libstdc++'s two string ABIs and which no mangled name records, so a
+// program built with _GLIBCXX_USE_CXX11_ABI=0 (as the vendor's stack builds)
+// would link and then hand over strings of the wrong layout.  The vendor's
+// own header keeps to types safe under both (docs/cache_layer.md).
 
 namespace llm_datadist {
 namespace ext {
