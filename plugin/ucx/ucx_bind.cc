@@ -150,8 +150,9 @@ void PostBound(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_
   for (size_t i = 0; i < count; ++i) {
     const adxl_plugin_iov_t &v = iov[i];
     if ((v.local != nullptr && v.local->device) || (v.remote != nullptr && v.remote->device)) {
-      // Device memory anywhere: plain UCP RMA, all of it (rma_mover.h).
-      ep->ctx->rma_mover->Post(ep, put, iov, count, deadline_ns, batch);
+      // Device memory anywhere: plain UCP RMA, all of it (rma_mover.h),
+      // which relies on this scan and does not repeat it.
+      ep->ctx->rma_mover->PostDevice(ep, put, iov, count, batch);
       return;
     }
     Mover *b = BoundTo(v, own);
