@@ -45,9 +45,10 @@
 // RmaMover's flush completion, AmTransport's handlers) run under it, on whichever
 // thread progresses; a network path's worker likewise.  Nesting: any UCP worker
 // lock -> any AmTransport's locks (am_transport.h; EpError of one worker's endpoint
-// tells every lane of the link) -> the paths' failover lock (path_failover.h, a leaf);
-// no UCP worker lock is taken under another; CmaTransport's stripe locks are
-// never held with either (cma_transport.h).  The progress sources' hooks are
+// tells every lane of the link); the network paths' failover lock
+// (path_failover.h) is a leaf, taken under either; no UCP worker lock is taken
+// under another; CmaTransport's stripe locks are never held with any of them
+// (cma_transport.h).  The progress sources' hooks (core/progress_source.h) are
 // called with none of these held.
 //
 // Thread-safety: log, Wake and the UCP helpers may be called from any

@@ -125,6 +125,8 @@ ProgressSource::TargetMarks PathsMover::MarkTargetOps() {
 
 bool PathsMover::TargetOpsBefore(const TargetMarks &marks) {
   bool pending = false;
-  for (size_t i = 0; i < paths_.size() && i < marks.size(); ++i) pending = pending || paths_[i]->am.TargetOpsBefore(marks[i]);
+  for (size_t i = 0; i < paths_.size() && i < marks.size(); ++i) {
+    pending = pending || paths_[i]->am.TargetOpsBefore(marks[i]);
+  }
   return pending;
 }
