@@ -12,7 +12,6 @@
 #include "hccs/cma_mover.h"
 #include "hccs/shared_mapping.h"
 #include "hccs/mapped_mover.h"
-#include "paths/net_paths.h"
 #include "paths/paths_mover.h"
 #include "rma/rma_mover.h"
 #include "ucx_context.h"
@@ -83,7 +82,7 @@ int BindEndpoint(adxl_plugin_ep *ep, const ucx_blob::Address &a, uint32_t lanes,
   if (ep->ep == nullptr) return FromUcs(st);
   // With network paths, batches move over one connection per path
   // (net_paths.h) instead of the connections below.
-  if (am && ConnectPaths(ep, a)) ep->mover.store(ctx->paths_mover);
+  if (am && ctx->paths_mover->Connect(ep, a)) ep->mover.store(ctx->paths_mover);
   // Further connections of the AM mover.  One that cannot be made leaves
   // the link with those that were: closing them now, in mid wire-up, could
   // make the peer's UCP abort (a wire-up reply it owes to a closed
@@ -151,8 +150,9 @@ void PostBound(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_
   for (size_t i = 0; i < count; ++i) {
     const adxl_plugin_iov_t &v = iov[i];
     if ((v.local != nullptr && v.local->device) || (v.remote != nullptr && v.remote->device)) {
-      // Device memory anywhere: plain UCP RMA, all of it (rma_mover.h).
-      ep->ctx->rma_mover->Post(ep, put, iov, count, deadline_ns, batch);
+      // Device memory anywhere: plain UCP RMA, all of it (rma_mover.h),
+      // which relies on this scan and does not repeat it.
+      ep->ctx->rma_mover->PostDevice(ep, put, iov, count, batch);
       return;
     }
     Mover *b = BoundTo(v, own);

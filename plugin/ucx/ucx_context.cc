@@ -246,28 +246,35 @@ void PinToCpus(adxl_plugin_context *ctx, pthread_t thread, const std::string &li
            rc == 0 ? "bound" : strerror(rc));
 }
 
-// Runs the work UCP callbacks queued on any AM transport (am_transport.h); whether
-// there was some.
-bool RunAllDeferred(adxl_plugin_context *ctx) {
+// Runs the work that is due outside ucp_worker_progress: what UCP callbacks
+// queued on the main AM transport (am_transport.h), then each progress
+// source's (the network paths': their AM transports' deferred work, their
+// failover); whether there was some.
+bool RunAllDue(adxl_plugin_context *ctx) {
   bool any = false;
   if (ctx->am_mover->transport().HasDeferred()) {
     ctx->am_mover->transport().RunDeferred();
     any = true;
   }
-  for (const auto &p : ctx->paths) {
-    if (p->am.HasDeferred()) {
-      p->am.RunDeferred();
-      any = true;
-    }
-  }
+  for (ProgressSource *s : ctx->progress_sources) any = s->RunDue() || any;
   return any;
 }
 
 // Arms every worker for epoll; UCS_ERR_BUSY when one has events pending.
 ucs_status_t ArmAll(adxl_plugin_context *ctx) {
   ucs_status_t st = ucp_worker_arm(ctx->worker);
-  for (size_t i = 0; i < ctx->paths.size() && st == UCS_OK; ++i) st = ucp_worker_arm(ctx->paths[i]->worker());
+  for (size_t i = 0; i < ctx->progress_sources.size() && st == UCS_OK; ++i) st = ctx->progress_sources[i]->Arm();
   return st;
+}
+
+// The epoll timeout: the soonest of the progress sources' timers (-1: none).
+int SourcesTimeoutMs(const adxl_plugin_context *ctx) {
+  int timeout_ms = -1;
+  for (const ProgressSource *s : ctx->progress_sources) {
+    const int t = s->TimeoutMs();
+    if (t >= 0 && (timeout_ms < 0 || t < timeout_ms)) timeout_ms = t;
+  }
+  return timeout_ms;
 }
 
 void ProgressLoop(adxl_plugin_context *ctx) {
@@ -282,16 +289,12 @@ void ProgressLoop(adxl_plugin_context *ctx) {
         last_event = std::chrono::steady_clock::now();
         FaultDelay(ctx->progress_pause_us);  // a seam of the test build (fault_injection.h)
       }
-      // Outside ucp_worker_progress: work UCP callbacks queued (am_transport.h).
-      bool worked = RunAllDeferred(ctx);
-      // Failed network paths out, returned ones back (path_failover.h).
-      if (!ctx->paths.empty() && ctx->failover.Due()) {
-        ctx->failover.Run();
-        worked = true;
-      }
-      // Sleep only after a pass that found nothing (ucx_context.h): the
-      // linger is wall time, which a preempted thread may have spent.
-      if (worked) {
+      // Outside ucp_worker_progress: work UCP callbacks queued
+      // (am_transport.h); failed network paths out, returned ones back
+      // (path_failover.h).  Sleep only after a pass that found nothing
+      // (ucx_context.h): the linger is wall time, which a preempted thread
+      // may have spent.
+      if (RunAllDue(ctx)) {
         last_event = std::chrono::steady_clock::now();
       } else if (events == 0 && std::chrono::steady_clock::now() - last_event > kProgressLinger) {
         break;
@@ -305,14 +308,15 @@ void ProgressLoop(adxl_plugin_context *ctx) {
     if (st != UCS_OK) {
       ctx->log(ADXL_PLUGIN_LOG_ERROR, "ucp_worker_arm failed: %s; progress thread polls", ucs_status_string(st));
     }
-    const int timeout_ms = st != UCS_OK ? 1 : ctx->paths.empty() ? -1 : ctx->failover.TimeoutMs();
+    const int timeout_ms = st != UCS_OK ? 1 : SourcesTimeoutMs(ctx);
     int n = epoll_wait(ctx->epoll_fd, events, 4, timeout_ms);
     for (int i = 0; i < n; ++i) {
-      if (events[i].data.fd == ctx->failover.watch_fd()) ctx->failover.WatchReadable();
       if (events[i].data.fd == ctx->wake_fd) {
         uint64_t v;
         ssize_t rc = read(ctx->wake_fd, &v, sizeof(v));
         (void)rc;
+      } else {
+        for (ProgressSource *s : ctx->progress_sources) s->Readable(events[i].data.fd);
       }
     }
   }
@@ -336,48 +340,6 @@ bool StartAmTransport(adxl_plugin_context *ctx, const UcxParams &params) {
   return false;
 }
 
-// The RDMA lane's network paths (rdma_paths, ADXL_UCX_RDMA_PATHS; net_path.h).  Named:
-// false (logged, nothing left open) when one cannot be opened; a user who
-// named paths wants them, not a silent single path.  Not named: every
-// candidate interface (NetPath::CandidateInterfaces) when there are two or
-// more, those that fail to open left out (logged); fewer than two: none,
-// the lane runs on the context's own worker.  "none": no paths either way.
-bool OpenPaths(adxl_plugin_context *ctx, const UcxParams &params) {
-  if (params.rdma_paths_none) return true;
-  const bool named = !params.rdma_paths.empty();
-  const std::vector<std::string> devices = named ? params.rdma_paths : NetPath::CandidateInterfaces();
-  if (devices.size() < (named ? 1u : 2u)) return true;
-  if (!ctx->rdma_over_am) {
-    if (named) {
-      ctx->log(ADXL_PLUGIN_LOG_WARN, "rdma_paths (ADXL_UCX_RDMA_PATHS) applies to the RDMA lane over active messages; the lane "
-                                     "runs UCP RMA here, whose multi-rail uses the devices itself: paths ignored");
-    }
-    return true;
-  }
-  AmTransport::Faults faults;
-  faults.read_data_delay_us = params.faults.read_data_delay_us;
-  const std::string seg = UserSetUcx("RX_SEG_SIZE") ? std::string() : std::string(kRdmaRxSegSize);
-  for (const std::string &dev : devices) {
-    if (ctx->paths.size() == UcxParams::kMaxRdmaPaths) break;
-    std::string why;
-    std::unique_ptr<NetPath> p = NetPath::Open(dev, seg, ctx->log, faults, &why);
-    if (p == nullptr && named) {
-      ctx->log(ADXL_PLUGIN_LOG_ERROR, "rdma_paths (ADXL_UCX_RDMA_PATHS): path over '%s' cannot open: %s", dev.c_str(), why.c_str());
-      ctx->paths.clear();
-      return false;
-    }
-    if (p == nullptr) {
-      ctx->log(ADXL_PLUGIN_LOG_WARN, "network path over '%s' cannot open (%s); left out", dev.c_str(), why.c_str());
-      continue;
-    }
-    ctx->log(ADXL_PLUGIN_LOG_INFO, "RDMA lane path %zu: %s%s", ctx->paths.size(), dev.c_str(),
-             named ? "" : " (every interface up with IPv4: ADXL_UCX_RDMA_PATHS unset)");
-    ctx->paths.push_back(std::move(p));
-  }
-  if (!named && ctx->paths.size() < 2) ctx->paths.clear();  // one path: the context's own worker does it
-  return true;
-}
-
 // The progress thread and its wake-up fds; false (logged) on failure.
 bool StartProgressThread(adxl_plugin_context *ctx, const UcxParams &params) {
   int efd = -1;
@@ -394,15 +356,10 @@ bool StartProgressThread(adxl_plugin_context *ctx, const UcxParams &params) {
   bool ok = ctx->epoll_fd >= 0 && ctx->wake_fd >= 0 && epoll_ctl(ctx->epoll_fd, EPOLL_CTL_ADD, efd, &ev) == 0;
   ev.data.fd = ctx->wake_fd;
   ok = ok && epoll_ctl(ctx->epoll_fd, EPOLL_CTL_ADD, ctx->wake_fd, &ev) == 0;
-  for (const auto &p : ctx->paths) {
-    ev.data.fd = p->event_fd();
-    ok = ok && epoll_ctl(ctx->epoll_fd, EPOLL_CTL_ADD, p->event_fd(), &ev) == 0;
-  }
-  if (!ctx->paths.empty()) {
-    ctx->failover.Init(ctx);
-    if (ctx->failover.watch_fd() >= 0) {
-      ev.data.fd = ctx->failover.watch_fd();
-      ok = ok && epoll_ctl(ctx->epoll_fd, EPOLL_CTL_ADD, ctx->failover.watch_fd(), &ev) == 0;
+  for (const ProgressSource *s : ctx->progress_sources) {
+    for (int fd : s->EpollFds()) {
+      ev.data.fd = fd;
+      ok = ok && epoll_ctl(ctx->epoll_fd, EPOLL_CTL_ADD, fd, &ev) == 0;
     }
   }
   if (ok) {
@@ -426,7 +383,7 @@ void AddMovers(adxl_plugin_context *ctx) {
   ctx->rma_mover = ctx->movers.Add(
       std::make_unique<RmaMover>(*ctx, ctx->device_mem_type, ctx->device_memory ? std::string() : ctx->device_why));
   ctx->am_mover = ctx->movers.Add(std::make_unique<AmMover>(*ctx));
-  ctx->paths_mover = ctx->movers.Add(std::make_unique<PathsMover>(ctx->paths, *ctx->am_mover, ctx->log));
+  ctx->paths_mover = ctx->movers.Add(std::make_unique<PathsMover>(*ctx, *ctx->am_mover));
   ctx->cma_mover = ctx->movers.Add(std::make_unique<CmaMover>(*ctx));
 }
 
@@ -514,14 +471,19 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
   bool ok = false;
   try {
     ctx->rdma_over_am = StartAmTransport(ctx.get(), params);
+    // The RDMA lane's network paths (rdma_paths, ADXL_UCX_RDMA_PATHS;
+    // paths_mover.h), progressed as a source of the progress thread.
+    const std::string seg = UserSetUcx("RX_SEG_SIZE") ? std::string() : std::string(kRdmaRxSegSize);
+    const bool paths_ok = ctx->paths_mover->Open(params, ctx->rdma_over_am, seg);
+    if (paths_ok && ctx->paths_mover->HasPaths()) ctx->progress_sources.push_back(ctx->paths_mover);
     // ok only once all of it ran: an exception anywhere leaves it false.
-    ok = OpenPaths(ctx.get(), params) && StartProgressThread(ctx.get(), params);
+    ok = paths_ok && StartProgressThread(ctx.get(), params);
   } catch (...) {
   }
   if (!ok) {
     if (ctx->epoll_fd >= 0) close(ctx->epoll_fd);
     if (ctx->wake_fd >= 0) close(ctx->wake_fd);
-    ctx->paths.clear();
+    ctx->paths_mover->Close();
     ctx->am_mover->transport().Close();
     ucp_worker_destroy(ctx->worker);
     ucp_cleanup(ctx->ucp);
@@ -534,8 +496,7 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
     t += ctx->rdma_over_am ? "am" : "rma";
     t += std::string(",ucp(") + (tls != nullptr ? tls : kRdmaLaneTls) + ")";
     if (ctx->device_memory) t += ctx->device_mem_type == UCS_MEMORY_TYPE_CUDA ? ",cuda" : ",rocm";
-    for (size_t i = 0; i < ctx->paths.size(); ++i) t += (i == 0 ? ",paths(" : ",") + ctx->paths[i]->device();
-    if (!ctx->paths.empty()) t += ")";
+    t += ctx->paths_mover->DescribeTransports();
   } catch (...) {
   }
   *out = ctx.release();
@@ -546,16 +507,13 @@ void adxl_plugin_context::Close(adxl_plugin_context *ctx) {
   ctx->stop.store(true, std::memory_order_release);
   ctx->Wake();
   if (ctx->progress_thread.joinable()) ctx->progress_thread.join();
-  if (!ctx->paths.empty()) {
-    ctx->failover.Run();  // ends the striped batches still queued for a re-post
-    ctx->failover.Shutdown();
-  }
+  ctx->paths_mover->Stop();  // a last failover pass ends the striped batches queued for a re-post
   // Requests this side serves for peers that went away (a fenced initiator)
   // would stay pending forever; UCP refuses to destroy a worker with any.
   ctx->am_mover->transport().ReleaseTargetOps(0, 0);
   if (ctx->am_mover->transport().HasDeferred()) ctx->am_mover->transport().RunDeferred();
   ctx->am_mover->transport().Close();
-  ctx->paths.clear();  // each path: its target requests, staging, worker, context
+  ctx->paths_mover->Close();  // each path: its target requests, staging, worker, context; the failover
   ucp_worker_destroy(ctx->worker);
   ucp_cleanup(ctx->ucp);
   close(ctx->epoll_fd);
@@ -565,6 +523,6 @@ void adxl_plugin_context::Close(adxl_plugin_context *ctx) {
 
 unsigned ProgressAllWorkers(adxl_plugin_context *ctx) {
   unsigned n = ucp_worker_progress(ctx->worker);
-  for (const auto &p : ctx->paths) n += ucp_worker_progress(p->worker());
+  for (ProgressSource *s : ctx->progress_sources) n += s->Progress();
   return n;
 }

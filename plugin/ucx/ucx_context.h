@@ -25,8 +25,14 @@
 // the thread sleeps in epoll, callers progress the workers themselves,
 // which keeps small transfers fast.
 //
-// With network paths (ADXL_UCX_RDMA_PATHS, net_path.h) the progress thread
-// drives each path's worker the same way, all of them from one epoll set.
+// Progress sources (core/progress_source.h): movers with UCP workers of
+// their own - the network paths (ADXL_UCX_RDMA_PATHS), whose paths and
+// failover PathsMover owns (paths/paths_mover.h) - which the progress
+// thread drives the same way, all of them from one epoll set: each source's
+// workers progressed in every pass and armed before it sleeps, its due work
+// (the paths' deferred work, their failover) run in the polling loop, its
+// timer as the epoll timeout, its fds in the set.  The context knows them
+// only through that interface.
 //
 // Settings reach UCX through its config API only (ucp_config_modify on the
 // ucp_config_t given to ucp_init), never through the environment, so that two
@@ -37,10 +43,13 @@
 // are written only in Open/Close.  The UCP worker is UCS_THREAD_MODE_MULTI:
 // every ucp_* call on it takes UCP's worker lock, and UCP callbacks (EpError,
 // RmaMover's flush completion, AmTransport's handlers) run under it, on whichever
-// thread progresses; a path's worker likewise.  Nesting: any UCP worker
+// thread progresses; a network path's worker likewise.  Nesting: any UCP worker
 // lock -> any AmTransport's locks (am_transport.h; EpError of one worker's endpoint
-// tells every lane of the link); no UCP worker lock is taken under another;
-// CmaTransport's stripe locks are never held with either (cma_transport.h).
+// tells every lane of the link); the network paths' failover lock
+// (path_failover.h) is a leaf, taken under either; no UCP worker lock is taken
+// under another; CmaTransport's stripe locks are never held with any of them
+// (cma_transport.h).  The progress sources' hooks (core/progress_source.h) are
+// called with none of these held.
 //
 // Thread-safety: log, Wake and the UCP helpers may be called from any
 // thread, including from UCP callbacks (log and Wake only).
@@ -59,12 +68,11 @@
 #include "adxl/plugin/adxl_plugin.h"
 #include "core/mover.h"
 #include "core/plugin_log.h"
+#include "core/progress_source.h"
 #include "core/ucp_core.h"
 #include "core/ucp_endpoint.h"
 #include "core/ucs_status.h"
 #include "core/ucx_params.h"
-#include "paths/net_path.h"
-#include "paths/path_failover.h"
 
 class AmMover;
 class CmaMover;
@@ -78,18 +86,13 @@ struct adxl_plugin_context : UcpCore {
   // RDMA lane protocol: active messages (am_mover.h) unless RDMA hardware
   // makes UCP RMA truly one-sided; ADXL_UCX_RDMA_PROTOCOL=am|rma overrides.
   bool rdma_over_am = false;
-  // The RDMA lane's network paths (ADXL_UCX_RDMA_PATHS), each with its own
-  // context, worker and AM transport; empty: the lane runs on `worker` alone.
-  // Made by Open, freed by Close: fixed while the context is open.
-  std::vector<std::unique_ptr<NetPath>> paths;
-  // Failed paths out of their links and back (with paths only).
-  PathFailover failover;
   // The movers (core/mover.h), owned here with what each moves by (cma's
-  // transport and copy threads, the AM protocol on `worker`); mem_reg
-  // registers a region with each in this order: the direct mapping's search
-  // for a shared file, UCP (rma_mover.h), the AM mover's table, the network
-  // paths, cma.  Filled by Open before it starts them, fixed then; they
-  // refer to the UcpCore, `paths` and `device_mem_type`.
+  // transport and copy threads, the AM protocol on `worker`, the network
+  // paths and their failover); mem_reg registers a region with each in this
+  // order: the direct mapping's search for a shared file, UCP
+  // (rma_mover.h), the AM mover's table, the network paths, cma.  Filled by
+  // Open before it starts them, fixed then; they refer to the UcpCore and
+  // `device_mem_type`.
   MoverSet movers;
   // The same movers by kind, for binding endpoints and keys (ucx_bind.h).
   MappedMover *mapped_mover = nullptr;
@@ -97,6 +100,10 @@ struct adxl_plugin_context : UcpCore {
   AmMover *am_mover = nullptr;
   PathsMover *paths_mover = nullptr;
   CmaMover *cma_mover = nullptr;
+  // The movers with workers of their own that the progress thread drives
+  // beside `worker` (header comment): PathsMover when it opened paths.
+  // Filled by Open before the progress thread starts, fixed then.
+  std::vector<ProgressSource *> progress_sources;
   bool device_memory = false;
   ucs_memory_type_t device_mem_type = UCS_MEMORY_TYPE_UNKNOWN;  // CUDA, else ROCM
   std::string device_why;  // why device_memory is false
@@ -121,8 +128,8 @@ struct adxl_plugin_context : UcpCore {
   static void Close(adxl_plugin_context *ctx);
 };
 
-// Progresses the main worker and every network path's once (the progress
-// thread, and the ABI's progress); the number of events UCP reported.
+// Progresses the main worker and every progress source's workers once (the
+// progress thread, and the ABI's progress); the number of events UCP reported.
 unsigned ProgressAllWorkers(adxl_plugin_context *ctx);
 
 // The ABI's drain (adxl_plugin.h; context_drain.cc): OK once the requests

@@ -41,7 +41,7 @@ struct adxl_plugin_mem {
   uint64_t share_offset = 0;
   int share_fd = -1;       // found by MappedMover::Register: closed at deregistration
   // Host registrations with network paths: the region registered with each
-  // path's context (index = the path's in adxl_plugin_context::paths).
+  // path's context (index = the path's among PathsMover's, paths_mover.h).
   std::vector<ucp_mem_h> path_memh;
 };
 

@@ -44,8 +44,8 @@
 #include "core/fault_injection.h"
 #include "core/ucx_blob.h"
 #include "hccs/cma_mover.h"
-#include "paths/net_paths.h"
-#include "paths/path_failover.h"
+#include "am/am_protocol.h"
+#include "paths/paths_mover.h"
 #include "ucx_bind.h"
 #include "ucx_context.h"
 #include "ucx_handles.h"
@@ -119,7 +119,7 @@ int GetAddress(adxl_plugin_context_t *ctx, void *buf, size_t *len) {
   ucx_blob::Address a;
   a.ucp.assign(reinterpret_cast<const char *>(addr), n);
   a.cma = ctx->cma_mover->transport().address();
-  if (!AddPathAddresses(ctx, &a)) return ADXL_PLUGIN_ERR_NO_RESOURCE;
+  if (!ctx->paths_mover->AddAddresses(&a)) return ADXL_PLUGIN_ERR_NO_RESOURCE;
   std::string blob;
   if (!ucx_blob::EncodeAddress(a, &blob)) return ADXL_PLUGIN_ERR_NO_RESOURCE;
   return CopyOut(blob, buf, len);
@@ -276,7 +276,9 @@ int Test(adxl_plugin_batch_t *batch) {
   // The wait of a WRITE with a failed attempt (net_paths.h), whether it
   // then succeeded or not: the caller may reuse the region once it ended.
   const int64_t ready_at = batch->ready_at_ns.load(std::memory_order_relaxed);
-  if (status != ADXL_PLUGIN_IN_PROGRESS && ready_at != 0 && PathFailover::NowNs() < ready_at) {
+  // CLOCK_MONOTONIC ns, as net_paths.cc sets it.
+  const auto now = [] { return static_cast<int64_t>(am_protocol::MonotonicNs()); };
+  if (status != ADXL_PLUGIN_IN_PROGRESS && ready_at != 0 && now() < ready_at) {
     return ADXL_PLUGIN_IN_PROGRESS;
   }
   return status;

@@ -1,11 +1,14 @@
 // AmMover (am_mover.h).
 #include "am/am_mover.h"
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <vector>
 
 #include "am/am_transport.h"
 #include "core/ucp_endpoint.h"
+#include "core/ucx_params.h"
 #include "ucx_handles.h"
 
 int AmMover::Register(void *addr, size_t len, adxl_plugin_mem *mem) {
@@ -26,15 +29,21 @@ void AmMover::Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, s
     ops.push_back({reinterpret_cast<void *>(static_cast<uintptr_t>(v.local_addr)),
                    v.local != nullptr ? v.local->memh : nullptr, v.remote_addr, static_cast<size_t>(v.length)});
   }
-  std::vector<ucp_ep_h> eps(1, ep->ep);
-  eps.insert(eps.end(), ep->more_eps.begin(), ep->more_eps.end());
+  // The endpoint's connections, on this thread's stack: no allocation per
+  // post, nothing shared between posting threads.  ep_create made at most
+  // rdma_connections of them (UcxParams), and none changes until Cancel,
+  // which comes after the endpoint's last post.
+  std::array<ucp_ep_h, UcxParams::kMaxRdmaConnections> eps;
+  eps[0] = ep->ep;
+  const size_t n_eps = 1 + std::min(ep->more_eps.size(), eps.size() - 1);
+  std::copy_n(ep->more_eps.begin(), n_eps - 1, eps.begin() + 1);
   batch->refs.fetch_add(1);  // held by the AM transport until done
   auto done = [](void *arg, int status) {
     auto *b = static_cast<adxl_plugin_batch *>(arg);
     b->status.store(status, std::memory_order_release);
     b->Unref();
   };
-  if (!am_.Post(ep->id, eps.data(), eps.size(), put, ops.data(), ops.size(), deadline_ns, done, batch)) {
+  if (!am_.Post(ep->id, eps.data(), n_eps, put, ops.data(), ops.size(), deadline_ns, done, batch)) {
     batch->refs.fetch_sub(1);
     batch->status.store(ADXL_PLUGIN_ERR_NO_RESOURCE);
   }

@@ -36,7 +36,7 @@ struct UcxParams {
   // "rdma_paths" (ADXL_UCX_RDMA_PATHS): local network interfaces, each a
   // path of the RDMA lane over active messages (net_path.h).  Not given (or
   // empty): every interface that is up, not loopback and has an IPv4
-  // address, when there are two or more (OpenPaths); "none"
+  // address, when there are two or more (PathsMover::Open); "none"
   // (rdma_paths_none): no paths, the context's own worker on whatever
   // interfaces UCX picks.  At most kMaxRdmaPaths distinct names.
   static constexpr size_t kMaxRdmaPaths = 16;

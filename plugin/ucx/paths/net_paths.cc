@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "am/am_mover.h"
+#include "am/am_transport.h"
 #include "core/ucp_endpoint.h"
 #include "paths/net_path.h"
 #include "paths/path_failover.h"
@@ -83,7 +83,7 @@ bool PostPart(StripedBatch *sb, Part *part, PathConn *conn) {
   part->slice_deadline_ns = static_cast<int64_t>(SliceDeadline(*sb, *part, conn->slot));
   if (conn->inflight.fetch_add(1) == 0) {
     conn->alive_ns.store(part->start_ns);  // idle until now: silent from here on at most
-    sb->link->ctx->failover.ArmStallCheck();
+    sb->link->failover->ArmStallCheck();
   }
   return conn->path->am.Post(sb->link->id, &conn->ep, 1, sb->put, part->ops.data(), part->ops.size(),
                              static_cast<uint64_t>(part->slice_deadline_ns), PartDone, part, &conn->alive_ns);
@@ -149,14 +149,14 @@ void RepostPart(void *arg) {
   }
   if (to == nullptr) {
     link.Leave();
-    link.ctx->log(ADXL_PLUGIN_LOG_WARN, "link %llu: no network path left for %zu bytes of a batch",
+    link.core->log(ADXL_PLUGIN_LOG_WARN, "link %llu: no network path left for %zu bytes of a batch",
                   static_cast<unsigned long long>(link.id), part->bytes);
     int none = ADXL_PLUGIN_OK;
     sb->error.compare_exchange_strong(none, ADXL_PLUGIN_ERR_IO);
     FinishPart(sb);
     return;
   }
-  link.ctx->log(ADXL_PLUGIN_LOG_INFO, "link %llu: %zu bytes of a %s re-posted from path %s on path %s (attempt %d)%s",
+  link.core->log(ADXL_PLUGIN_LOG_INFO, "link %llu: %zu bytes of a %s re-posted from path %s on path %s (attempt %d)%s",
                 static_cast<unsigned long long>(link.id), part->bytes, sb->put ? "WRITE" : "READ",
                 part->conn != nullptr ? part->conn->path->device().c_str() : "-", to->path->device().c_str(),
                 part->attempts + 1, sb->put ? "; the batch ends after the failed attempt's deadline" : "");
@@ -181,7 +181,7 @@ void PartDone(void *arg, int status) {
         part->conn->heard.store(true);
         sb->probes_ok.fetch_add(1);
       } else {
-        sb->link->ctx->failover.ConnFailed(part->conn, part->generation);
+        sb->link->failover->ConnFailed(part->conn, part->generation);
       }
     }
     FinishPart(sb);
@@ -195,7 +195,7 @@ void PartDone(void *arg, int status) {
   } else {
     HoldForFailedWrite(sb, *part);  // re-posted or not
     if (Reissuable(*sb, *part, status)) {
-      sb->link->ctx->failover.Repost(RepostPart, part);
+      sb->link->failover->Repost(RepostPart, part);
       return;
     }
     int none = ADXL_PLUGIN_OK;
@@ -206,43 +206,24 @@ void PartDone(void *arg, int status) {
 
 }  // namespace
 
-bool AddPathAddresses(adxl_plugin_context *ctx, ucx_blob::Address *a) {
-  for (const auto &p : ctx->paths) {
-    ucp_address_t *addr = nullptr;
-    size_t n = 0;
-    ucs_status_t st = ucp_worker_get_address(p->worker(), &addr, &n);
-    if (st != UCS_OK) {
-      ctx->log(ADXL_PLUGIN_LOG_ERROR, "worker address of path %s: %s", p->device().c_str(), ucs_status_string(st));
-      return false;
-    }
-    ucx_blob::PathAddress pa;
-    pa.ipv4 = p->ipv4();
-    pa.prefix = p->prefix();
-    pa.ucp.assign(reinterpret_cast<const char *>(addr), n);
-    ucp_worker_release_address(p->worker(), addr);
-    a->paths.push_back(std::move(pa));
-  }
-  return true;
-}
-
-bool ConnectPaths(adxl_plugin_ep *ep, const ucx_blob::Address &peer) {
-  adxl_plugin_context *ctx = ep->ctx;
-  if (ctx->paths.empty() || peer.paths.empty()) {
-    if (!ctx->paths.empty() || !peer.paths.empty()) {
-      ctx->log(ADXL_PLUGIN_LOG_INFO, "RDMA lane: %s has network paths, %s not: the link uses one connection",
-               ctx->paths.empty() ? "the peer" : "this side", ctx->paths.empty() ? "this side" : "the peer");
+bool ConnectPaths(adxl_plugin_ep *ep, const ucx_blob::Address &peer, const std::vector<std::unique_ptr<NetPath>> &paths,
+                  PathFailover *failover, const UcpCore &core) {
+  if (paths.empty() || peer.paths.empty()) {
+    if (!paths.empty() || !peer.paths.empty()) {
+      core.log(ADXL_PLUGIN_LOG_INFO, "RDMA lane: %s has network paths, %s not: the link uses one connection",
+               paths.empty() ? "the peer" : "this side", paths.empty() ? "this side" : "the peer");
     }
     return false;
   }
-  auto link = std::make_shared<PathLink>(ctx, ep->id);
+  auto link = std::make_shared<PathLink>(&core, failover, ep->id);
   std::vector<bool> used(peer.paths.size(), false);
   size_t up = 0;
-  for (size_t i = 0; i < ctx->paths.size(); ++i) {
-    NetPath *p = ctx->paths[i].get();
+  for (size_t i = 0; i < paths.size(); ++i) {
+    NetPath *p = paths[i].get();
     size_t j = 0;
     while (j < peer.paths.size() && (used[j] || !p->Reaches(peer.paths[j].ipv4))) ++j;
     if (j == peer.paths.size()) {
-      ctx->log(ADXL_PLUGIN_LOG_INFO, "RDMA lane: no path of the peer in the subnet of path %s", p->device().c_str());
+      core.log(ADXL_PLUGIN_LOG_INFO, "RDMA lane: no path of the peer in the subnet of path %s", p->device().c_str());
       continue;
     }
     used[j] = true;
@@ -257,13 +238,13 @@ bool ConnectPaths(adxl_plugin_ep *ep, const ucx_blob::Address &peer) {
     if (p->running.load()) {
       ucs_status_t st = UCS_OK;
       c->generation.store(1);  // before the endpoint exists (path_failover.cc, Reconnect)
-      c->ep = CreateUcpEp(ctx, p->worker(), c->peer_ucp, PathConnError, c.get(), &st);
+      c->ep = CreateUcpEp(&core, p->worker(), c->peer_ucp, PathConnError, c.get(), &st);
       if (c->ep == nullptr) {
-        ctx->log(ADXL_PLUGIN_LOG_WARN, "RDMA lane: no connection over path %s (%s) for now",
+        core.log(ADXL_PLUGIN_LOG_WARN, "RDMA lane: no connection over path %s (%s) for now",
                  p->device().c_str(), ucs_status_string(st));
       }
     } else {
-      ctx->log(ADXL_PLUGIN_LOG_WARN, "RDMA lane: path %s has no carrier; the link starts without it",
+      core.log(ADXL_PLUGIN_LOG_WARN, "RDMA lane: path %s has no carrier; the link starts without it",
                p->device().c_str());
     }
     if (c->ep != nullptr) ++up;
@@ -271,13 +252,13 @@ bool ConnectPaths(adxl_plugin_ep *ep, const ucx_blob::Address &peer) {
     link->conns.push_back(std::move(c));
   }
   if (link->conns.empty()) {
-    ctx->log(ADXL_PLUGIN_LOG_WARN, "RDMA lane: no network path pairs with the peer's; the link uses one connection");
+    core.log(ADXL_PLUGIN_LOG_WARN, "RDMA lane: no network path pairs with the peer's; the link uses one connection");
     return false;
   }
   link->rates = std::make_unique<stripe::PathRates>(link->conns.size());
   ep->paths = link;
-  ctx->failover.AddLink(link);
-  if (up == 0) ctx->log(ADXL_PLUGIN_LOG_WARN, "RDMA lane: no network path of the link is up for now");
+  failover->AddLink(link);
+  if (up == 0) core.log(ADXL_PLUGIN_LOG_WARN, "RDMA lane: no network path of the link is up for now");
   return true;
 }
 
@@ -297,7 +278,7 @@ void ClosePaths(adxl_plugin_ep *ep, bool force) {
     while (c->users.load() != 0) std::this_thread::yield();
     c->path->am.Fence(link.id, ADXL_PLUGIN_ERR_CANCELED);  // nothing more is sent from a callback
   }
-  for (PathConn *c : open) CloseUcpEp(ep->ctx, c->path->worker(), c->ep, force);
+  for (PathConn *c : open) CloseUcpEp(link.core, c->path->worker(), c->ep, force);
   // No byte of an ended batch lands after this.
   for (PathConn *c : open) {
     c->path->am.Abandon(link.id, ADXL_PLUGIN_ERR_CANCELED);
@@ -307,8 +288,7 @@ void ClosePaths(adxl_plugin_ep *ep, bool force) {
 }
 
 void PostOnPaths(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, uint64_t deadline_ns,
-                 adxl_plugin_batch *batch) {
-  adxl_plugin_context *ctx = ep->ctx;
+                 adxl_plugin_batch *batch, AmTransport &main) {
   PathLink &link = *ep->paths;
   // The connections up now, held until every part is posted.
   std::vector<PathConn *> up;
@@ -375,12 +355,12 @@ void PostOnPaths(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, siz
       posted = PostPart(owned, part, tp.second);
     } else {
       part->start_ns = PathFailover::NowNs();
-      posted = ctx->am_mover->transport().Post(link_id, &ep->ep, 1, false, nullptr, 0, deadline_ns, PartDone, part);
+      posted = main.Post(link_id, &ep->ep, 1, false, nullptr, 0, deadline_ns, PartDone, part);
     }
     if (!posted) PartDone(part, ADXL_PLUGIN_ERR_NO_RESOURCE);  // nothing started on this connection
   }
   for (PathConn *c : up) c->Release();
-  ctx->Wake();
+  link.core->Wake();
 }
 
 std::string DescribePaths(const adxl_plugin_ep *ep) {

@@ -1,7 +1,6 @@
-// The RDMA lane over several network paths (net_path.h), as the plugin's
-// ABI entries (ucx_plugin.cc) use it: memory registered on every path, a
-// link's connections paired path by path, batches striped over them
-// (stripe.h), teardown.
+// The RDMA lane over several network paths (net_path.h), as PathsMover
+// (paths_mover.h) uses it: a link's connections paired path by path,
+// batches striped over them (stripe.h), teardown.
 //
 // Pairing (ConnectPaths): local path i takes the first unused peer path
 // whose IPv4 address lies in path i's subnet; a local path with no such peer
@@ -29,27 +28,33 @@
 //
 // Locks: none here; PathLink and PathConn coordinate by atomics
 // (path_link.h); each path's AmTransport and UCP worker as ucx_context.h states.
-// Thread-safety: as the ABI entries that call them.
+// Thread-safety: as the ABI entries that call them (through PathsMover,
+// which owns the paths and the failover).
 #ifndef ADXL_PLUGIN_UCX_PATHS_NET_PATHS_H_
 #define ADXL_PLUGIN_UCX_PATHS_NET_PATHS_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include <ucp/api/ucp.h>
 
 #include "adxl/plugin/adxl_plugin.h"
+#include "core/ucp_core.h"
 #include "core/ucx_blob.h"
-#include "ucx_context.h"
 #include "ucx_handles.h"
 
-// The paths' worker addresses and subnets, into the address blob.  False
-// (logged) when UCP gives no address.
-bool AddPathAddresses(adxl_plugin_context *ctx, ucx_blob::Address *a);
+class AmTransport;
+class NetPath;
+class PathFailover;
 
-// Pairs this side's paths with the peer's and connects each pair (see
-// above); sets ep->paths and returns true when some pair exists.
-bool ConnectPaths(adxl_plugin_ep *ep, const ucx_blob::Address &peer);
+// Pairs this side's `paths` with the peer's and connects each pair (see
+// above); sets ep->paths and returns true when some pair exists.  The link
+// is entered in `failover` (null without paths); `core`: the context's
+// (log, wake-up).
+bool ConnectPaths(adxl_plugin_ep *ep, const ucx_blob::Address &peer, const std::vector<std::unique_ptr<NetPath>> &paths,
+                  PathFailover *failover, const UcpCore &core);
 
 // Teardown of a link's path connections (EpDestroy): the failover worker
 // stops touching the link; then every open connection is fenced (no
@@ -60,10 +65,11 @@ void ClosePaths(adxl_plugin_ep *ep, bool force);
 // Posts a batch of host operations over the link's paths; `batch` (one
 // reference held until the last path's part ends) completes as the header
 // says.  count 0: the wire-up probe (am_transport.h) of every connection of the
-// link up, the paths' and the main endpoint's; it succeeds when one path
-// connection answered (those that did not are failed over).
+// link up, the paths' and the main endpoint's (on `main`, the AM transport
+// of the context's own worker); it succeeds when one path connection
+// answered (those that did not are failed over).
 void PostOnPaths(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, uint64_t deadline_ns,
-                 adxl_plugin_batch *batch);
+                 adxl_plugin_batch *batch, AmTransport &main);
 
 // "tcp/eth1+tcp/eth2": each path connection's transports ("down/eth2" for one down).
 std::string DescribePaths(const adxl_plugin_ep *ep);

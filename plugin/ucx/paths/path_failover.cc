@@ -5,11 +5,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <thread>
 
 #include "core/ucp_endpoint.h"
 #include "paths/net_path.h"
-#include "ucx_context.h"
+#include "core/ucp_core.h"
 
 namespace {
 
@@ -23,11 +24,12 @@ int64_t PathFailover::NowNs() {
   return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
 }
 
-void PathFailover::Init(adxl_plugin_context *ctx) {
-  ctx_ = ctx;
+void PathFailover::Init(const UcpCore *core, const std::vector<std::unique_ptr<NetPath>> *paths) {
+  core_ = core;
+  paths_ = paths;
   std::string why;
   if (!watch_.Open(&why)) {
-    ctx->log(ADXL_PLUGIN_LOG_WARN, "network paths: carrier changes not watched (%s); failed paths are found by UCX",
+    core->log(ADXL_PLUGIN_LOG_WARN, "network paths: carrier changes not watched (%s); failed paths are found by UCX",
              why.c_str());
   }
 }
@@ -43,7 +45,7 @@ void PathFailover::AddLink(const std::shared_ptr<PathLink> &link) {
   for (const auto &c : link->conns) timer = timer || c->state.load() == PathConn::kDown;
   if (timer) {
     next_timer_ns_.store(NowNs());
-    ctx_->Wake();
+    core_->Wake();
   }
 }
 
@@ -54,7 +56,7 @@ void PathFailover::ConnFailed(PathConn *conn, uint64_t generation) {
     failed_.push_back({std::move(link), conn, generation});
   }
   due_.store(true, std::memory_order_release);
-  ctx_->Wake();
+  core_->Wake();
 }
 
 void PathFailover::Repost(RepostFn fn, void *part) {
@@ -63,7 +65,7 @@ void PathFailover::Repost(RepostFn fn, void *part) {
     reposts_.emplace_back(fn, part);
   }
   due_.store(true, std::memory_order_release);
-  ctx_->Wake();
+  core_->Wake();
 }
 
 void PathFailover::ArmStallCheck() {
@@ -97,12 +99,12 @@ void PathFailover::Run() {
   watch_.Drain(&changes);
   std::vector<NetPath *> lost;
   for (const auto &ch : changes) {
-    for (const auto &p : ctx_->paths) {
+    for (const auto &p : *paths_) {
       if (ch.first != 0 && ch.first != p->ifindex()) continue;
       const bool running = ch.first == 0 ? LinkWatch::Running(p->ifindex()) : ch.second;
       if (p->running.exchange(running) == running) continue;
       if (running) p->carrier_since_ns.store(NowNs());
-      ctx_->log(running ? ADXL_PLUGIN_LOG_INFO : ADXL_PLUGIN_LOG_WARN, "network path %s: carrier %s",
+      core_->log(running ? ADXL_PLUGIN_LOG_INFO : ADXL_PLUGIN_LOG_WARN, "network path %s: carrier %s",
                 p->device().c_str(), running ? "back" : "lost");
       if (!running) lost.push_back(p.get());
     }
@@ -131,7 +133,7 @@ void PathFailover::Run() {
     if (f.conn->generation.load() == f.generation) {
       FailConn(*f.link, *f.conn, "its connection failed");
     } else {
-      ctx_->log(ADXL_PLUGIN_LOG_INFO, "network path %s of link %llu: a failure of an endpoint it has since closed, "
+      core_->log(ADXL_PLUGIN_LOG_INFO, "network path %s of link %llu: a failure of an endpoint it has since closed, "
                 "not of its current one", f.conn->path->device().c_str(),
                 static_cast<unsigned long long>(f.link->id));
     }
@@ -278,10 +280,10 @@ void PathFailover::FailConn(PathLink &link, PathConn &conn, const char *why) {
   }
   if (s != PathConn::kUp && s != PathConn::kProbing) return;  // down already, or being closed by EpDestroy
   while (conn.users.load() != 0) std::this_thread::yield();   // posts are short and never wait
-  ctx_->log(ADXL_PLUGIN_LOG_WARN, "network path %s of link %llu failed (%s): its operations move over the others",
+  core_->log(ADXL_PLUGIN_LOG_WARN, "network path %s of link %llu failed (%s): its operations move over the others",
             conn.path->device().c_str(), static_cast<unsigned long long>(link.id), why);
   conn.path->am.Fence(link.id, ADXL_PLUGIN_ERR_IO);
-  CloseUcpEp(ctx_, conn.path->worker(), conn.ep, true);
+  CloseUcpEp(core_, conn.path->worker(), conn.ep, true);
   conn.path->am.Abandon(link.id, ADXL_PLUGIN_ERR_IO);
   conn.ep = nullptr;
   conn.backoff_ns.store(std::min(std::max(conn.backoff_ns.load() * 2, ToNs(kRetryMin)), ToNs(kRetryMax)));
@@ -297,7 +299,7 @@ void PathFailover::Reconnect(PathLink &link, PathConn &conn, int64_t now) {
   // Raised before the endpoint exists: its error callback may run on
   // another thread as soon as it does, and reads the generation.
   const uint64_t generation = conn.generation.fetch_add(1) + 1;
-  ucp_ep_h e = CreateUcpEp(ctx_, conn.path->worker(), conn.peer_ucp, PathConnError, &conn, &st);
+  ucp_ep_h e = CreateUcpEp(core_, conn.path->worker(), conn.peer_ucp, PathConnError, &conn, &st);
   if (e == nullptr) return;  // logged; tried again at retry_at_ns
   conn.ep = e;
   const int64_t deadline = NowNs() + ToNs(kProbeBudget);
@@ -312,13 +314,13 @@ void PathFailover::Reconnect(PathLink &link, PathConn &conn, int64_t now) {
   } else {
     FailConn(link, conn, "its probe could not be sent");
   }
-  ctx_->Wake();
+  core_->Wake();
 }
 
 void PathFailover::ProbeDone(void *arg, int status) {
   std::unique_ptr<ReconnectProbe> probe(static_cast<ReconnectProbe *>(arg));
   PathConn *conn = probe->conn;
-  adxl_plugin_context *ctx = conn->link->ctx;
+  const UcpCore *core = conn->link->core;
   // The probe of an endpoint the connection has since closed (and maybe
   // replaced): it says nothing about the current one.
   if (conn->generation.load() != probe->generation) return;
@@ -326,20 +328,20 @@ void PathFailover::ProbeDone(void *arg, int status) {
     int s = PathConn::kProbing;
     conn->heard.store(true);
     if (conn->state.compare_exchange_strong(s, PathConn::kUp)) {
-      ctx->log(ADXL_PLUGIN_LOG_INFO, "network path %s of link %llu is back", conn->path->device().c_str(),
+      core->log(ADXL_PLUGIN_LOG_INFO, "network path %s of link %llu is back", conn->path->device().c_str(),
                static_cast<unsigned long long>(conn->link->id));
     }
     return;
   }
-  if (conn->state.load() == PathConn::kProbing) ctx->failover.ConnFailed(conn, probe->generation);
+  if (conn->state.load() == PathConn::kProbing) conn->link->failover->ConnFailed(conn, probe->generation);
 }
 
 void PathConnError(void *arg, ucp_ep_h, ucs_status_t status) {
   auto *conn = static_cast<PathConn *>(arg);
-  conn->link->ctx->log(ADXL_PLUGIN_LOG_WARN, "UCX endpoint of network path %s failed: %s",
+  conn->link->core->log(ADXL_PLUGIN_LOG_WARN, "UCX endpoint of network path %s failed: %s",
                        conn->path->device().c_str(), ucs_status_string(status));
   // UCP calls this only for an endpoint not closed yet, under its worker
   // lock, which closing takes too; a next endpoint is made only after this
   // one is closed.  So the endpoint that failed is the current generation.
-  conn->link->ctx->failover.ConnFailed(conn, conn->generation.load());
+  conn->link->failover->ConnFailed(conn, conn->generation.load());
 }

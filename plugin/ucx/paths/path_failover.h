@@ -41,15 +41,16 @@
 // other peers.
 //
 // Where it runs: Run() from the plugin's progress thread, between
-// ucp_worker_progress calls; the queues are filled from UCP callbacks (any
-// thread, under a worker lock).
+// ucp_worker_progress calls (PathsMover, which owns it, is a progress source
+// of the context: core/progress_source.h); the queues are filled from UCP
+// callbacks (any thread, under a worker lock).
 //
 // Locks: mu_ guards the link registry and the queues; a leaf, taken under
 // any UCP worker lock and any AmTransport lock (from callbacks), never held
 // across a call out of this class.
 //
-// Thread-safety: Init/Shutdown from the plugin's open/close; Run from one
-// thread at a time; the rest from any thread.
+// Thread-safety: Init/Shutdown from the plugin's open/close (PathsMover's
+// Open/Stop); Run from one thread at a time; the rest from any thread.
 #ifndef ADXL_PLUGIN_UCX_PATHS_PATH_FAILOVER_H_
 #define ADXL_PLUGIN_UCX_PATHS_PATH_FAILOVER_H_
 
@@ -66,7 +67,8 @@
 #include "paths/link_watch.h"
 #include "paths/path_link.h"
 
-struct adxl_plugin_context;
+class NetPath;
+struct UcpCore;
 
 class PathFailover {
  public:
@@ -95,8 +97,9 @@ class PathFailover {
   using RepostFn = void (*)(void *part);
 
   // Opens the carrier watch (logged when the kernel refuses it: failures
-  // are then found by UCP alone).  `ctx` outlives this object's use.
-  void Init(adxl_plugin_context *ctx);
+  // are then found by UCP alone).  `core` (the context's: log, wake-up) and
+  // `paths` (PathsMover's, fixed while it is open) outlive this object.
+  void Init(const UcpCore *core, const std::vector<std::unique_ptr<NetPath>> *paths);
   void Shutdown() { watch_.Close(); }
   // The carrier watch's fd for the progress thread's epoll set (-1: none).
   int watch_fd() const { return watch_.fd(); }
@@ -140,7 +143,8 @@ class PathFailover {
   static void ProbeDone(void *arg, int status);
   std::vector<std::shared_ptr<PathLink>> Links() ADXL_EXCLUDES(mu_);
 
-  adxl_plugin_context *ctx_ = nullptr;
+  const UcpCore *core_ = nullptr;
+  const std::vector<std::unique_ptr<NetPath>> *paths_ = nullptr;
   LinkWatch watch_;
   std::atomic<bool> due_{false};
   std::atomic<int64_t> next_timer_ns_{INT64_MAX};  // a connection waits to reconnect

@@ -43,15 +43,16 @@
 #include "paths/stripe.h"
 
 class NetPath;
-struct adxl_plugin_context;
+class PathFailover;
 class PathLink;
+struct UcpCore;
 
 struct PathConn {
   enum State : int { kDown = 0, kProbing = 1, kUp = 2, kClosing = 3 };
 
   PathLink *link = nullptr;  // the owner
   NetPath *path = nullptr;
-  size_t index = 0;          // the path's in adxl_plugin_context::paths (and adxl_plugin_mem::path_memh)
+  size_t index = 0;          // the path's among PathsMover's paths (and in adxl_plugin_mem::path_memh)
   size_t slot = 0;           // this connection's in PathLink::conns (and the link's rates)
   std::string peer_ucp;      // the peer path's worker address, for reconnecting
   ucp_ep_h ep = nullptr;     // see the header comment
@@ -92,9 +93,13 @@ struct PathConn {
 
 class PathLink : public std::enable_shared_from_this<PathLink> {
  public:
-  PathLink(adxl_plugin_context *c, uint64_t i) : ctx(c), id(i) {}
+  PathLink(const UcpCore *c, PathFailover *f, uint64_t i) : core(c), failover(f), id(i) {}
 
-  adxl_plugin_context *const ctx;
+  // The context's (log, wake-up) and PathsMover's failover: both outlive
+  // every link (the failover is freed by the context's close, when no
+  // endpoint and no batch is left).
+  const UcpCore *const core;
+  PathFailover *const failover;
   const uint64_t id;  // the endpoint's id: names the link to every path's AM transport
   // Fixed once ConnectPaths made them (each connection's own state changes).
   std::vector<std::unique_ptr<PathConn>> conns;

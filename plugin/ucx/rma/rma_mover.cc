@@ -2,7 +2,6 @@
 #include "rma/rma_mover.h"
 
 #include <cstdint>
-#include <vector>
 
 #include "core/ucp_endpoint.h"
 #include "core/ucs_status.h"
@@ -57,25 +56,28 @@ void RmaMover::Deregister(adxl_plugin_mem *mem) {
   mem->memh = nullptr;
 }
 
+// UCP RMA ignores the deadline: over RDMA devices a closed endpoint delivers
+// nothing more (device memory over TCP is the case not covered).
 void RmaMover::Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, uint64_t,
                     adxl_plugin_batch *batch) {
-  // Device memory anywhere in the batch: every operation with its memory
-  // type.  UCP RMA ignores the deadline: over RDMA devices a closed endpoint
-  // delivers nothing more (device memory over TCP is the case not covered).
-  bool device = false;
-  for (size_t i = 0; i < count && !device; ++i) {
-    device = (iov[i].local != nullptr && iov[i].local->device) || (iov[i].remote != nullptr && iov[i].remote->device);
-  }
-  if (device) {
-    for (size_t i = 0; i < count; ++i) {
-      if (ep->ep == nullptr || iov[i].remote == nullptr || iov[i].remote->rkey == nullptr) {
-        core_.log(ADXL_PLUGIN_LOG_ERROR, "device memory cannot move over this endpoint: %s",
-                  !device_why_.empty() ? device_why_.c_str() : "no UCP endpoint or remote key for the region");
-        batch->status.store(ADXL_PLUGIN_ERR_UNSUPPORTED, std::memory_order_release);
-        return;
-      }
+  Issue(ep, put, iov, count, false, batch);
+}
+
+void RmaMover::PostDevice(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count,
+                          adxl_plugin_batch *batch) {
+  for (size_t i = 0; i < count; ++i) {
+    if (ep->ep == nullptr || iov[i].remote == nullptr || iov[i].remote->rkey == nullptr) {
+      core_.log(ADXL_PLUGIN_LOG_ERROR, "device memory cannot move over this endpoint: %s",
+                !device_why_.empty() ? device_why_.c_str() : "no UCP endpoint or remote key for the region");
+      batch->status.store(ADXL_PLUGIN_ERR_UNSUPPORTED, std::memory_order_release);
+      return;
     }
   }
+  Issue(ep, put, iov, count, true, batch);
+}
+
+void RmaMover::Issue(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, bool device,
+                     adxl_plugin_batch *batch) {
   ucp_request_param_t p{};
   for (size_t i = 0; i < count; ++i) {
     const adxl_plugin_iov_t &v = iov[i];
@@ -106,10 +108,12 @@ void RmaMover::Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, 
   // A batch of no operations is the wire-up flush: it covers every
   // connection of the endpoint (ADXL_UCX_RDMA_CONNECTIONS), so that no
   // connection is closed while the peer still owes it a wire-up reply.
-  std::vector<ucp_ep_h> eps(1, ep->ep);
-  if (count == 0) eps.insert(eps.end(), ep->more_eps.begin(), ep->more_eps.end());
-  batch->flushes.store(static_cast<int>(eps.size()), std::memory_order_relaxed);
-  for (ucp_ep_h e : eps) {
+  // The connections are read in place (no copy per post): they stay until
+  // Cancel, which comes after the endpoint's last post.
+  const size_t n_eps = count == 0 ? 1 + ep->more_eps.size() : 1;
+  batch->flushes.store(static_cast<int>(n_eps), std::memory_order_relaxed);
+  for (size_t i = 0; i < n_eps; ++i) {
+    ucp_ep_h e = i == 0 ? ep->ep : ep->more_eps[i - 1];
     batch->refs.fetch_add(1, std::memory_order_relaxed);
     ucs_status_ptr_t r = ucp_ep_flush_nbx(e, &p);
     if (r == nullptr || UCS_PTR_IS_ERR(r)) {

@@ -50,11 +50,16 @@ class RmaMover final : public Mover {
   const char *name() const override { return "rma"; }
   int Register(void *addr, size_t len, adxl_plugin_mem *mem) override;
   void Deregister(adxl_plugin_mem *mem) override;
-  // count 0: a UCP flush of every connection (wire-up).  A batch that
-  // touches device memory needs a UCP endpoint and a UCP key for each
-  // operation, else it fails with ERR_UNSUPPORTED.
+  // A batch of host memory bound to this mover (PostBound found no device
+  // memory in it: it sends those to PostDevice).  count 0: a UCP flush of
+  // every connection (wire-up).
   void Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, uint64_t deadline_ns,
             adxl_plugin_batch *batch) override;
+  // A batch that touches device memory anywhere (PostBound checked that,
+  // once): every operation with its memory type.  It needs a UCP endpoint
+  // and a UCP key for each operation, else it fails with ERR_UNSUPPORTED.
+  void PostDevice(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count,
+                  adxl_plugin_batch *batch);
   void Cancel(adxl_plugin_ep *ep, bool force) override;
   bool EndpointFailed(adxl_plugin_ep *ep, int why) override;
   // "rma:tcp/lo"
@@ -63,6 +68,10 @@ class RmaMover final : public Mover {
   std::string DescribeKey(const adxl_plugin_rkey *rkey) const override;
 
  private:
+  // Post and PostDevice: the puts or gets, then the flush.
+  void Issue(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, bool device,
+             adxl_plugin_batch *batch);
+
   const UcpCore &core_;  // the context's, which outlives its movers: UCP context, worker, log
   ucs_memory_type_t device_type_;
   std::string device_why_;
