@@ -7,8 +7,11 @@
 # loopback and those in network namespaces are two groups, run one after the
 # other; ADXL_STRESS_PARALLEL=1 runs them at the same time, each the other's
 # extra load beside the hog, every case with its number of runs (about 40 %
-# less wall time; not yet shown on a quiet machine to keep every timing
-# assertion: docs/testing.md, CI time).
+# less wall time; scripts/test.sh runs them so: docs/testing.md, CI time).
+# The hog runs at this script's nice level, as the cases do: a hog at a
+# higher priority than the cases starves their threads for 100 ms and more
+# whatever they do (docs/testing.md, CI time), which tests the kernel's
+# nice weights, not the engine.
 #
 #   scripts/stress.sh [ITERATIONS]        (default 500; CI runs 50)
 #
