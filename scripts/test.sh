@@ -57,19 +57,7 @@ start_build asan
 STRESS_ITERATIONS="${ADXL_STRESS_ITERATIONS:-50}"
 ((STRESS_ITERATIONS >= 1)) || { echo "test.sh: ADXL_STRESS_ITERATIONS must be >= 1" >&2; exit 2; }
 TEST_JOBS="${ADXL_TEST_JOBS:-$(($(nproc) + 1))}"
-# The plain suite and the stress runs take UCX's memory hooks through
-# relocation-table entries instead of its default on x86_64, patching the
-# code of libc's mmap family ("bistro"): each atomic patch waits, spinning
-# on sched_yield (ucm_bistro_apply_patch_atomic, seen with perf), and that
-# makes every process that loads UCX start 0.4 s later, where these suites
-# start thousands of processes (each test its own, and its peers).  The
-# hooks only feed UCX's registration-cache invalidation, which host memory
-# over cma, shm and tcp does not use (the TSan suite turns them off
-# altogether, scripts/sanitize.sh); the engine's code is the same either
-# way.  A UCX_MEM_MMAP_HOOK_MODE of the caller wins; the sanitizer phases
-# keep their own settings.
-hook_mode="${UCX_MEM_MMAP_HOOK_MODE:-reloc}"
-UCX_MEM_MMAP_HOOK_MODE="$hook_mode" ctest --output-on-failure --no-tests=error -j"$TEST_JOBS" -E '^(Lanes/KillTargetTest\..*|storm_64_(hccs|rdma))$' "$@"
+ctest --output-on-failure --no-tests=error -j"$TEST_JOBS" -E '^(Lanes/KillTargetTest\..*|storm_64_(hccs|rdma))$' "$@"
 phase ctest
 # The README's pip line: the wheel built from ./python into a venv on
 # Debian's python3, the packages checked from there (the ctest
@@ -101,7 +89,7 @@ trap '((bg_pid == 0)) || kill -- "-$bg_pid" 2>/dev/null; ((load_pid == 0)) || ki
 # (ADXL_STRESS_PARALLEL, default 1 here; 0 runs them one after the other):
 # about 240 s less of CI's critical path (docs/testing.md, CI time).
 stress_rc=0
-UCX_MEM_MMAP_HOOK_MODE="$hook_mode" ADXL_STRESS_PARALLEL="${ADXL_STRESS_PARALLEL:-1}" ADXL_STRESS_LOAD_PID=$load_pid \
+ADXL_STRESS_PARALLEL="${ADXL_STRESS_PARALLEL:-1}" ADXL_STRESS_LOAD_PID=$load_pid \
   "$ADXL_ROOT/scripts/stress.sh" "$STRESS_ITERATIONS" || stress_rc=$?
 load_rc=0
 wait "$load_pid" || load_rc=$?
