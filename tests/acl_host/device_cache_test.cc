@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "acl/acl.h"
+#include "error_lines.h"
 #include "adxl/adxl_engine.h"
 #include "llm_datadist/llm_datadist.h"
 
@@ -35,15 +36,7 @@ using llm_datadist::LlmRole;
 constexpr int64_t kRows = 8, kRowElems = 16;
 constexpr size_t kTensorBytes = kRows * kRowElems * sizeof(int32_t);
 
-template <typename F>
-int ErrorLines(F f) {
-  testing::internal::CaptureStderr();
-  f();
-  const std::string err = testing::internal::GetCapturedStderr();
-  int n = 0;
-  for (size_t p = err.find(" ERROR "); p != std::string::npos; p = err.find(" ERROR ", p + 1)) ++n;
-  return n;
-}
+using adxl_test::ErrorLines;
 
 CacheDesc Desc(CachePlacement placement, uint32_t tensors) {
   CacheDesc d{};

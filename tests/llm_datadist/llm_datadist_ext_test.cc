@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "error_lines.h"
 #include "free_port.h"
 #include "llm_datadist/llm_datadist.h"
 #include "llm_datadist/llm_datadist_ext.h"
@@ -24,16 +25,7 @@ using adxl_test::FreePort;
 using adxl_test::LoopbackName;
 using Options = std::map<AscendString, AscendString>;
 
-// ERROR lines the library wrote to stderr while `f` ran.
-template <typename F>
-int ErrorLines(F f) {
-  testing::internal::CaptureStderr();
-  f();
-  const std::string err = testing::internal::GetCapturedStderr();
-  int n = 0;
-  for (size_t p = err.find(" ERROR "); p != std::string::npos; p = err.find(" ERROR ", p + 1)) ++n;
-  return n;
-}
+using adxl_test::ErrorLines;
 
 // n tensors of rows x 16 int32; 0 for seed 0, else distinct per tensor and element.
 struct Tensors {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "error_lines.h"
 #include "free_port.h"
 #include "llm_datadist/llm_datadist.h"
 
@@ -18,16 +19,7 @@ namespace {
 using adxl_test::FreePort;
 using Options = std::map<AscendString, AscendString>;
 
-// ERROR lines the library wrote to stderr while `f` ran.
-template <typename F>
-int ErrorLines(F f) {
-  testing::internal::CaptureStderr();
-  f();
-  const std::string err = testing::internal::GetCapturedStderr();
-  int n = 0;
-  for (size_t p = err.find(" ERROR "); p != std::string::npos; p = err.find(" ERROR ", p + 1)) ++n;
-  return n;
-}
+using adxl_test::ErrorLines;
 
 std::string Listen(uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
 
