@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/log.h"
+#include "local_copy.h"
 #include "memory/device_copy.h"
 
 namespace llm_datadist::internal {
@@ -43,9 +44,8 @@ Status SwapBlocks(const Cache &src, const Cache &dst, const std::vector<uint64_t
     return LLM_PARAM_INVALID;
   }
   if (!CheckCache("src", src) || !CheckCache("dst", dst)) return LLM_PARAM_INVALID;
-  const uint64_t sn = static_cast<uint64_t>(src.cache_desc.shape[0]);
-  const uint64_t dn = static_cast<uint64_t>(dst.cache_desc.shape[0]);
-  const uint64_t sb = TensorBytes(src.cache_desc) / sn, db = TensorBytes(dst.cache_desc) / dn;
+  const uint64_t sb = TensorBytes(src.cache_desc) / static_cast<uint64_t>(src.cache_desc.shape[0]);
+  const uint64_t db = TensorBytes(dst.cache_desc) / static_cast<uint64_t>(dst.cache_desc.shape[0]);
   if (sb != db) {
     ADXL_ERROR("%s: src block size:%lu and dst block size:%lu must be equal", kWhat, static_cast<unsigned long>(sb),
                static_cast<unsigned long>(db));
@@ -56,33 +56,14 @@ Status SwapBlocks(const Cache &src, const Cache &dst, const std::vector<uint64_t
                dst.cache_desc.num_tensors);
     return LLM_PARAM_INVALID;
   }
-  for (const auto &dst_blocks : dst_blocks_list) {
-    if (dst_blocks.size() != src_blocks.size()) {
-      ADXL_ERROR("%s: %zu source blocks for %zu destination blocks", kWhat, src_blocks.size(), dst_blocks.size());
-      return LLM_PARAM_INVALID;
-    }
-    for (size_t k = 0; k < src_blocks.size(); ++k) {
-      if (src_blocks[k] >= sn || dst_blocks[k] >= dn) {
-        ADXL_ERROR("%s: block pair (%lu, %lu) out of range (%lu and %lu blocks)", kWhat,
-                   static_cast<unsigned long>(src_blocks[k]), static_cast<unsigned long>(dst_blocks[k]),
-                   static_cast<unsigned long>(sn), static_cast<unsigned long>(dn));
-        return LLM_PARAM_INVALID;
-      }
-    }
-  }
+  std::vector<adxl::CopyPiece> pieces;
+  const Status planned = PlanBlocks(kWhat, src, dst, src_blocks, dst_blocks_list, sb, &pieces);
+  if (planned != LLM_SUCCESS) return planned;
   const Placement sp = src.cache_desc.placement, dp = dst.cache_desc.placement;
   if (sp == dp) {
     ADXL_ERROR("%s: swap from %s to %s is not supported (one cache HOST, the other DEVICE)", kWhat,
                PlacementName(sp), PlacementName(dp));
     return LLM_PARAM_INVALID;
-  }
-  std::vector<adxl::CopyPiece> pieces;
-  for (const auto &dst_blocks : dst_blocks_list) {
-    for (size_t i = 0; i < src.tensor_addrs.size(); ++i) {
-      for (size_t k = 0; k < src_blocks.size(); ++k) {
-        pieces.push_back({dst.tensor_addrs[i] + dst_blocks[k] * db, src.tensor_addrs[i] + src_blocks[k] * sb, sb});
-      }
-    }
   }
   std::string why;
   const adxl::CopyKind kind =

@@ -2,7 +2,8 @@
 // cache and a device cache of this process.  The caches need not be
 // registered (a Cache.create_cpu_cache host cache is not): the Cache values
 // given are used as they are, description and addresses.  Every argument is
-// checked before a byte moves; the copy is memory/device_copy.h's.
+// checked before a byte moves (the block plan is local_copy.h's PlanBlocks,
+// shared with CopyKvBlocks); the copy is memory/device_copy.h's.
 #ifndef LLM_DATADIST_SRC_SWAP_BLOCKS_H_
 #define LLM_DATADIST_SRC_SWAP_BLOCKS_H_
 
