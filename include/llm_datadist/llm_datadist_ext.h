@@ -3,10 +3,11 @@
 // API offers and the vendor's C++ class llm_datadist::LlmDataDist does not:
 // cache keys (CacheKey, CacheKeyByIdAndIndex, BlocksCacheKey),
 // remote_accessible at registration, paged (blocks) caches, the layer-wise
-// push, check_link_status, links by engine name, and moving the listener (the
-// rank-table link's rebind).  Free functions taking the LlmDataDist they act
-// on; each forwards to the same cache layer the class's own calls use, so a
-// cache registered here is pulled by PullKvBlocks and the other way round.
+// push, check_link_status, links by engine name, moving the listener (the
+// rank-table link's rebind), and host <-> device block swaps.  Free
+// functions taking the LlmDataDist they act on; each forwards to the same
+// cache layer the class's own calls use, so a cache registered here is
+// pulled by PullKvBlocks and the other way round.
 // The Python package llm_datadist is built on these and on the class.
 //
 // Contract, in short (docs/cache_layer.md, "Our extension"):
@@ -117,6 +118,30 @@ ASCEND_FUNC_VISIBILITY Status PushCache(LlmDataDist &datadist, const CacheKeyByI
 ASCEND_FUNC_VISIBILITY Status PushBlocks(LlmDataDist &datadist, const BlocksCacheKey &key, const Cache &src,
                                          const std::vector<uint64_t> &src_blocks,
                                          const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers = {});
+
+// ---- Host <-> device swap ----
+
+// Blocks between a host cache and a device cache of this process (the
+// Python package's swap_blocks; the vendor's class has a private
+// SwapKvBlocks with these arguments, called by its Python): src block
+// src_blocks[i] -> dst block dst_blocks[i] of every tensor, for each list of
+// dst_blocks_list (swap_blocks' {src: dst} is one list).  The Cache values are
+// used as given (paged, description, addresses; cache_id only names them in
+// lines): they need not be registered here.  Refused with one ERROR line:
+// LLM_PARAM_INVALID unless both are paged (blocks) caches with valid
+// descriptions and one address per tensor, of equal block size and
+// num_tensors, every index in range, one HOST and the other DEVICE;
+// LLM_FEATURE_NOT_ENABLED when no device runtime in this process can copy the
+// device cache; LLM_FAILED when that runtime's copy failed (blocks before it
+// are copied).  Empty lists: LLM_SUCCESS, nothing copied.  The runtime, by the
+// device cache's memory: CUDA (a build with the toolkit, CUDA device memory),
+// the host ACL emulation (its aclrtMalloc memory: host memory, memcpy), else a
+// CUDA or ACL runtime the application loaded (cudaMemcpy / aclrtMemcpy).
+// Exercised by tests: the emulation, and no runtime at all; the CUDA and
+// loaded-runtime paths are written from those runtimes' calls, untested here.
+ASCEND_FUNC_VISIBILITY Status SwapKvBlocks(LlmDataDist &datadist, const Cache &src_cache, const Cache &dst_cache,
+                                           const std::vector<uint64_t> &src_blocks,
+                                           const std::vector<std::vector<uint64_t>> &dst_blocks_list);
 
 // ---- Layer-wise push (llm_datadist_ext_layerwise.h) ----
 // Checks everything first, then pushes each layer of src to every target as

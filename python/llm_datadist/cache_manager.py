@@ -1,8 +1,5 @@
 """CacheManager: registration, pulls and pushes by key, the host-pool
 allocations, local copies and swaps, and the layer-wise push."""
-import ctypes
-import os
-
 from . import _native
 from .errors import LLMException, LLMStatusCode, _ParamInvalid, _check
 from .keys import BlocksCacheKey, Cache, CacheDesc, CacheKey, CacheKeyByIdAndIndex, Placement, _tensor_bytes
@@ -11,45 +8,9 @@ from .validation import (_NUM_TENSORS_PER_LAYER, _U64, _block_map, _int, _int_se
                          _type)
 
 
-_cudart = None
-
-
-class _AclRuntime:
-    """The ACL runtime already loaded into this process (libascendcl: the host ACL emulation, emulation/acl, or
-    a real one), as the one call swap_blocks makes: cudaMemcpy's arguments, aclrtMemcpy's (its kinds 1 and 2 are
-    host-to-device and device-to-host too)."""
-
-    def __init__(self, lib):
-        self._lib = lib
-
-    def cudaMemcpy(self, dst, src, count, kind):  # noqa: N802 - the CUDA call's name
-        return self._lib.aclrtMemcpy(dst, count, src, count, kind)
-
-
-def _acl_runtime():
-    try:
-        lib = ctypes.CDLL("libascendcl.so", mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
-    except OSError:
-        return None
-    return _AclRuntime(lib) if hasattr(lib, "aclrtMemcpy") else None
-
-
-def _device_runtime():
-    """The CUDA runtime (ctypes), else the ACL runtime loaded in this process, or None where there is none."""
-    global _cudart
-    if _cudart is None:
-        for name in ("libcudart.so", "libcudart.so.12", "libcudart.so.11.0"):
-            try:
-                lib = ctypes.CDLL(name)
-                count = ctypes.c_int(0)
-                if lib.cudaGetDeviceCount(ctypes.byref(count)) == 0 and count.value > 0:
-                    _cudart = lib
-                    break
-            except OSError:
-                continue
-        else:
-            _cudart = _acl_runtime() or False
-    return _cudart or None
+def _swap_side(cache):
+    # The cache as this package holds it: a create_cpu_cache one has no native cache behind it.
+    return _native.Cache(cache.cache_id, cache.cache_desc._native(), cache.tensor_addrs, cache.is_blocks_cache)
 
 
 class CacheManager:
@@ -221,36 +182,15 @@ class CacheManager:
                "copy_blocks")
 
     def swap_blocks(self, src_cache, dst_cache, src_to_dst):
-        """Blocks between a host and a device cache ({src block: dst block}); needs a device runtime (CUDA, or the
-        ACL runtime loaded in this process): LLMException(LLM_FEATURE_NOT_ENABLED) where there is none."""
+        """Blocks between a host and a device cache ({src block: dst block}): the C++ ext::SwapKvBlocks (GIL
+        released), which checks the caches and copies with the device runtime that owns the device cache's memory
+        (CUDA, the host ACL emulation, or a CUDA / ACL runtime already loaded in this process);
+        LLMException(LLM_FEATURE_NOT_ENABLED) where there is none.  The caches need not be registered."""
         _type(src_cache, Cache, "src_cache")
         _type(dst_cache, Cache, "dst_cache")
         pairs = _block_map(src_to_dst, "src_to_dst", False)
-        if not (src_cache.is_blocks_cache and dst_cache.is_blocks_cache):
-            raise _ParamInvalid("swap_blocks: param check failed, src and dst caches should be blocks caches.")
-        sb = _tensor_bytes(src_cache.cache_desc) // src_cache.cache_desc.shape[0]
-        db = _tensor_bytes(dst_cache.cache_desc) // dst_cache.cache_desc.shape[0]
-        if sb != db:
-            raise _ParamInvalid(f"swap_blocks: src block size:{sb} and dst block size:{db} must be equal")
-        if src_cache.cache_desc.num_tensors != dst_cache.cache_desc.num_tensors:
-            raise _ParamInvalid("swap_blocks: src and dst num_tensors must be equal")
-        for s, d in pairs:
-            if s >= src_cache.cache_desc.shape[0] or d >= dst_cache.cache_desc.shape[0]:
-                raise _ParamInvalid(f"swap_blocks: block pair ({s}, {d}) out of range")
-        places = (src_cache.cache_desc.placement, dst_cache.cache_desc.placement)
-        if places not in ((Placement.HOST, Placement.DEVICE), (Placement.DEVICE, Placement.HOST)):
-            raise _ParamInvalid(f"swap_blocks: swap from {places[0]} to {places[1]} is not supported")
-        rt = _device_runtime()
-        if rt is None:
-            raise LLMException("swap_blocks: no device runtime (CUDA or ACL) in this process: host<->device copies are "
-                               "unsupported here", LLMStatusCode.LLM_FEATURE_NOT_ENABLED)
-        kind = 1 if places[0] == Placement.HOST else 2  # cudaMemcpyHostToDevice / DeviceToHost
-        for sa, da in zip(src_cache.tensor_addrs, dst_cache.tensor_addrs):
-            for s, d in pairs:
-                r = rt.cudaMemcpy(ctypes.c_void_p(da + d * db), ctypes.c_void_p(sa + s * sb), ctypes.c_size_t(sb),
-                                  ctypes.c_int(kind))
-                if r != 0:
-                    raise LLMException(f"swap_blocks: cudaMemcpy failed: error {r}", LLMStatusCode.LLM_FAILED)
+        _check(self._m.swap_blocks(_swap_side(src_cache), _swap_side(dst_cache), [s for s, _ in pairs],
+                                   [[d for _, d in pairs]]), "swap_blocks")
 
     def transfer_cache_async(self, src_cache, layer_synchronizer, transfer_configs, src_block_indices=None,
                              dst_block_indices=None, dst_block_memory_size=None):

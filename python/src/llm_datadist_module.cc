@@ -109,6 +109,16 @@ PYBIND11_MODULE(_native, m) {
   py::class_<BlocksCacheKey>(m, "BlocksCacheKey")
       .def(py::init([](uint64_t c, uint64_t mo) { return BlocksCacheKey{c, mo}; }));
   py::class_<Cache>(m, "Cache")
+      // A cache as the package holds it, for swap_blocks (whose host cache
+      // may be Cache.create_cpu_cache's, never registered).
+      .def(py::init([](int64_t id, const CacheDesc &d, const std::vector<uintptr_t> &a, bool paged) {
+        Cache c;
+        c.cache_id = id;
+        c.cache_desc = d;
+        c.tensor_addrs = a;
+        c.paged = paged;
+        return c;
+      }))
       .def_readonly("cache_id", &Cache::cache_id)
       .def_readonly("cache_desc", &Cache::cache_desc)
       .def_readonly("tensor_addrs", &Cache::tensor_addrs)
@@ -232,13 +242,19 @@ PYBIND11_MODULE(_native, m) {
              py::gil_scoped_release nogil;
              return dd.CopyKvCache(s, d, src_batch, dst_batch, offset, size);
            })
-      .def("copy_blocks", [](LlmDataDist &dd, int64_t src, int64_t dst, const Blocks &src_blocks,
+      .def("copy_blocks",
+           [](LlmDataDist &dd, int64_t src, int64_t dst, const Blocks &src_blocks,
+              const std::vector<Blocks> &dst_blocks_list) {
+             llm_datadist::Cache s{}, d{};
+             s.cache_id = src;
+             d.cache_id = dst;
+             py::gil_scoped_release nogil;
+             return dd.CopyKvBlocks(s, d, src_blocks, dst_blocks_list);
+           })
+      .def("swap_blocks", [](LlmDataDist &dd, const Cache &src, const Cache &dst, const Blocks &src_blocks,
                              const std::vector<Blocks> &dst_blocks_list) {
-        llm_datadist::Cache s{}, d{};
-        s.cache_id = src;
-        d.cache_id = dst;
         py::gil_scoped_release nogil;
-        return dd.CopyKvBlocks(s, d, src_blocks, dst_blocks_list);
+        return SwapKvBlocks(dd, src, dst, src_blocks, dst_blocks_list);
       });
   llm_datadist::ext::python::RegisterLayerwise(m);
 

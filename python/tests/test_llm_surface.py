@@ -253,12 +253,21 @@ def test_host_pool_rules_and_swap():
         cm.swap_blocks(cpu, b, {0: 1})
     dev = Cache.create_cpu_cache(CacheDesc(1, [4, 8], DataType.DT_FLOAT16, Placement.HOST), [ctypes.addressof(host)])
     dev.cache_desc = CacheDesc(1, [4, 8], DataType.DT_FLOAT16, Placement.DEVICE)
-    if llm_datadist.cache_manager._device_runtime() is None:
-        # No CUDA runtime in this process: a host <-> device swap is refused, never silently skipped.
-        with pytest.raises(LLMException) as e:
-            cm.swap_blocks(b, dev, {0: 1})
-        assert e.value.status_code == LLMStatusCode.LLM_FEATURE_NOT_ENABLED
-    # With a runtime, `dev` (host memory posing as a device cache) may be copied or refused: not checked here.
+    ctypes.memset(host, 0x5a, 64)
+    # `dev` is host memory posing as a device cache: no device runtime in this process copies it (none is loaded,
+    # or the host ACL emulation is and it is not its memory); refused, never silently skipped.
+    with pytest.raises(LLMException) as e:
+        cm.swap_blocks(b, dev, {0: 1})
+    assert e.value.status_code == LLMStatusCode.LLM_FEATURE_NOT_ENABLED
+    assert bytes(host) == b"\x5a" * 64  # nothing moved
+    with pytest.raises(ValueError):  # a block out of range
+        cm.swap_blocks(b, dev, {4: 0})
+    flat = cm.allocate_cache(CacheDesc(1, [4, 8], DataType.DT_FLOAT16, Placement.HOST))
+    with pytest.raises(ValueError):  # not a blocks cache
+        cm.swap_blocks(flat, dev, {0: 0})
+    cm.deallocate_cache(flat)
+    with pytest.raises(TypeError):
+        cm.swap_blocks(b, dev, [(0, 1)])
     with pytest.raises(ValueError):
         cm.remove_cache_key(CacheKey(9, 2 ** 64 - 1))
     with pytest.raises(LLMException) as e:

@@ -12,6 +12,7 @@
 #include "cache_manager.h"
 #include "datadist_access.h"
 #include "options.h"
+#include "swap_blocks.h"
 
 namespace llm_datadist::ext {
 namespace {
@@ -134,6 +135,16 @@ Status PushBlocks(LlmDataDist &datadist, const BlocksCacheKey &key, const Cache 
                   const LayerRangeArgs &layers) {
   return Forward(datadist, "PushBlocks", [&](internal::CacheManager &cm) {
     return cm.PushBlocks(key, src, src_blocks, dst_blocks, layers);
+  });
+}
+
+Status SwapKvBlocks(LlmDataDist &datadist, const Cache &src_cache, const Cache &dst_cache,
+                    const std::vector<uint64_t> &src_blocks,
+                    const std::vector<std::vector<uint64_t>> &dst_blocks_list) {
+  // The cache layer's state is not needed (the caches need not be
+  // registered); initialized is still asked for, as by every call here.
+  return Forward(datadist, "SwapKvBlocks", [&](internal::CacheManager &) {
+    return internal::SwapBlocks(src_cache, dst_cache, src_blocks, dst_blocks_list);
   });
 }
 

@@ -13,11 +13,7 @@ uint64_t EntryBytes(const CacheDesc &d);  // cache_manager.cc
 
 namespace {
 
-struct Move {
-  uintptr_t dst;
-  uintptr_t src;
-  uint64_t len;
-};
+using Move = adxl::CopyPiece;  // the plan's pieces, PlanBlocks'
 
 // A cache memcpy can reach: host memory, or device memory of the host ACL
 // emulation (host memory underneath; memory/acl_host.h), each tensor inside
@@ -108,8 +104,6 @@ Status CopyBlocks(const Cache &src, const Cache &dst, const std::vector<uint64_t
   Status s = CheckPair(what, src, dst);
   if (s != LLM_SUCCESS) return s;
   const uint64_t sb = EntryBytes(src.cache_desc), db = EntryBytes(dst.cache_desc);
-  const uint64_t sn = static_cast<uint64_t>(src.cache_desc.shape[0]);
-  const uint64_t dn = static_cast<uint64_t>(dst.cache_desc.shape[0]);
   if (sb != db) {
     ADXL_ERROR("%s: block sizes differ (%lu and %lu bytes)", what, static_cast<unsigned long>(sb),
                static_cast<unsigned long>(db));
@@ -120,6 +114,17 @@ Status CopyBlocks(const Cache &src, const Cache &dst, const std::vector<uint64_t
     return LLM_PARAM_INVALID;
   }
   std::vector<Move> moves;
+  s = PlanBlocks(what, src, dst, src_blocks, dst_blocks_list, sb, &moves);
+  if (s != LLM_SUCCESS) return s;
+  Run(moves);
+  return LLM_SUCCESS;
+}
+
+Status PlanBlocks(const char *what, const Cache &src, const Cache &dst, const std::vector<uint64_t> &src_blocks,
+                  const std::vector<std::vector<uint64_t>> &dst_blocks_list, uint64_t block_bytes,
+                  std::vector<adxl::CopyPiece> *pieces) {
+  const uint64_t sn = static_cast<uint64_t>(src.cache_desc.shape[0]);
+  const uint64_t dn = static_cast<uint64_t>(dst.cache_desc.shape[0]);
   for (const auto &dst_blocks : dst_blocks_list) {
     if (dst_blocks.size() != src_blocks.size()) {
       ADXL_ERROR("%s: %zu source blocks for %zu destination blocks", what, src_blocks.size(), dst_blocks.size());
@@ -127,17 +132,21 @@ Status CopyBlocks(const Cache &src, const Cache &dst, const std::vector<uint64_t
     }
     for (size_t k = 0; k < src_blocks.size(); ++k) {
       if (src_blocks[k] >= sn || dst_blocks[k] >= dn) {
-        ADXL_ERROR("%s: block %lu -> %lu out of range (%lu and %lu blocks)", what,
+        ADXL_ERROR("%s: block pair (%lu, %lu) out of range (%lu and %lu blocks)", what,
                    static_cast<unsigned long>(src_blocks[k]), static_cast<unsigned long>(dst_blocks[k]),
                    static_cast<unsigned long>(sn), static_cast<unsigned long>(dn));
         return LLM_PARAM_INVALID;
       }
+    }
+  }
+  for (const auto &dst_blocks : dst_blocks_list) {
+    for (size_t k = 0; k < src_blocks.size(); ++k) {
       for (size_t i = 0; i < src.tensor_addrs.size(); ++i) {
-        moves.push_back({dst.tensor_addrs[i] + dst_blocks[k] * db, src.tensor_addrs[i] + src_blocks[k] * sb, sb});
+        pieces->push_back({dst.tensor_addrs[i] + dst_blocks[k] * block_bytes,
+                           src.tensor_addrs[i] + src_blocks[k] * block_bytes, block_bytes});
       }
     }
   }
-  Run(moves);
   return LLM_SUCCESS;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cache_types.h"
+#include "memory/device_copy.h"
 
 namespace llm_datadist::internal {
 
@@ -23,6 +24,16 @@ Status CopyCache(const Cache &src, const Cache &dst, uint32_t src_batch, uint32_
 // dst_blocks_list (one source, several destinations).
 Status CopyBlocks(const Cache &src, const Cache &dst, const std::vector<uint64_t> &src_blocks,
                   const std::vector<std::vector<uint64_t>> &dst_blocks_list);
+
+// The block plan of CopyKvBlocks and SwapKvBlocks (swap_blocks.h): every
+// list of dst_blocks_list as long as src_blocks and every index below its
+// cache's block count (dimension 0), else LLM_PARAM_INVALID with one ERROR
+// line naming `what`; then *pieces: src block src_blocks[k] -> dst block
+// dst_blocks[k] of every tensor, block_bytes each, list by list and block by
+// block (a cache copied onto itself sees its blocks move in that order).
+Status PlanBlocks(const char *what, const Cache &src, const Cache &dst, const std::vector<uint64_t> &src_blocks,
+                  const std::vector<std::vector<uint64_t>> &dst_blocks_list, uint64_t block_bytes,
+                  std::vector<adxl::CopyPiece> *pieces);
 
 }  // namespace llm_datadist::internal
 
