@@ -178,13 +178,8 @@ auto ToBlocks(const char *what, const LayerRangeArgs &layers, std::vector<uint64
     if (s != LLM_SUCCESS) return s;
     const uint64_t db = EntryBytes(*dst.desc);
     const uint64_t dn = static_cast<uint64_t>(dst.desc->shape[0]);
-    for (uint64_t b : dst_blocks) {
-      if (b >= dn) {
-        ADXL_ERROR("%s: destination block %lu out of range (%lu blocks)", what, static_cast<unsigned long>(b),
-                 static_cast<unsigned long>(dn));
-        return LLM_PARAM_INVALID;
-      }
-    }
+    s = CheckBlockRange(what, "destination", dst_blocks, dn);
+    if (s != LLM_SUCCESS) return s;
     auto add = [&](uintptr_t s_addr, uintptr_t d_addr, uint64_t len) {
       if (local_is_dst) {
         AddOp(ops, d_addr, s_addr, len);
@@ -204,13 +199,8 @@ auto ToBlocks(const char *what, const LayerRangeArgs &layers, std::vector<uint64
                  static_cast<unsigned long>(db));
         return LLM_PARAM_INVALID;
       }
-      for (uint64_t b : src_blocks) {
-        if (b >= sn) {
-          ADXL_ERROR("%s: source block %lu out of range (%lu blocks)", what, static_cast<unsigned long>(b),
-                   static_cast<unsigned long>(sn));
-          return LLM_PARAM_INVALID;
-        }
-      }
+      s = CheckBlockRange(what, "source", src_blocks, sn);
+      if (s != LLM_SUCCESS) return s;
       for (auto [a, c] : pairs) {
         for (size_t k = 0; k < src_blocks.size(); ++k) {
           add((*src.addrs)[a] + src_blocks[k] * sb, (*dst.addrs)[c] + dst_blocks[k] * db, sb);
