@@ -8,6 +8,7 @@ import socket
 import threading
 
 from . import _native
+from ._properties import _checked, _getter
 from .errors import _ParamInvalid
 from .validation import _INT32_MAX, _bool, _int, _str
 
@@ -25,6 +26,58 @@ class RegisterMemStatus(enum.Enum):
     OK = 0
     PREPARING = 1
     FAILED = 2
+
+
+# The checks of LLMConfig's and LLMClusterInfo's fields that are more than a
+# type and a range: check(value, name) raises TypeError for a wrong type and
+# ValueError (an LLMException too) for a wrong value, else returns the value.
+def _check_device_id(v, name):
+    ids = v if isinstance(v, (list, tuple)) else [v]
+    if not isinstance(v, (list, tuple, int)) or isinstance(v, bool) or not ids:
+        raise TypeError(f"{name} must be an int or a non-empty list/tuple of int, not {type(v).__name__}")
+    for i in ids:
+        _int(i, name, 0, _INT32_MAX)
+    return v
+
+
+def _check_sync_kv_timeout(v, name):
+    if isinstance(v, bool) or not isinstance(v, (int, str)):
+        raise TypeError(f"{name} must be an int or str, not {type(v).__name__}")
+    if isinstance(v, str) and not v.isdigit():
+        raise _ParamInvalid(f"{name} {v!r} must be digits")
+    _int(int(v), name, 1, _INT32_MAX)
+    return v
+
+
+def _check_ge_options(v, name):
+    if not isinstance(v, dict):
+        raise TypeError(f"{name} must be a dict, not {type(v).__name__}")
+    for k, val in v.items():
+        _str(k, f"{name} key")
+        _str(val, f"{name}[{k!r}]")
+    return v
+
+
+def _check_cluster_info(v, name):
+    try:
+        json.loads(_str(v, name))
+    except ValueError:
+        raise _ParamInvalid(f"{name} must be a JSON text") from None
+    return v
+
+
+def _check_mem_utilization(v, name):
+    if not isinstance(v, float):
+        raise TypeError(f"{name} must be a float, not {type(v).__name__}")
+    if not 0.0 <= v <= 1.0:
+        raise _ParamInvalid(f"{name} must be in range [0,1], current:{v}")
+    return v
+
+
+def _check_remote_role_type(v, name):
+    if isinstance(v, bool) or not isinstance(v, (LLMRole, int)):
+        raise TypeError(f"{name} must be an LLMRole or int, not {type(v).__name__}")
+    return v
 
 
 class LLMConfig:
@@ -93,199 +146,31 @@ class LLMConfig:
 
     # Fields: (name, check) -> property.  The checks raise TypeError for a
     # wrong type and ValueError (an LLMException too) for a wrong value.
-    @property
-    def listen_ip_info(self):
-        return self._listen_ip_info
-
-    @listen_ip_info.setter
-    def listen_ip_info(self, v):
-        self._listen_ip_info = _str(v, "listen_ip_info")
-
-    @property
-    def device_id(self):
-        return self._device_id
-
-    @device_id.setter
-    def device_id(self, v):
-        ids = v if isinstance(v, (list, tuple)) else [v]
-        if not isinstance(v, (list, tuple, int)) or isinstance(v, bool) or not ids:
-            raise TypeError(f"device_id must be an int or a non-empty list/tuple of int, not {type(v).__name__}")
-        for i in ids:
-            _int(i, "device_id", 0, _INT32_MAX)
-        self._device_id = v
-
-    @property
-    def sync_kv_timeout(self):
-        return self._sync_kv_timeout
-
-    @sync_kv_timeout.setter
-    def sync_kv_timeout(self, v):
-        if isinstance(v, bool) or not isinstance(v, (int, str)):
-            raise TypeError(f"sync_kv_timeout must be an int or str, not {type(v).__name__}")
-        if isinstance(v, str) and not v.isdigit():
-            raise _ParamInvalid(f"sync_kv_timeout {v!r} must be digits")
-        _int(int(v), "sync_kv_timeout", 1, _INT32_MAX)
-        self._sync_kv_timeout = v
-
-    @property
-    def deploy_res_path(self):
-        return self._deploy_res_path
-
-    @deploy_res_path.setter
-    def deploy_res_path(self, v):
-        self._deploy_res_path = _str(v, "deploy_res_path")
-
-    @property
-    def ge_options(self):
-        return self._ge_options
-
-    @ge_options.setter
-    def ge_options(self, v):
-        if not isinstance(v, dict):
-            raise TypeError(f"ge_options must be a dict, not {type(v).__name__}")
-        for k, val in v.items():
-            _str(k, "ge_options key")
-            _str(val, f"ge_options[{k!r}]")
-        self._ge_options = v
-
-    @property
-    def enable_switch_role(self):
-        return self._enable_switch_role
-
-    @enable_switch_role.setter
-    def enable_switch_role(self, v):
-        self._enable_switch_role = _bool(v, "enable_switch_role")
-
-    @property
-    def link_total_time(self):
-        return 0 if self._link_total_time is None else self._link_total_time
-
-    @link_total_time.setter
-    def link_total_time(self, v):
-        self._link_total_time = _int(v, "link_total_time", 0, 2 ** 32 - 1)
-
-    @property
-    def link_retry_count(self):
-        return 1 if self._link_retry_count is None else self._link_retry_count
-
-    @link_retry_count.setter
-    def link_retry_count(self, v):
-        self._link_retry_count = _int(v, "link_retry_count", 1, 100)
-
-    @property
-    def cluster_info(self):
-        return self._cluster_info
-
-    @cluster_info.setter
-    def cluster_info(self, v):
-        try:
-            json.loads(_str(v, "cluster_info"))
-        except ValueError:
-            raise _ParamInvalid("cluster_info must be a JSON text") from None
-        self._cluster_info = v
-
-    @property
-    def output_max_size(self):
-        return self._output_max_size
-
-    @output_max_size.setter
-    def output_max_size(self, v):
-        self._output_max_size = _int(v, "output_max_size", 0, 2 ** 63 - 1)
-
-    @property
-    def mem_utilization(self):
-        return self._mem_utilization
-
-    @mem_utilization.setter
-    def mem_utilization(self, v):
-        if not isinstance(v, float):
-            raise TypeError(f"mem_utilization must be a float, not {type(v).__name__}")
-        if not 0.0 <= v <= 1.0:
-            raise _ParamInvalid(f"mem_utilization must be in range [0,1], current:{v}")
-        self._mem_utilization = v
-
-    @property
-    def buf_pool_cfg(self):
-        return self._buf_pool_cfg
-
-    @buf_pool_cfg.setter
-    def buf_pool_cfg(self, v):
-        self._buf_pool_cfg = _str(v, "buf_pool_cfg")
-
-    @property
-    def mem_pool_cfg(self):
-        return self._mem_pool_cfg
-
-    @mem_pool_cfg.setter
-    def mem_pool_cfg(self, v):
-        self._mem_pool_cfg = _str(v, "mem_pool_cfg")
-
-    @property
-    def host_mem_pool_cfg(self):
-        return self._host_mem_pool_cfg
-
-    @host_mem_pool_cfg.setter
-    def host_mem_pool_cfg(self, v):
-        self._host_mem_pool_cfg = _str(v, "host_mem_pool_cfg")
-
-    @property
-    def enable_cache_manager(self):
-        return bool(self._enable_cache_manager)
-
-    @enable_cache_manager.setter
-    def enable_cache_manager(self, v):
-        self._enable_cache_manager = _bool(v, "enable_cache_manager")
-
-    @property
-    def enable_remote_cache_accessible(self):
-        return bool(self._enable_remote_cache_accessible)
-
-    @enable_remote_cache_accessible.setter
-    def enable_remote_cache_accessible(self, v):
-        self._enable_remote_cache_accessible = _bool(v, "enable_remote_cache_accessible")
-
-    @property
-    def rdma_traffic_class(self):
-        return self._rdma_traffic_class
-
-    @rdma_traffic_class.setter
-    def rdma_traffic_class(self, v):
-        self._rdma_traffic_class = _int(v, "rdma_traffic_class", 0, 2 ** 32 - 1)
-
-    @property
-    def rdma_service_level(self):
-        return self._rdma_service_level
-
-    @rdma_service_level.setter
-    def rdma_service_level(self, v):
-        self._rdma_service_level = _int(v, "rdma_service_level", 0, 2 ** 32 - 1)
-
-    @property
-    def local_comm_res(self):
-        return "" if self._local_comm_res is None else self._local_comm_res
-
-    @local_comm_res.setter
-    def local_comm_res(self, v):
-        self._local_comm_res = _str(v, "local_comm_res")
+    listen_ip_info = _checked("listen_ip_info", _str)
+    device_id = _checked("device_id", _check_device_id)
+    sync_kv_timeout = _checked("sync_kv_timeout", _check_sync_kv_timeout)
+    deploy_res_path = _checked("deploy_res_path", _str)
+    ge_options = _checked("ge_options", _check_ge_options)
+    enable_switch_role = _checked("enable_switch_role", _bool)
+    link_total_time = _checked("link_total_time", _int, 0, 2 ** 32 - 1, unset=0)
+    link_retry_count = _checked("link_retry_count", _int, 1, 100, unset=1)
+    cluster_info = _checked("cluster_info", _check_cluster_info)
+    output_max_size = _checked("output_max_size", _int, 0, 2 ** 63 - 1)
+    mem_utilization = _checked("mem_utilization", _check_mem_utilization)
+    buf_pool_cfg = _checked("buf_pool_cfg", _str)
+    mem_pool_cfg = _checked("mem_pool_cfg", _str)
+    host_mem_pool_cfg = _checked("host_mem_pool_cfg", _str)
+    enable_cache_manager = _checked("enable_cache_manager", _bool, unset=False)
+    enable_remote_cache_accessible = _checked("enable_remote_cache_accessible", _bool, unset=False)
+    rdma_traffic_class = _checked("rdma_traffic_class", _int, 0, 2 ** 32 - 1)
+    rdma_service_level = _checked("rdma_service_level", _int, 0, 2 ** 32 - 1)
+    local_comm_res = _checked("local_comm_res", _str, unset="")
 
     # Honoured by init(): llm.TransferBackend is checked ("hixl", "adxl" or
     # empty: every backend is the one engine here); llm.GlobalResourceConfig
     # goes to the engine's GlobalResourceConfig (empty: not configured).
-    @property
-    def transfer_backend(self):
-        return "" if self._transfer_backend is None else self._transfer_backend
-
-    @transfer_backend.setter
-    def transfer_backend(self, v):
-        self._transfer_backend = _str(v, "transfer_backend")
-
-    @property
-    def global_resource_config(self):
-        return "" if self._global_resource_config is None else self._global_resource_config
-
-    @global_resource_config.setter
-    def global_resource_config(self, v):
-        self._global_resource_config = _str(v, "global_resource_config")
+    transfer_backend = _checked("transfer_backend", _str, unset="")
+    global_resource_config = _checked("global_resource_config", _str, unset="")
 
 
 LlmConfig = LLMConfig
@@ -383,31 +268,12 @@ class LLMClusterInfo:
                 raise _ParamInvalid(f"ip {ip!r} is neither an IPv4 nor an IPv6 address") from None
             return ip.strip("[]"), port
 
-    @property
-    def remote_cluster_id(self):
-        return self._remote_cluster_id
+    remote_cluster_id = _checked("remote_cluster_id", _int)
 
-    @remote_cluster_id.setter
-    def remote_cluster_id(self, value):
-        self._remote_cluster_id = _int(value, "remote_cluster_id")
+    remote_role_type = _checked("remote_role_type", _check_remote_role_type)
 
-    @property
-    def remote_role_type(self):
-        return self._remote_role_type
-
-    @remote_role_type.setter
-    def remote_role_type(self, value):
-        if isinstance(value, bool) or not isinstance(value, (LLMRole, int)):
-            raise TypeError(f"remote_role_type must be an LLMRole or int, not {type(value).__name__}")
-        self._remote_role_type = value
-
-    @property
-    def local_ip_info_list(self):
-        return self._local_ip_info_list
-
-    @property
-    def remote_ip_info_list(self):
-        return self._remote_ip_info_list
+    local_ip_info_list = _getter("_local_ip_info_list")
+    remote_ip_info_list = _getter("_remote_ip_info_list")
 
     # Earlier names of this package.
     local_ip_info = local_ip_info_list

@@ -1,5 +1,6 @@
 """Cache descriptors, the three kinds of cache key, and Cache (a registered cache)."""
 from . import _native
+from ._properties import _getter
 from .errors import _ParamInvalid
 from .validation import _U64, _int, _int_seq, _type
 
@@ -74,9 +75,7 @@ class CacheKey:
         self.model_id = _int(kw["model_id"], "model_id")
         self.prefix_id = _int(kw["prefix_id"], "prefix_id")
 
-    @property
-    def prompt_cluster_id(self):
-        return self.cluster_id
+    prompt_cluster_id = _getter("cluster_id")  # the reference's spelling
 
     def _native(self):
         return _native.CacheKey(self.cluster_id, self.req_id, self.model_id, self.prefix_id)
@@ -105,9 +104,7 @@ class BlocksCacheKey:
         self.cluster_id = _int(kw["cluster_id"], "cluster_id")
         self.model_id = _int(kw["model_id"], "model_id")
 
-    @property
-    def prompt_cluster_id(self):
-        return self.cluster_id
+    prompt_cluster_id = _getter("cluster_id")  # the reference's spelling
 
     def _native(self):
         return _native.BlocksCacheKey(self.cluster_id, self.model_id)

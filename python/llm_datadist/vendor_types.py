@@ -13,6 +13,8 @@ otherwise need: Status, Memtype, MemInfo and KvCache.
 """
 import enum
 
+from ._properties import _getter
+
 
 class Memtype(enum.Enum):
     """Where registered memory lives (the vendor's LLMMemType values)."""
@@ -38,17 +40,9 @@ class MemInfo:
         self._addr = _nonneg_int(addr, "addr")
         self._size = _nonneg_int(size, "size")
 
-    @property
-    def mem_type(self):
-        return self._mem_type
-
-    @property
-    def addr(self):
-        return self._addr
-
-    @property
-    def size(self):
-        return self._size
+    mem_type = _getter("_mem_type")
+    addr = _getter("_addr")
+    size = _getter("_size")
 
     def __repr__(self):
         return f"MemInfo(mem_type={self._mem_type}, addr={self._addr:#x}, size={self._size})"
@@ -71,9 +65,7 @@ def make_status(status_code_type):
         def is_ok(self):
             return self._status_code == status_code_type.LLM_SUCCESS
 
-        @property
-        def status_code(self):
-            return self._status_code
+        status_code = _getter("_status_code")
 
         def __repr__(self):
             return f"Status({self._status_code.name})"
@@ -96,13 +88,8 @@ class KvCache:
             raise TypeError("per_device_tensor_addrs must be a list of lists of int")
         self._addrs = [[_nonneg_int(a, "per_device_tensor_addrs[][]") for a in dev] for dev in addrs]
 
-    @property
-    def cache_id(self):
-        return self._cache_id
-
-    @property
-    def cache_desc(self):
-        return self._cache_desc
+    cache_id = _getter("_cache_id")
+    cache_desc = _getter("_cache_desc")
 
     @property
     def per_device_tensor_addrs(self):

@@ -10,6 +10,7 @@
 
 namespace py = pybind11;
 using namespace adxl;
+using namespace pybind11::literals;  // "key"_a = value: the dicts below
 
 namespace {
 
@@ -23,44 +24,22 @@ std::map<AscendString, AscendString> Options(const std::map<std::string, std::st
 // {"read": {...}, "write": {...}, "tcp_connect": {...}, ...}, keys as the
 // C++ field names, so that they print and serialise (json.dumps) as they are.
 py::dict PhaseDict(const ext::ConnectPhaseStats &p) {
-  py::dict d;
-  d["count"] = p.count;
-  d["last_ns"] = p.last_ns;
-  d["total_ns"] = p.total_ns;
-  d["max_ns"] = p.max_ns;
-  return d;
+  return py::dict("count"_a = p.count, "last_ns"_a = p.last_ns, "total_ns"_a = p.total_ns, "max_ns"_a = p.max_ns);
 }
 
 py::dict DirectionDict(const ext::DirectionStats &s) {
-  py::dict lat;
-  lat["count"] = s.latency.count;
-  lat["sum_ns"] = s.latency.sum_ns;
-  lat["p50_ns"] = s.latency.p50_ns;
-  lat["p99_ns"] = s.latency.p99_ns;
-  lat["max_ns"] = s.latency.max_ns;
-  lat["buckets"] = s.latency.buckets;
-  py::dict d;
-  d["transfers"] = s.transfers;
-  d["descriptors"] = s.descriptors;
-  d["bytes"] = s.bytes;
-  d["errors"] = s.errors;
-  d["timeouts"] = s.timeouts;
-  d["latency"] = lat;
-  return d;
+  const ext::LatencyStats &l = s.latency;
+  py::dict lat("count"_a = l.count, "sum_ns"_a = l.sum_ns, "p50_ns"_a = l.p50_ns, "p99_ns"_a = l.p99_ns,
+               "max_ns"_a = l.max_ns, "buckets"_a = l.buckets);
+  return py::dict("transfers"_a = s.transfers, "descriptors"_a = s.descriptors, "bytes"_a = s.bytes,
+                  "errors"_a = s.errors, "timeouts"_a = s.timeouts, "latency"_a = lat);
 }
 
 py::dict StatsDict(const ext::LinkStats &s) {
-  py::dict d;
-  d["remote"] = s.remote;
-  d["linked"] = s.linked;
-  d["connects"] = s.connects;
-  d["connect_failures"] = s.connect_failures;
-  d["tcp_connect"] = PhaseDict(s.tcp_connect);
-  d["handshake"] = PhaseDict(s.handshake);
-  d["wireup"] = PhaseDict(s.wireup);
-  d["read"] = DirectionDict(s.read);
-  d["write"] = DirectionDict(s.write);
-  return d;
+  return py::dict("remote"_a = s.remote, "linked"_a = s.linked, "connects"_a = s.connects,
+                  "connect_failures"_a = s.connect_failures, "tcp_connect"_a = PhaseDict(s.tcp_connect),
+                  "handshake"_a = PhaseDict(s.handshake), "wireup"_a = PhaseDict(s.wireup),
+                  "read"_a = DirectionDict(s.read), "write"_a = DirectionDict(s.write));
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "hixl/hixl.h"
+#include "released.h"
 
 namespace py = pybind11;
 
@@ -96,13 +97,8 @@ PYBIND11_MODULE(_hixl, m) {
   // and FAILED would shadow the statuses hixl.TIMEOUT and hixl.FAILED.
 
   py::class_<hixl::MemDesc>(m, "MemDesc", py::module_local())
-      .def(py::init([](uintptr_t addr, size_t len) {
-             hixl::MemDesc d{};
-             d.addr = addr;
-             d.len = len;
-             return d;
-           }),
-           py::arg("addr"), py::arg("len"))
+      .def(py::init([](uintptr_t addr, size_t len) { return hixl::MemDesc{addr, len}; }), py::arg("addr"),
+           py::arg("len"))
       .def_readwrite("addr", &hixl::MemDesc::addr)
       .def_readwrite("len", &hixl::MemDesc::len)
       .def_readwrite("local_only", &hixl::MemDesc::local_only)
@@ -127,10 +123,7 @@ PYBIND11_MODULE(_hixl, m) {
           [](hixl::TransferArgs &a, uintptr_t v) { a.user_data = reinterpret_cast<const void *>(v); });
   py::class_<hixl::GetTransferStatusArgs>(m, "GetTransferStatusArgs", py::module_local())
       .def(py::init([](uint32_t max_query_count, bool skip_waiting) {
-             hixl::GetTransferStatusArgs a{};
-             a.max_query_count = max_query_count;
-             a.skip_waiting = skip_waiting;
-             return a;
+             return hixl::GetTransferStatusArgs{max_query_count, skip_waiting};
            }),
            py::arg("max_query_count") = UINT32_MAX, py::arg("skip_waiting") = false)
       .def_readwrite("max_query_count", &hixl::GetTransferStatusArgs::max_query_count)
@@ -164,8 +157,8 @@ PYBIND11_MODULE(_hixl, m) {
           [](hixl::NotifyDesc &n, const std::string &s) { n.notify_msg = hixl::AscendString(s.c_str()); });
 
   using hixl::Hixl;
-  py::class_<Hixl>(m, "Hixl", py::module_local())
-      .def(py::init<>())
+  py::class_<Hixl> hixl_class(m, "Hixl", py::module_local());
+  hixl_class.def(py::init<>())
       .def(
           "initialize",
           [](Hixl &h, const std::string &local, const std::map<std::string, std::string> &opts) {
@@ -199,53 +192,16 @@ PYBIND11_MODULE(_hixl, m) {
           },
           py::arg("mem_handle"))
       .def(
-          "connect",
-          [](Hixl &h, const std::string &r, int32_t t) {
-            py::gil_scoped_release nogil;
-            return h.Connect(r.c_str(), t);
-          },
-          py::arg("remote_engine"), py::arg("timeout_in_millis") = kDefaultTimeoutMs)
-      .def(
-          "disconnect",
-          [](Hixl &h, const std::string &r, int32_t t) {
-            py::gil_scoped_release nogil;
-            return h.Disconnect(r.c_str(), t);
-          },
-          py::arg("remote_engine"), py::arg("timeout_in_millis") = kDefaultTimeoutMs)
-      .def(
-          "connect_async",
-          [](Hixl &h, const std::string &r, int32_t t) {
-            py::gil_scoped_release nogil;
-            return h.ConnectAsync(r.c_str(), t);
-          },
-          py::arg("remote_engine"), py::arg("timeout_in_millis") = kDefaultTimeoutMs)
-      .def(
-          "disconnect_async",
-          [](Hixl &h, const std::string &r, int32_t t) {
-            py::gil_scoped_release nogil;
-            return h.DisconnectAsync(r.c_str(), t);
-          },
-          py::arg("remote_engine"), py::arg("timeout_in_millis") = kDefaultTimeoutMs)
-      .def(
           "get_async_connect_status",
           [](Hixl &h, const std::string &r) {
-            hixl::AsyncConnectStatus st = hixl::AsyncConnectStatus::NOT_CONNECT;
-            hixl::Status s;
-            {
-              py::gil_scoped_release nogil;
-              s = h.GetAsyncConnectStatus(r.c_str(), st);
-            }
-            return std::make_tuple(s, st);
+            return WithOut(hixl::AsyncConnectStatus::NOT_CONNECT,
+                           [&](auto &st) { return h.GetAsyncConnectStatus(r.c_str(), st); });
           },
           py::arg("remote_engine"))
       .def("get_all_async_connect_status",
            [](Hixl &h) {
-             std::map<hixl::AscendString, hixl::AsyncConnectStatus> all;
-             hixl::Status s;
-             {
-               py::gil_scoped_release nogil;
-               s = h.GetAsyncConnectStatus(all);
-             }
+             const auto [s, all] = WithOut(std::map<hixl::AscendString, hixl::AsyncConnectStatus>{},
+                                           [&](auto &m) { return h.GetAsyncConnectStatus(m); });
              std::map<std::string, hixl::AsyncConnectStatus> out;
              for (const auto &kv : all) out.emplace(kv.first.GetString(), kv.second);
              return std::make_tuple(s, out);
@@ -275,25 +231,15 @@ PYBIND11_MODULE(_hixl, m) {
       .def(
           "get_transfer_status",
           [](Hixl &h, uintptr_t req) {
-            hixl::TransferStatus st = hixl::TransferStatus::FAILED;
-            hixl::Status s;
-            {
-              py::gil_scoped_release nogil;
-              s = h.GetTransferStatus(reinterpret_cast<hixl::TransferReq>(req), st);
-            }
-            return std::make_tuple(s, st);
+            return WithOut(hixl::TransferStatus::FAILED, [&](auto &st) {
+              return h.GetTransferStatus(reinterpret_cast<hixl::TransferReq>(req), st);
+            });
           },
           py::arg("req_id"))
       .def(
           "get_all_transfer_status",
           [](Hixl &h, const hixl::GetTransferStatusArgs &args) {
-            std::vector<hixl::TransferResult> results;
-            hixl::Status s;
-            {
-              py::gil_scoped_release nogil;
-              s = h.GetTransferStatus(args, results);
-            }
-            return std::make_tuple(s, results);
+            return WithOut(std::vector<hixl::TransferResult>{}, [&](auto &r) { return h.GetTransferStatus(args, r); });
           },
           py::arg("args") = hixl::GetTransferStatusArgs{})
       .def(
@@ -304,15 +250,23 @@ PYBIND11_MODULE(_hixl, m) {
           },
           py::arg("remote_engine"), py::arg("notify"), py::arg("timeout_in_millis") = kDefaultTimeoutMs)
       .def("get_notifies",
-           [](Hixl &h) {
-             std::vector<hixl::NotifyDesc> v;
-             hixl::Status s;
-             {
-               py::gil_scoped_release nogil;
-               s = h.GetNotifies(v);
-             }
-             return std::make_tuple(s, v);
-           })
+           [](Hixl &h) { return WithOut(std::vector<hixl::NotifyDesc>{}, [&](auto &v) { return h.GetNotifies(v); }); })
       .def_static("get_capability", &Capability, py::arg("feature_type"));
+  // The four calls that take (remote engine, timeout): one binding each of
+  // this table's rows, the GIL released.
+  using RemoteCall = hixl::Status (Hixl::*)(const hixl::AscendString &, int32_t);
+  const std::pair<const char *, RemoteCall> remote_calls[] = {{"connect", &Hixl::Connect},
+                                                              {"disconnect", &Hixl::Disconnect},
+                                                              {"connect_async", &Hixl::ConnectAsync},
+                                                              {"disconnect_async", &Hixl::DisconnectAsync}};
+  for (const auto &[name, call] : remote_calls) {
+    hixl_class.def(
+        name,
+        [call = call](Hixl &h, const std::string &r, int32_t t) {
+          py::gil_scoped_release nogil;
+          return (h.*call)(r.c_str(), t);
+        },
+        py::arg("remote_engine"), py::arg("timeout_in_millis") = kDefaultTimeoutMs);
+  }
   m.def("get_capability", &Capability, py::arg("feature_type"));
 }

@@ -10,6 +10,7 @@
 #include "llm_datadist/llm_datadist.h"
 #include "llm_datadist/llm_datadist_ext.h"
 #include "llm_datadist/llm_datadist_host_pool.h"
+#include "released.h"
 
 namespace py = pybind11;
 using llm_datadist::LlmDataDist;
@@ -149,24 +150,12 @@ PYBIND11_MODULE(_native, m) {
       .def("register_cache",
            [](LlmDataDist &dd, const CacheDesc &d, const std::vector<uintptr_t> &a, const std::vector<CacheKey> &k,
               std::optional<bool> ra) {
-             Cache c;
-             Status s;
-             {
-               py::gil_scoped_release nogil;
-               s = RegisterCache(dd, d, a, k, ra, c);
-             }
-             return py::make_tuple(s, c);
+             return WithOut(Cache{}, [&](Cache &c) { return RegisterCache(dd, d, a, k, ra, c); });
            })
       .def("register_blocks_cache",
            [](LlmDataDist &dd, const CacheDesc &d, const std::vector<uintptr_t> &a,
               const std::optional<BlocksCacheKey> &k, std::optional<bool> ra) {
-             Cache c;
-             Status s;
-             {
-               py::gil_scoped_release nogil;
-               s = RegisterBlocksCache(dd, d, a, k, ra, c);
-             }
-             return py::make_tuple(s, c);
+             return WithOut(Cache{}, [&](Cache &c) { return RegisterBlocksCache(dd, d, a, k, ra, c); });
            })
       .def("unregister_cache",
            [](LlmDataDist &dd, int64_t id) {
@@ -176,25 +165,14 @@ PYBIND11_MODULE(_native, m) {
       .def("link_clusters",
            [](LlmDataDist &dd, const std::vector<std::pair<uint64_t, std::string>> &cl, int32_t t) {
              const std::vector<ClusterEngine> infos = ToClusters(cl);
-             std::vector<Status> rets;
-             Status s;
-             {
-               py::gil_scoped_release nogil;
-               s = LinkClusters(dd, infos, rets, t);
-             }
-             return py::make_tuple(s, rets);
+             return WithOut(std::vector<Status>{}, [&](auto &rets) { return LinkClusters(dd, infos, rets, t); });
            })
       .def(
           "unlink_clusters",
           [](LlmDataDist &dd, const std::vector<std::pair<uint64_t, std::string>> &cl, int32_t t, bool force) {
             const std::vector<ClusterEngine> infos = ToClusters(cl);
-            std::vector<Status> rets;
-            Status s;
-            {
-              py::gil_scoped_release nogil;
-              s = UnlinkClusters(dd, infos, rets, t, force);
-            }
-            return py::make_tuple(s, rets);
+            return WithOut(std::vector<Status>{},
+                           [&](auto &rets) { return UnlinkClusters(dd, infos, rets, t, force); });
           },
           py::arg("clusters"), py::arg("timeout"), py::arg("force") = false)
       .def("rebind",

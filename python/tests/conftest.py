@@ -1,5 +1,6 @@
-"""Shared by the Python tests: a free port, the two-process harness, and the
-block pattern of the layer-wise tests (layerwise_peer.py imports it too)."""
+"""Shared by the Python tests: a free port, the two-process harness, the wait
+for an asynchronous transfer, and the block pattern of the layer-wise tests
+(layerwise_peer.py imports it too)."""
 import contextlib
 import multiprocessing as mp
 import socket
@@ -42,6 +43,16 @@ def peer_process(target, *args):
     queue and waits on the event, which leaving the block sets."""
     return spawned(target, *args, channels=lambda ctx: (ctx.Queue(), ctx.Event()),
                    release=lambda chans: chans[1].set())
+
+
+def wait_transfer(engine, req, success, waiting):
+    """Polls engine.get_transfer_status(req) (adxl and hixl alike), each poll returning `success`, until
+    the transfer is no longer `waiting`; returns the state it ended in."""
+    while True:
+        s, st = engine.get_transfer_status(req)
+        assert s == success
+        if st != waiting:
+            return st
 
 
 # The layer-wise tests' geometry (test_layerwise.py and its peer, layerwise_peer.py): a paged cache of

@@ -2,6 +2,7 @@
 import ctypes
 
 import adxl
+from conftest import wait_transfer
 
 
 def buf(n, fill=0):
@@ -9,11 +10,17 @@ def buf(n, fill=0):
     return b, ctypes.addressof(b)
 
 
-def test_write_read_notify(free_port):
+def engines(port):
+    """(target listening at 127.0.0.1:port, client, the target's name), both initialized."""
     target, client = adxl.AdxlEngine(), adxl.AdxlEngine()
-    name = f"127.0.0.1:{free_port}"
+    name = f"127.0.0.1:{port}"
     assert target.initialize(name, {}) == adxl.SUCCESS
     assert client.initialize("127.0.0.1") == adxl.SUCCESS
+    return target, client, name
+
+
+def test_write_read_notify(free_port):
+    target, client, name = engines(free_port)
     tb, ta = buf(4096)
     src, sa = buf(4096, 7)
     back, ba = buf(4096)
@@ -28,12 +35,7 @@ def test_write_read_notify(free_port):
     assert bytes(tb) == bytes([7]) * 4096
     s, req = client.transfer_async(name, adxl.READ, [adxl.TransferOpDesc(ba, ta, 4096)])
     assert s == adxl.SUCCESS and req != 0
-    while True:
-        s, st = client.get_transfer_status(req)
-        assert s == adxl.SUCCESS
-        if st != adxl.TransferStatus.WAITING:
-            break
-    assert st == adxl.TransferStatus.COMPLETED
+    assert wait_transfer(client, req, adxl.SUCCESS, adxl.TransferStatus.WAITING) == adxl.TransferStatus.COMPLETED
     assert bytes(back) == bytes(src)
     assert client.send_notify(name, adxl.NotifyDesc("py", "hello")) == adxl.SUCCESS
     s, notes = target.get_notifies()
@@ -57,10 +59,7 @@ def test_static_helpers():
 
 
 def test_link_stats_and_prometheus(free_port):
-    target, client = adxl.AdxlEngine(), adxl.AdxlEngine()
-    name = f"127.0.0.1:{free_port}"
-    assert target.initialize(name, {}) == adxl.SUCCESS
-    assert client.initialize("127.0.0.1") == adxl.SUCCESS
+    target, client, name = engines(free_port)
     tb, ta = buf(8192)
     src, sa = buf(8192, 3)
     assert target.register_mem(adxl.MemDesc(ta, 8192), adxl.MEM_HOST)[0] == adxl.SUCCESS

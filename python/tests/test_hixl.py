@@ -3,7 +3,7 @@
 user_data, async connect, notifies, statuses and names."""
 import ctypes
 
-from conftest import peer_process
+from conftest import peer_process, wait_transfer
 
 import hixl
 
@@ -80,12 +80,7 @@ def test_two_processes(free_port):
         s, req = e.transfer_async(name, hixl.TransferOp.WRITE,
                                   [hixl.TransferOpDesc(la + SIZE, remote_addr + SIZE, SIZE)])
         assert s == hixl.SUCCESS
-        while True:
-            s, st = e.get_transfer_status(req)
-            assert s == hixl.SUCCESS
-            if st != hixl.TransferStatus.WAITING:
-                break
-        assert st == hixl.TransferStatus.COMPLETED
+        assert wait_transfer(e, req, hixl.SUCCESS, hixl.TransferStatus.WAITING) == hixl.TransferStatus.COMPLETED
         assert e.send_notify(name, hixl.NotifyDesc(name="kv", notify_msg="written")) == hixl.SUCCESS
         notes, ok = q.get(timeout=30)
         assert notes == [("kv", "written")] and ok

@@ -112,6 +112,18 @@ def assert_blocks_moved(kv):
             assert got == [value(t, s, i) for i in range(BLOCK)], (t, s, d)
 
 
+def receive_after_link(dd, port, to_main, to_peer, word):
+    """The decoder's side of one push: a blocks cache, a link to the prefill at `port`, which is told "linked"
+    and answers `word` once it pushed; the blocks must have moved.  Returns (cache, kv), kept by the caller
+    until it finalizes."""
+    cache, kv = blocks_cache(dd.cache_manager, DECODE, fill=False)
+    assert dd.link_clusters([with_ip(PREFILL, port)], 5000)[0] == LLMStatusCode.LLM_SUCCESS
+    to_peer.put("linked")
+    assert to_main.get(timeout=30) == word
+    assert_blocks_moved(kv)
+    return cache, kv
+
+
 def only_id(cluster_id):
     c = LLMClusterInfo()
     c.remote_cluster_id = cluster_id
@@ -275,11 +287,7 @@ def test_a_normal_shutdown_logs_no_error(capfd):
         cfg.listen_ip_info = f"127.0.0.1:{dport}"
         cfg.local_comm_res = RANK_TABLE
         dd.init(cfg.generate_options())
-        cache, kv = blocks_cache(dd.cache_manager, DECODE, fill=False)
-        assert dd.link_clusters([with_ip(PREFILL, port)], 5000)[0] == LLMStatusCode.LLM_SUCCESS
-        to_peer.put("linked")
-        assert to_main.get(timeout=30) == "finalized"
-        assert_blocks_moved(kv)
+        cache, kv = receive_after_link(dd, port, to_main, to_peer, "finalized")
         dd.finalize()
     err = capfd.readouterr().err
     assert "ERROR" not in err, err
@@ -393,11 +401,7 @@ def test_decoder_finalizes_and_links_again_prefill_pushes_again():
         assert to_main.get(timeout=30) == "ready"
         for _ in range(3):
             dd = init(LLMRole.DECODER, DECODE, f"127.0.0.1:{dport}")
-            cache, kv = blocks_cache(dd.cache_manager, DECODE, fill=False)
-            assert dd.link_clusters([with_ip(PREFILL, port)], 5000)[0] == LLMStatusCode.LLM_SUCCESS
-            to_peer.put("linked")
-            assert to_main.get(timeout=30) == "pushed"
-            assert_blocks_moved(kv)
+            cache, kv = receive_after_link(dd, port, to_main, to_peer, "pushed")
             dd.finalize()
         to_peer.put("done")
 

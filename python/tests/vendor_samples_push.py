@@ -67,21 +67,50 @@ def _ok(call_result, what):
     assert ret == LLMStatusCode.LLM_SUCCESS, f"{what} failed: {ret}"
 
 
+def _sender(dd, cluster_id):
+    """A sending side's start: its two tensors (filled with 1, then stamp(t, i)) registered as one blocks cache,
+    then the register-end barrier: (cm, tensors, cache)."""
+    cm = dd.cache_manager
+    tensors = _two(1)
+    for i, t in enumerate(tensors):
+        stamp(t, i)
+    cache = _blocks_cache(cm, cluster_id, *tensors)
+    dist.barrier()  # register end
+    return cm, tensors, cache
+
+
+def _receiver(dd, cluster_id, value):
+    """A receiving side's start: its two tensors (filled with `value`) registered as one blocks cache, their
+    bytes before anything arrives, then the register-end barrier: (cm, tensors, cache, before)."""
+    cm = dd.cache_manager
+    tensors = _two(value)
+    cache = _blocks_cache(cm, cluster_id, *tensors)
+    before = [t.tobytes() for t in tensors]
+    dist.barrier()  # register end
+    return cm, tensors, cache, before
+
+
+def _expect_both(tensors, before, seed, pairs):
+    """Tensor i: before[i] with block d replaced by block s of pattern(seed + i) for each (s, d) of pairs."""
+    for i, t in enumerate(tensors):
+        expect_blocks(t, before[i], pattern(t.nbytes, seed + i), pairs, BLOCKS_NUM)
+
+
+def _close(dd, cm, cache, peer_cluster_id):
+    """A sample's end: unlink the peer by cluster id only (forced), unregister the cache, finalize."""
+    _ok(dd.unlink_clusters([_cluster(peer_cluster_id)], 5000, force=True), "unlink")
+    cm.unregister_cache(cache.cache_id)
+    dd.finalize()
+
+
 # push_blocks_sample.py: both listen; the decoder links and pushes blocks [0, 1] to the prompt's [0, 2]; both
 # unlink by cluster id only, forced (the prompt never linked).
 def push_blocks_prompt(pport, dport, backend):
     dd = _init(LLMRole.PROMPT, PROMPT_CLUSTER_ID, f"{HOST}:{pport}", backend)
-    cm = dd.cache_manager
-    tensor, tensor2 = _two(1)
-    cache = _blocks_cache(cm, PROMPT_CLUSTER_ID, tensor, tensor2)
-    before = [tensor.tobytes(), tensor2.tobytes()]
-    dist.barrier()  # register end
+    cm, tensors, cache, before = _receiver(dd, PROMPT_CLUSTER_ID, 1)
     dist.barrier()  # decoder push blocks end
-    for i, t in enumerate((tensor, tensor2)):
-        expect_blocks(t, before[i], pattern(t.nbytes, i + 100), [(0, 0), (1, 2)], BLOCKS_NUM)
-    _ok(dd.unlink_clusters([_cluster(DECODER_CLUSTER_ID)], 5000, force=True), "unlink")
-    cm.unregister_cache(cache.cache_id)
-    dd.finalize()
+    _expect_both(tensors, before, 100, [(0, 0), (1, 2)])
+    _close(dd, cm, cache, DECODER_CLUSTER_ID)
 
 
 def push_blocks_decoder(pport, dport, backend):
@@ -123,8 +152,8 @@ def push_cache_prompt(pport, dport, local_comm_res):
     before = [tensor.tobytes(), tensor2.tobytes()]
     dist.barrier()  # register end
     dist.barrier()  # decoder push cache end
-    for i, t in enumerate((tensor, tensor2)):  # batch entry 0 (row 0) pushed, the rest untouched
-        expect_blocks(t, before[i], pattern(t.nbytes, i + 100), [(0, 0)], BLOCKS_NUM)
+    # batch entry 0 (row 0) pushed, the rest untouched
+    _expect_both((tensor, tensor2), before, 100, [(0, 0)])
     dist.barrier()  # wait unlink end
     cm.unregister_cache(cache.cache_id)
     dd.finalize()
@@ -156,12 +185,7 @@ def push_cache_decoder(pport, dport, local_comm_res):
 # unlink forced by id.
 def switch_role_prompt(port):
     dd = _init(LLMRole.PROMPT, PROMPT_CLUSTER_ID, f"{HOST}:{port}")
-    cm = dd.cache_manager
-    tensor, tensor2 = _two(1)
-    for i, t in enumerate((tensor, tensor2)):
-        stamp(t, i)
-    cache = _blocks_cache(cm, PROMPT_CLUSTER_ID, tensor, tensor2)
-    dist.barrier()  # register end
+    cm, (tensor, tensor2), cache = _sender(dd, PROMPT_CLUSTER_ID)
     dist.barrier()  # decoder unlink
     dd.switch_role(LLMRole.DECODER)
     dist.barrier()  # prompt switch role end, not listening
@@ -174,9 +198,7 @@ def switch_role_prompt(port):
         want = pattern(t.nbytes, i + 100)
         want = mine[:40] + want[40:80] + mine[40:80]
         assert t.tobytes() == want, i
-    _ok(dd.unlink_clusters([_cluster(DECODER_CLUSTER_ID)], 5000, force=True), "unlink")
-    cm.unregister_cache(cache.cache_id)
-    dd.finalize()
+    _close(dd, cm, cache, DECODER_CLUSTER_ID)
 
 
 def switch_role_decoder(port):
@@ -190,8 +212,7 @@ def switch_role_decoder(port):
     dist.barrier()  # register end
     _ok(dd.link_clusters([_cluster(PROMPT_CLUSTER_ID, port, port)], 5000), "link")
     cm.pull_blocks(BlocksCacheKey(PROMPT_CLUSTER_ID, 0), cache, src_blocks=[0, 1], dst_blocks=[0, 2])
-    for i, t in enumerate((tensor, tensor2)):
-        expect_blocks(t, before[i], pattern(t.nbytes, i), [(0, 0), (1, 2)], BLOCKS_NUM)
+    _expect_both((tensor, tensor2), before, 0, [(0, 0), (1, 2)])
     _ok(dd.unlink_clusters([_cluster(PROMPT_CLUSTER_ID, remote_port=port)], 5000), "unlink")
     dist.barrier()  # decoder unlink
     dist.barrier()  # prompt switch role end
@@ -203,9 +224,7 @@ def switch_role_decoder(port):
     cm.push_blocks(BlocksCacheKey(PROMPT_CLUSTER_ID, 0), cache, src_blocks=[0, 1, 2], dst_blocks=[0, 1, 2],
                    src_layer_range=range(0, 2), dst_layer_range=range(0, 2), tensor_num_per_layer=1)
     dist.barrier()  # decoder push blocks end
-    _ok(dd.unlink_clusters([_cluster(PROMPT_CLUSTER_ID)], 5000, force=True), "unlink")
-    cm.unregister_cache(cache.cache_id)
-    dd.finalize()
+    _close(dd, cm, cache, PROMPT_CLUSTER_ID)
 
 
 # transfer_cache_async_sample.py: the decoder listens; the prompt links and sends layer 0 with
@@ -218,37 +237,24 @@ class _Ready(LayerSynchronizer):
 def transfer_async_prompt(port):
     dd = _init(LLMRole.PROMPT, PROMPT_CLUSTER_ID, None, None, None,
                {"enable_cache_manager": True, "enable_remote_cache_accessible": True})
-    cm = dd.cache_manager
-    tensor, tensor2 = _two(1)
-    for i, t in enumerate((tensor, tensor2)):
-        stamp(t, i)
-    cache = _blocks_cache(cm, PROMPT_CLUSTER_ID, tensor, tensor2)
-    dist.barrier()  # register end
+    cm, (tensor, tensor2), cache = _sender(dd, PROMPT_CLUSTER_ID)
     _ok(dd.link_clusters([_cluster(DECODER_CLUSTER_ID, port, port)], 5000), "link")
     config = TransferWithCacheKeyConfig(BlocksCacheKey(DECODER_CLUSTER_ID, 0), range(0, 1), range(0, 1))
     task = cm.transfer_cache_async(cache, _Ready(), [config])
     results = task.get_results()
     assert all(r == LLMStatusCode.LLM_SUCCESS for r in results), results
     dist.barrier()  # transfer cache end
-    _ok(dd.unlink_clusters([_cluster(DECODER_CLUSTER_ID)], 5000, force=True), "unlink")
-    cm.unregister_cache(cache.cache_id)
-    dd.finalize()
+    _close(dd, cm, cache, DECODER_CLUSTER_ID)
 
 
 def transfer_async_decoder(port):
     dd = _init(LLMRole.DECODER, DECODER_CLUSTER_ID, f"{HOST}:{port}", None, None,
                {"enable_cache_manager": True, "enable_remote_cache_accessible": True})
-    cm = dd.cache_manager
-    tensor, tensor2 = _two(0)
-    cache = _blocks_cache(cm, DECODER_CLUSTER_ID, tensor, tensor2)
-    before = [tensor.tobytes(), tensor2.tobytes()]
-    dist.barrier()  # register end
+    cm, tensors, cache, before = _receiver(dd, DECODER_CLUSTER_ID, 0)
     dist.barrier()  # prompt transfer cache end
-    for i, t in enumerate((tensor, tensor2)):  # layer 0 is both tensors: block 0 of each
-        expect_blocks(t, before[i], pattern(t.nbytes, i), [(0, 0)], BLOCKS_NUM)
-    _ok(dd.unlink_clusters([_cluster(PROMPT_CLUSTER_ID)], 5000, force=True), "unlink")
-    cm.unregister_cache(cache.cache_id)
-    dd.finalize()
+    # layer 0 is both tensors: block 0 of each
+    _expect_both(tensors, before, 0, [(0, 0)])
+    _close(dd, cm, cache, PROMPT_CLUSTER_ID)
 
 
 # hixl_transfer_backend_sample.py: both listen, backend hixl; each links to the other; the prompt pulls block

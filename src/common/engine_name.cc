@@ -2,17 +2,14 @@
 
 #include <arpa/inet.h>
 
+#include "common/decimal.h"
+
 namespace adxl {
 namespace {
 
 bool ParsePort(const std::string &s, uint16_t *port) {
-  if (s.empty() || s.size() > 5) return false;
-  uint32_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<uint32_t>(c - '0');
-  }
-  if (v > 65535) return false;
+  uint64_t v = 0;
+  if (!ParseDecimal(s, 5, &v) || v > 65535) return false;
   *port = static_cast<uint16_t>(v);
   return true;
 }

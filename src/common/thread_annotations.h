@@ -51,16 +51,20 @@ class ADXL_CAPABILITY("mutex") Mutex {
   std::mutex mu_;
 };
 
-class ADXL_SCOPED_CAPABILITY MutexLock {
+// The scoped exclusive lock of a Mutex (MutexLock) or a SharedMutex
+// (WriterLock): one template, as both lock and unlock the same way.
+template <typename M>
+class ADXL_SCOPED_CAPABILITY ScopedLock {
  public:
-  explicit MutexLock(Mutex *mu) ADXL_ACQUIRE(mu) : mu_(mu) { mu_->Lock(); }
-  ~MutexLock() ADXL_RELEASE() { mu_->Unlock(); }
-  MutexLock(const MutexLock &) = delete;
-  MutexLock &operator=(const MutexLock &) = delete;
+  explicit ScopedLock(M *mu) ADXL_ACQUIRE(mu) : mu_(mu) { mu_->Lock(); }
+  ~ScopedLock() ADXL_RELEASE() { mu_->Unlock(); }
+  ScopedLock(const ScopedLock &) = delete;
+  ScopedLock &operator=(const ScopedLock &) = delete;
 
  private:
-  Mutex *mu_;
+  M *mu_;
 };
+using MutexLock = ScopedLock<Mutex>;
 
 // A condition variable over adxl::Mutex: the caller holds the mutex, as the
 // analysis checks; the wait releases and re-acquires it like std's.
@@ -98,16 +102,7 @@ class ADXL_CAPABILITY("shared_mutex") SharedMutex {
   std::shared_mutex mu_;
 };
 
-class ADXL_SCOPED_CAPABILITY WriterLock {
- public:
-  explicit WriterLock(SharedMutex *mu) ADXL_ACQUIRE(mu) : mu_(mu) { mu_->Lock(); }
-  ~WriterLock() ADXL_RELEASE() { mu_->Unlock(); }
-  WriterLock(const WriterLock &) = delete;
-  WriterLock &operator=(const WriterLock &) = delete;
-
- private:
-  SharedMutex *mu_;
-};
+using WriterLock = ScopedLock<SharedMutex>;
 
 class ADXL_SCOPED_CAPABILITY ReaderLock {
  public:

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "common/log.h"
 #include "config/resource_config.h"
@@ -34,14 +35,6 @@ bool ParseInt(const std::string &s, int64_t lo, int64_t hi, int64_t *out) {
   return true;
 }
 
-bool ApplyBool(const OptionSpec &spec, const std::string &v, bool *field, std::string *why) {
-  if (v != "0" && v != "1") {
-    *why = std::string(spec.key) + " '" + v + "': expected \"0\" or \"1\"";
-    return false;
-  }
-  *field = v == "1";
-  return true;
-}
 
 bool ApplyBufferPool(const OptionSpec &spec, const std::string &v, bool, EngineOptions *o, std::string *why) {
   size_t colon = v.find(':');
@@ -109,6 +102,43 @@ OptionSpec Other(const char *key, OptionKind kind, const char *env, bool empty_e
                     nullptr, nullptr, apply, show};
 }
 
+// An integer option that is one field of EngineOptions: the table's getter
+// and setter are these two, instantiated for the field.
+template <auto Field>
+int64_t GetField(const EngineOptions &o) {
+  return static_cast<int64_t>(o.*Field);
+}
+template <auto Field>
+void SetField(EngineOptions *o, int64_t v) {
+  o->*Field = static_cast<std::remove_reference_t<decltype(o->*Field)>>(v);
+}
+template <auto Field>
+OptionSpec IntField(const char *key, OptionKind kind, const char *env, bool empty_env_is_unset, bool bytes,
+                    int64_t lo, int64_t hi, int64_t multiple, const char *description) {
+  return Int(key, kind, env, empty_env_is_unset, bytes, lo, hi, multiple, GetField<Field>, SetField<Field>,
+             description);
+}
+
+// A `0` / `1` option that is one field of EngineOptions, with no
+// environment variable.
+template <bool EngineOptions::*Field>
+bool ApplyBool(const OptionSpec &spec, const std::string &v, bool, EngineOptions *o, std::string *why) {
+  if (v != "0" && v != "1") {
+    *why = std::string(spec.key) + " '" + v + "': expected \"0\" or \"1\"";
+    return false;
+  }
+  o->*Field = v == "1";
+  return true;
+}
+template <bool EngineOptions::*Field>
+std::string ShowBool(const EngineOptions &o) {
+  return o.*Field ? "1" : "0";
+}
+template <bool EngineOptions::*Field>
+OptionSpec BoolField(const char *key, OptionKind kind, const char *description) {
+  return Other(key, kind, nullptr, false, "`0` / `1`", ApplyBool<Field>, ShowBool<Field>, description);
+}
+
 // The default of an environment-only setting is stated in its description:
 // the code that reads it (not ParseOptions) holds it.
 OptionSpec EnvOnly(const char *env, const char *values, const char *description) {
@@ -121,29 +151,19 @@ std::vector<OptionSpec> BuildTable() {
   constexpr int64_t kU32 = UINT32_MAX;
   constexpr int64_t kI64 = INT64_MAX;
   std::vector<OptionSpec> t;
-  t.push_back(Int("RdmaTrafficClass", K::kVendor, "HCCL_RDMA_TC", true, false, 0, 255, 4,
-                  [](const EngineOptions &o) -> int64_t { return o.traffic_class; },
-                  [](EngineOptions *o, int64_t v) { o->traffic_class = static_cast<int>(v); },
-                  "traffic class of the RDMA lane; reaches `UCX_IB_TRAFFIC_CLASS` where an InfiniBand device "
-                  "exists (a `UCX_*` variable the user set wins)"));
-  t.push_back(Int("RdmaServiceLevel", K::kVendor, "HCCL_RDMA_SL", true, false, 0, 7, 0,
-                  [](const EngineOptions &o) -> int64_t { return o.service_level; },
-                  [](EngineOptions *o, int64_t v) { o->service_level = static_cast<int>(v); },
-                  "service level of the RDMA lane; reaches `UCX_IB_SL` as the traffic class does"));
-  t.push_back(Other(
-      "AutoConnect", K::kVendor, nullptr, false, "`0` / `1`",
-      [](const OptionSpec &s, const std::string &v, bool, EngineOptions *o, std::string *why) {
-        return ApplyBool(s, v, &o->auto_connect, why);
-      },
-      [](const EngineOptions &o) -> std::string { return o.auto_connect ? "1" : "0"; },
+  t.push_back(IntField<&EngineOptions::traffic_class>(
+      "RdmaTrafficClass", K::kVendor, "HCCL_RDMA_TC", true, false, 0, 255, 4,
+      "traffic class of the RDMA lane; reaches `UCX_IB_TRAFFIC_CLASS` where an InfiniBand device "
+      "exists (a `UCX_*` variable the user set wins)"));
+  t.push_back(IntField<&EngineOptions::service_level>(
+      "RdmaServiceLevel", K::kVendor, "HCCL_RDMA_SL", true, false, 0, 7, 0,
+      "service level of the RDMA lane; reaches `UCX_IB_SL` as the traffic class does"));
+  t.push_back(BoolField<&EngineOptions::auto_connect>(
+      "AutoConnect", K::kVendor,
       "`1`: a transfer or notify to a peer not connected connects first, and a failed link is "
       "dropped so that the next call reconnects"));
-  t.push_back(Other(
-      "EnableUseFabricMem", K::kVendor, nullptr, false, "`0` / `1`",
-      [](const OptionSpec &s, const std::string &v, bool, EngineOptions *o, std::string *why) {
-        return ApplyBool(s, v, &o->fabric_mem, why);
-      },
-      [](const EngineOptions &o) -> std::string { return o.fabric_mem ? "1" : "0"; },
+  t.push_back(BoolField<&EngineOptions::fabric_mem>(
+      "EnableUseFabricMem", K::kVendor,
       "`1`: same-node peers copy `MallocMem` memory through a direct mapping of it (HCCS lane)"));
   t.push_back(Other(
       "BufferPool", K::kVendor, nullptr, false, "`N:S` (N buffers of S MiB, both in [1,1024]) or `0:0` (off)",
@@ -175,18 +195,15 @@ std::vector<OptionSpec> BuildTable() {
                     "low mark, at `max_channel` it waits up to its timeout for one to become idle and then "
                     "returns `RESOURCE_EXHAUSTED`; a transfer or notify to an evicted peer reconnects by itself "
                     "(contract §5.10)"));
-  t.push_back(Int("adxl.MaxRegistrations", K::kProject, "ADXL_MAX_REGISTRATIONS", false, false, 1, kU32, 0,
-                  [](const EngineOptions &o) -> int64_t { return o.max_registrations; },
-                  [](EngineOptions *o, int64_t v) { o->max_registrations = static_cast<uint32_t>(v); },
-                  "most memory registrations this engine holds at once"));
-  t.push_back(Int("adxl.MaxDeviceMemory", K::kProject, "ADXL_MAX_DEVICE_MEMORY", false, true, 0, kI64, 0,
-                  [](const EngineOptions &o) -> int64_t { return static_cast<int64_t>(o.max_device_bytes); },
-                  [](EngineOptions *o, int64_t v) { o->max_device_bytes = static_cast<uint64_t>(v); },
-                  "most bytes of device memory registered at once"));
-  t.push_back(Int("adxl.MaxHostMemory", K::kProject, "ADXL_MAX_HOST_MEMORY", false, true, 0, kI64, 0,
-                  [](const EngineOptions &o) -> int64_t { return static_cast<int64_t>(o.max_host_bytes); },
-                  [](EngineOptions *o, int64_t v) { o->max_host_bytes = static_cast<uint64_t>(v); },
-                  "most bytes of host memory registered at once"));
+  t.push_back(IntField<&EngineOptions::max_registrations>(
+      "adxl.MaxRegistrations", K::kProject, "ADXL_MAX_REGISTRATIONS", false, false, 1, kU32, 0,
+      "most memory registrations this engine holds at once"));
+  t.push_back(IntField<&EngineOptions::max_device_bytes>(
+      "adxl.MaxDeviceMemory", K::kProject, "ADXL_MAX_DEVICE_MEMORY", false, true, 0, kI64, 0,
+      "most bytes of device memory registered at once"));
+  t.push_back(IntField<&EngineOptions::max_host_bytes>(
+      "adxl.MaxHostMemory", K::kProject, "ADXL_MAX_HOST_MEMORY", false, true, 0, kI64, 0,
+      "most bytes of host memory registered at once"));
   t.push_back(Int("adxl.HeartbeatMs", K::kProject, "ADXL_HEARTBEAT_MS", false, false, 10, kU32, 0,
                   [](const EngineOptions &o) -> int64_t { return o.heartbeat_ms; },
                   [](EngineOptions *o, int64_t v) {
@@ -195,24 +212,21 @@ std::vector<OptionSpec> BuildTable() {
                   },
                   "ping period of the control channel in ms (the vendor's 10 s); each client end pings its "
                   "peer this often and tells it the period at the handshake"));
-  t.push_back(Int("adxl.HeartbeatTimeoutMs", K::kProject, "ADXL_HEARTBEAT_TIMEOUT_MS", false, false, 0, kU32, 0,
-                  [](const EngineOptions &o) -> int64_t { return o.heartbeat_timeout_ms; },
-                  [](EngineOptions *o, int64_t v) { o->heartbeat_timeout_ms = static_cast<uint32_t>(v); },
-                  "silence in ms after which a linked peer is dead (at least 2 periods); `0`: 120000 (the "
-                  "vendor's 120 s), or 3 periods when only `adxl.HeartbeatMs` is given.  A server end judges "
-                  "each client by the client's own period and timeout, and only once its link is set up; a "
-                  "tick at which this engine's own control thread ran late judges nobody"));
-  t.push_back(Int("adxl.MaxInboundPeers", K::kProject, "ADXL_MAX_INBOUND_PEERS", false, false, 1, 65535, 0,
-                  [](const EngineOptions &o) -> int64_t { return o.max_inbound_peers; },
-                  [](EngineOptions *o, int64_t v) { o->max_inbound_peers = static_cast<uint32_t>(v); },
-                  "distinct peers linked to this engine at once (inbound links); one more is refused at the "
-                  "handshake: its `Connect` returns `RESOURCE_EXHAUSTED`, and both sides log why.  A peer that "
-                  "connects again under its name replaces its own earlier link and is not refused"));
-  t.push_back(Int("adxl.HccsCopyThreads", K::kProject, "ADXL_HCCS_COPY_THREADS", false, false, 0, 64, 0,
-                  [](const EngineOptions &o) -> int64_t { return o.hccs_copy_threads; },
-                  [](EngineOptions *o, int64_t v) { o->hccs_copy_threads = static_cast<uint32_t>(v); },
-                  "threads an HCCS-lane cma batch of 768 KiB or more is shared among; `0`: the CPUs of the "
-                  "transport's NUMA node, at most 4"));
+  t.push_back(IntField<&EngineOptions::heartbeat_timeout_ms>(
+      "adxl.HeartbeatTimeoutMs", K::kProject, "ADXL_HEARTBEAT_TIMEOUT_MS", false, false, 0, kU32, 0,
+      "silence in ms after which a linked peer is dead (at least 2 periods); `0`: 120000 (the "
+      "vendor's 120 s), or 3 periods when only `adxl.HeartbeatMs` is given.  A server end judges "
+      "each client by the client's own period and timeout, and only once its link is set up; a "
+      "tick at which this engine's own control thread ran late judges nobody"));
+  t.push_back(IntField<&EngineOptions::max_inbound_peers>(
+      "adxl.MaxInboundPeers", K::kProject, "ADXL_MAX_INBOUND_PEERS", false, false, 1, 65535, 0,
+      "distinct peers linked to this engine at once (inbound links); one more is refused at the "
+      "handshake: its `Connect` returns `RESOURCE_EXHAUSTED`, and both sides log why.  A peer that "
+      "connects again under its name replaces its own earlier link and is not refused"));
+  t.push_back(IntField<&EngineOptions::hccs_copy_threads>(
+      "adxl.HccsCopyThreads", K::kProject, "ADXL_HCCS_COPY_THREADS", false, false, 0, 64, 0,
+      "threads an HCCS-lane cma batch of 768 KiB or more is shared among; `0`: the CPUs of the "
+      "transport's NUMA node, at most 4"));
   t.push_back(Other(
       "adxl.PluginPath", K::kProject, "ADXL_PLUGIN_PATH", false, "`:`-separated directories",
       [](const OptionSpec &, const std::string &v, bool, EngineOptions *o, std::string *) {
@@ -231,56 +245,63 @@ std::vector<OptionSpec> BuildTable() {
                     "wire; a refused `Connect` is `FAILED`, logged on both sides, and the refused peer gets no "
                     "region table; an empty environment value counts as unset"));
   // ---- Per-link statistics (core/link_stats.h, core/stats_log.h).
-  t.push_back(Int("adxl.StatsIntervalMs", K::kProject, "ADXL_STATS_INTERVAL_MS", false, false, 0, kU32, 0,
-                  [](const EngineOptions &o) -> int64_t { return o.stats_interval_ms; },
-                  [](EngineOptions *o, int64_t v) { o->stats_interval_ms = static_cast<uint32_t>(v); },
-                  "period in ms of the one-line statistics summary logged at `info` level (totals per "
-                  "direction, the busiest links; checked on each heartbeat); `0`: none. The default is "
-                  "the vendor's fixed statistics period, 30 minutes"));
+  t.push_back(IntField<&EngineOptions::stats_interval_ms>(
+      "adxl.StatsIntervalMs", K::kProject, "ADXL_STATS_INTERVAL_MS", false, false, 0, kU32, 0,
+      "period in ms of the one-line statistics summary logged at `info` level (totals per "
+      "direction, the busiest links; checked on each heartbeat); `0`: none. The default is "
+      "the vendor's fixed statistics period, 30 minutes"));
   t.push_back(EnvOnly("ADXL_STATS_DISABLE", "`1`",
                       "turns the counting of transfers off; only for measuring what counting costs "
                       "(docs/link_stats.md)"));
   // ---- End of per-link statistics.
-  t.push_back(EnvOnly("ADXL_LOG_LEVEL", "`off`, `error`, `warn`, `info`, `debug`",
-                      "log level of the one logger the engine, the cache layer and the plugin share (default "
-                      "`warn`; another value also means `warn`)"));
-  t.push_back(EnvOnly("ADXL_NODE_ID", "a string",
-                      "node identity override (default: from the boot id, machine id and network namespace); "
-                      "a different one makes a same-host peer look remote"));
-  t.push_back(EnvOnly("ADXL_NIC", "a network interface, e.g. `eth0`",
-                      "the RDMA lane's NIC, whose NUMA node `MallocMem` places host memory on (default: the "
-                      "default route's)"));
-  t.push_back(EnvOnly("ADXL_NUMA_NODE", "a NUMA node number",
-                      "the NUMA node `MallocMem` places host memory on, overriding the NIC's"));
-  // The UCX plugin's settings: read here, passed to the plugin as open()
-  // parameters (src/core/engine.cc, kUcxPluginSettings) and checked by it
-  // (plugin/ucx/core/ucx_params.h); a value it does not accept fails
-  // Initialize.
-  t.push_back(EnvOnly("ADXL_UCX_CMA_SPLIT_BYTES", "an integer number of bytes >= 1 (decimal or `0x` hex)",
-                      "HCCS lane (cma): a batch of at least this many bytes is shared among the copy threads "
-                      "(plugin parameter `hccs_copy_threads`), smaller ones stay on the posting thread (default "
-                      "786432, 768 KiB)"));
-  t.push_back(EnvOnly("ADXL_UCX_CMA_SPIN_US", "an integer number of microseconds in [0, 1000000]",
-                      "HCCS lane (cma): how long a thread waiting for a copy thread spins before it sleeps "
-                      "(default 20)"));
-  t.push_back(EnvOnly("ADXL_UCX_RDMA_PROTOCOL", "`am`, `rma`",
-                      "RDMA lane protocol: `am` (active messages into validated addresses) or `rma` (UCP put/get; "
-                      "over TCP for measurement and tests only: a `TIMEOUT` does not fence it, docs/contract.md); "
-                      "default `rma` where an InfiniBand device exists, else `am`"));
-  t.push_back(EnvOnly("ADXL_UCX_RDMA_CONNECTIONS", "an integer in [1, 16]",
-                      "RDMA lane over active messages: UCP endpoints (each its own connection) per link; the "
-                      "messages of a batch take them in turn, so that one large batch keeps several connections "
-                      "busy (default 1)"));
-  t.push_back(EnvOnly("ADXL_UCX_RDMA_PATHS", "up to 16 network interface names, comma-separated, or none",
-                      "RDMA lane over active messages: each named interface of this host is a network path with "
-                      "its own UCP context and connection per link; a link pairs its paths with the peer's by "
-                      "IPv4 subnet and stripes batches of 1 MiB and more over them in proportion to each path's "
-                      "measured rate (smaller ones go whole on one path); a path that fails (its connection, its "
-                      "interface's carrier, or it goes silent: no answer for 1 s while another path of the same "
-                      "peer answers) leaves its links, its operations re-posted on the others, and "
-                      "rejoins when it returns; a named interface that does not exist or has no IPv4 address "
-                      "makes the engine's initialization fail; none: one path, the interface UCX picks (default: "
-                      "unset, every interface up with an IPv4 address when there are two or more, else one path)"));
+  // The environment-only settings from here on: rows of data, one EnvOnly
+  // each, in the table's order.
+  struct EnvRow {
+    const char *env, *values, *description;
+  };
+  static const EnvRow kEnvRows[] = {
+      {"ADXL_LOG_LEVEL", "`off`, `error`, `warn`, `info`, `debug`",
+       "log level of the one logger the engine, the cache layer and the plugin share (default "
+       "`warn`; another value also means `warn`)"},
+      {"ADXL_NODE_ID", "a string",
+       "node identity override (default: from the boot id, machine id and network namespace); "
+       "a different one makes a same-host peer look remote"},
+      {"ADXL_NIC", "a network interface, e.g. `eth0`",
+       "the RDMA lane's NIC, whose NUMA node `MallocMem` places host memory on (default: the "
+       "default route's)"},
+      {"ADXL_NUMA_NODE", "a NUMA node number",
+       "the NUMA node `MallocMem` places host memory on, overriding the NIC's"},
+      // The UCX plugin's settings: read here, passed to the plugin as open()
+      // parameters (src/core/engine.cc, kUcxPluginSettings) and checked by it
+      // (plugin/ucx/core/ucx_params.h); a value it does not accept fails
+      // Initialize.
+      {"ADXL_UCX_CMA_SPLIT_BYTES", "an integer number of bytes >= 1 (decimal or `0x` hex)",
+       "HCCS lane (cma): a batch of at least this many bytes is shared among the copy threads "
+       "(plugin parameter `hccs_copy_threads`), smaller ones stay on the posting thread (default "
+       "786432, 768 KiB)"},
+      {"ADXL_UCX_CMA_SPIN_US", "an integer number of microseconds in [0, 1000000]",
+       "HCCS lane (cma): how long a thread waiting for a copy thread spins before it sleeps "
+       "(default 20)"},
+      {"ADXL_UCX_RDMA_PROTOCOL", "`am`, `rma`",
+       "RDMA lane protocol: `am` (active messages into validated addresses) or `rma` (UCP put/get; "
+       "over TCP for measurement and tests only: a `TIMEOUT` does not fence it, docs/contract.md); "
+       "default `rma` where an InfiniBand device exists, else `am`"},
+      {"ADXL_UCX_RDMA_CONNECTIONS", "an integer in [1, 16]",
+       "RDMA lane over active messages: UCP endpoints (each its own connection) per link; the "
+       "messages of a batch take them in turn, so that one large batch keeps several connections "
+       "busy (default 1)"},
+      {"ADXL_UCX_RDMA_PATHS", "up to 16 network interface names, comma-separated, or none",
+       "RDMA lane over active messages: each named interface of this host is a network path with "
+       "its own UCP context and connection per link; a link pairs its paths with the peer's by "
+       "IPv4 subnet and stripes batches of 1 MiB and more over them in proportion to each path's "
+       "measured rate (smaller ones go whole on one path); a path that fails (its connection, its "
+       "interface's carrier, or it goes silent: no answer for 1 s while another path of the same "
+       "peer answers) leaves its links, its operations re-posted on the others, and "
+       "rejoins when it returns; a named interface that does not exist or has no IPv4 address "
+       "makes the engine's initialization fail; none: one path, the interface UCX picks (default: "
+       "unset, every interface up with an IPv4 address when there are two or more, else one path)"},
+  };
+  for (const EnvRow &r : kEnvRows) t.push_back(EnvOnly(r.env, r.values, r.description));
   return t;
 }
 

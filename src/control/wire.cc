@@ -182,6 +182,16 @@ bool Encode(uint64_t seq, const Body &body, std::string *out) {
   return true;
 }
 
+// One message of type M: read(m) reads its fields, then m stands in *out
+// (read's result: whether they were well formed).
+template <typename M, typename Read>
+bool ReadAs(Body *out, Read read) {
+  M m;
+  const bool ok = read(m);
+  *out = std::move(m);
+  return ok;
+}
+
 bool DecodePayload(uint16_t type, const uint8_t *data, size_t len, Body *out, std::string *why) {
   Reader r(data, len);
   bool ok = false;
@@ -219,48 +229,19 @@ bool DecodePayload(uint16_t type, const uint8_t *data, size_t len, Body *out, st
       *out = std::move(m);
       break;
     }
-    case Type::kMetadataUpdate: {
-      MetadataUpdate m;
-      ok = r.MetadataIn(&m.entry);
-      *out = std::move(m);
+    case Type::kMetadataUpdate:
+      ok = ReadAs<MetadataUpdate>(out, [&](auto &m) { return r.MetadataIn(&m.entry); });
       break;
-    }
-    case Type::kRegionAdd: {
-      RegionAdd m;
-      ok = r.RegionIn(&m.region);
-      *out = std::move(m);
+    case Type::kRegionAdd: ok = ReadAs<RegionAdd>(out, [&](auto &m) { return r.RegionIn(&m.region); }); break;
+    case Type::kRegionDel: ok = ReadAs<RegionDel>(out, [&](auto &m) { return r.U64(&m.id); }); break;
+    case Type::kAck: ok = ReadAs<Ack>(out, [&](auto &m) { return r.U32(&m.status); }); break;
+    case Type::kNotify: ok = ReadAs<Notify>(out, [&](auto &m) { return r.Str(&m.name) && r.Str(&m.msg); }); break;
+    case Type::kAuthChallenge:
+      ok = ReadAs<AuthChallenge>(out, [&](auto &m) { return r.Str(&m.nonce, kMaxAuthField); });
       break;
-    }
-    case Type::kRegionDel: {
-      RegionDel m;
-      ok = r.U64(&m.id);
-      *out = m;
+    case Type::kAuthResponse:
+      ok = ReadAs<AuthResponse>(out, [&](auto &m) { return r.Str(&m.proof, kMaxAuthField); });
       break;
-    }
-    case Type::kAck: {
-      Ack m;
-      ok = r.U32(&m.status);
-      *out = m;
-      break;
-    }
-    case Type::kNotify: {
-      Notify m;
-      ok = r.Str(&m.name) && r.Str(&m.msg);
-      *out = std::move(m);
-      break;
-    }
-    case Type::kAuthChallenge: {
-      AuthChallenge m;
-      ok = r.Str(&m.nonce, kMaxAuthField);
-      *out = std::move(m);
-      break;
-    }
-    case Type::kAuthResponse: {
-      AuthResponse m;
-      ok = r.Str(&m.proof, kMaxAuthField);
-      *out = std::move(m);
-      break;
-    }
     case Type::kPing: *out = Ping{}; ok = true; break;
     case Type::kPong: *out = Pong{}; ok = true; break;
     case Type::kFence: *out = Fence{}; ok = true; break;

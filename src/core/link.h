@@ -98,20 +98,15 @@ class Link {
   // (regions_mu_ shared; the analysis sees it held): what a transfer plans
   // against (transfer_plan.h).  Region changes from the peer wait until it
   // goes, so keep it to the plan; taken after Registrar::RegistryView.
-  class ADXL_SCOPED_CAPABILITY RegionsView {
+  class ADXL_SCOPED_CAPABILITY RegionsView : public ReaderLock {
    public:
-    explicit RegionsView(const Link &link) ADXL_ACQUIRE_SHARED(link.regions_mu_) : mu_(&link.regions_mu_) {
-      link.regions_mu_.LockShared();
-      table_ = &link.regions_;
-    }
-    ~RegionsView() ADXL_RELEASE_GENERIC() { mu_->UnlockShared(); }
-    RegionsView(const RegionsView &) = delete;
-    RegionsView &operator=(const RegionsView &) = delete;
+    explicit RegionsView(const Link &link) ADXL_ACQUIRE_SHARED(link.regions_mu_)
+        : ReaderLock(&link.regions_mu_), table_(&link.regions_) {}
+    ~RegionsView() ADXL_RELEASE_GENERIC() = default;  // ReaderLock unlocks; the analysis needs it said here
     // Valid while the view lives.
     const Table &table() const { return *table_; }
 
    private:
-    SharedMutex *mu_;
     const Table *table_;
   };
   size_t region_count() const ADXL_EXCLUDES(regions_mu_);

@@ -117,20 +117,15 @@ class Registrar {
   // local_kind.h).  Registrations and deregistrations wait until it goes, so
   // keep it to the plan: nothing under it blocks or calls the transport.
   // A link's RegionsView may be taken inside it, never the other way round.
-  class ADXL_SCOPED_CAPABILITY RegistryView {
+  class ADXL_SCOPED_CAPABILITY RegistryView : public ReaderLock {
    public:
-    explicit RegistryView(const Registrar &r) ADXL_ACQUIRE_SHARED(r.mu_) : mu_(&r.mu_) {
-      r.mu_.LockShared();
-      registry_ = r.registry_.get();
-    }
-    ~RegistryView() ADXL_RELEASE_GENERIC() { mu_->UnlockShared(); }
-    RegistryView(const RegistryView &) = delete;
-    RegistryView &operator=(const RegistryView &) = delete;
+    explicit RegistryView(const Registrar &r) ADXL_ACQUIRE_SHARED(r.mu_)
+        : ReaderLock(&r.mu_), registry_(r.registry_.get()) {}
+    ~RegistryView() ADXL_RELEASE_GENERIC() = default;  // ReaderLock unlocks; the analysis needs it said here
     // Valid while the view lives.
     const Registry &registry() const { return *registry_; }
 
    private:
-    SharedMutex *mu_;
     const Registry *registry_;
   };
 

@@ -10,14 +10,9 @@ namespace {
 
 const char *const kOps[2] = {"read", "write"};
 
-ext::ConnectPhaseStats PhaseToPublic(const PhaseSnapshot &p) {
-  ext::ConnectPhaseStats o;
-  o.count = p.count;
-  o.last_ns = p.last_ns;
-  o.total_ns = p.total_ns;
-  o.max_ns = p.max_ns;
-  return o;
-}
+// Field for field, in the order both structs declare them (link_stats.h,
+// adxl_ext.h).
+ext::ConnectPhaseStats PhaseToPublic(const PhaseSnapshot &p) { return {p.count, p.last_ns, p.total_ns, p.max_ns}; }
 
 ext::DirectionStats DirToPublic(const DirectionSnapshot &d) {
   ext::DirectionStats o;

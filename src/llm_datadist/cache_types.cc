@@ -50,4 +50,15 @@ uint64_t TensorBytes(const CacheDesc &desc) {
   return bytes;
 }
 
+Status CheckBlockRange(const char *what, const char *side, const std::vector<uint64_t> &blocks, uint64_t count) {
+  for (uint64_t b : blocks) {
+    if (b >= count) {
+      ADXL_ERROR("%s: %s block %lu out of range (%lu blocks)", what, side, static_cast<unsigned long>(b),
+                 static_cast<unsigned long>(count));
+      return LLM_PARAM_INVALID;
+    }
+  }
+  return LLM_SUCCESS;
+}
+
 }  // namespace llm_datadist::internal

@@ -137,6 +137,11 @@ size_t DataTypeSize(DataType type);
 // description is invalid (empty shape, a dimension <= 0, overflow, bad type).
 uint64_t TensorBytes(const CacheDesc &desc);
 
+// LLM_SUCCESS when every index of `blocks` is below `count`; else
+// LLM_PARAM_INVALID and one ERROR line, "<what>: <side> block B out of range
+// (N blocks)" (side: "source" or "destination").
+Status CheckBlockRange(const char *what, const char *side, const std::vector<uint64_t> &blocks, uint64_t count);
+
 }  // namespace llm_datadist::internal
 
 #endif  // LLM_DATADIST_CACHE_TYPES_H_

@@ -192,13 +192,8 @@ Status PlanTarget(const char *what, CacheManager::Impl *impl, const OpContext &c
                static_cast<unsigned long>(de));
       return LLM_PARAM_INVALID;
     }
-    for (uint64_t b : dst_blocks) {
-      if (b >= dn) {
-        ADXL_ERROR("%s: destination block %lu out of range (%lu blocks)", what, static_cast<unsigned long>(b),
-                 static_cast<unsigned long>(dn));
-        return LLM_PARAM_INVALID;
-      }
-    }
+    const Status s = CheckBlockRange(what, "destination", dst_blocks, dn);
+    if (s != LLM_SUCCESS) return s;
     if (src.paged && se > de) {
       ADXL_ERROR("%s: source blocks of %lu bytes do not fit destination blocks of %lu", what,
                static_cast<unsigned long>(se), static_cast<unsigned long>(de));
@@ -412,13 +407,8 @@ Status CacheManager::TransferCacheAsync(const Cache &src, std::shared_ptr<LayerS
                src_blocks.size(), dst_blocks.size());
       return LLM_PARAM_INVALID;
     }
-    for (uint64_t b : src_blocks) {
-      if (b >= static_cast<uint64_t>(sd.shape[0])) {
-        ADXL_ERROR("%s: source block %lu out of range (%ld blocks)", what, static_cast<unsigned long>(b),
-                 static_cast<long>(sd.shape[0]));
-        return LLM_PARAM_INVALID;
-      }
-    }
+    const Status s = CheckBlockRange(what, "source", src_blocks, static_cast<uint64_t>(sd.shape[0]));
+    if (s != LLM_SUCCESS) return s;
   } else if (!src_blocks.empty()) {
     ADXL_ERROR("%s: src_block_indices given for a source that is not paged", what);
     return LLM_PARAM_INVALID;

@@ -83,6 +83,20 @@ internal::CacheKeyByIdAndIndex ToKey(const CacheIndex &i) {
   return internal::CacheKeyByIdAndIndex{i.cluster_id, i.cache_id, i.batch_index};
 }
 
+using internal::CacheManager;
+
+// The cache-manager call behind each of the vendor's transfers (PullCache:
+// its by-id overload, the one PullKvCache means).
+using CacheMove = Status (CacheManager::*)(const internal::CacheKeyByIdAndIndex &, const internal::Cache &, uint32_t,
+                                           int64_t, const internal::LayerRangeArgs &);
+using BlocksMove = Status (CacheManager::*)(const internal::CacheKeyByIdAndIndex &, const internal::Cache &,
+                                            const std::vector<uint64_t> &, const std::vector<uint64_t> &,
+                                            const internal::LayerRangeArgs &);
+constexpr CacheMove kPullCache = &CacheManager::PullCache;
+constexpr BlocksMove kPullBlocks = &CacheManager::PullBlocksById;
+constexpr CacheMove kPushCache = &CacheManager::PushCache;
+constexpr BlocksMove kPushBlocks = &CacheManager::PushBlocksById;
+
 // The engine name of remote_ip_infos[0] ("ip:port", "[ipv6]:port").
 Status RemoteName(const char *what, const ClusterInfo &c, std::string *name) {
   if (c.remote_ip_infos.empty() || c.remote_ip_infos[0].ip.GetLength() == 0 || c.remote_ip_infos[0].port == 0) {
@@ -109,14 +123,31 @@ class LlmDataDist::LlmDataDistImpl {
     ADXL_ERROR("%s: LlmDataDist of cluster %lu is not initialized", what, static_cast<unsigned long>(cluster_id));
     return LLM_FAILED;
   }
-  // The body of a pull or push: Ready(), the layer ranges of `p`, then
-  // move(layers) (one call of the cache manager).
-  template <typename Move>
-  Status WithLayers(const char *what, const KvCacheExtParam &p, Move move) ADXL_EXCLUDES(mu) {
+  // The checks LinkLlmClusters and UnlinkLlmClusters start with: Ready(),
+  // then `n` > 0 clusters and a timeout > 0 (LLM_PARAM_INVALID, one ERROR
+  // line).  A call refused as a whole gives every cluster its status in `rets`.
+  Status AcceptClusters(const char *what, size_t n, int32_t timeout_ms, std::vector<Status> &rets)
+      ADXL_EXCLUDES(mu) {
+    rets.assign(n, LLM_FAILED);
+    const Status s = Ready(what);
+    if (s != LLM_SUCCESS) return s;
+    if (n == 0 || timeout_ms <= 0) {
+      ADXL_ERROR("%s: %zu clusters, timeout %d ms (need clusters and a timeout > 0)", what, n, timeout_ms);
+      rets.assign(n, LLM_PARAM_INVALID);
+      return LLM_PARAM_INVALID;
+    }
+    return LLM_SUCCESS;
+  }
+  // The body of PullKvCache / PullKvBlocks / PushKvCache / PushKvBlocks:
+  // Ready(), the layer ranges of `p`, then the one cache-manager call `move`
+  // with the remote side's key, the local cache, `args` and the layers.
+  template <typename Move, typename... Args>
+  Status Transfer(const char *what, const CacheIndex &remote, const Cache &local, const KvCacheExtParam &p, Move move,
+                  const Args &...args) ADXL_EXCLUDES(mu) {
     internal::LayerRangeArgs layers;
     Status s = Ready(what);
     if (s == LLM_SUCCESS) s = ToLayers(what, p, &layers);
-    return s == LLM_SUCCESS ? move(layers) : s;
+    return s == LLM_SUCCESS ? (cm.*move)(ToKey(remote), ById(local.cache_id), args..., layers) : s;
   }
   // The registered cache `cache_id`, with one ERROR line when there is none.
   Status Local(const char *what, int64_t cache_id, internal::Cache *c) {
@@ -125,6 +156,15 @@ class LlmDataDist::LlmDataDistImpl {
       ADXL_ERROR("%s: cache %ld is not registered here", what, static_cast<long>(cache_id));
     }
     return s;
+  }
+
+  // Ready(), then the registered caches of `src_cache` and `dst_cache` (a
+  // local copy's two sides), with one ERROR line for the first that fails.
+  Status Locals(const char *what, const Cache &src_cache, const Cache &dst_cache, internal::Cache *src,
+                internal::Cache *dst) ADXL_EXCLUDES(mu) {
+    Status s = Ready(what);
+    if (s == LLM_SUCCESS) s = Local(what, src_cache.cache_id, src);
+    return s == LLM_SUCCESS ? Local(what, dst_cache.cache_id, dst) : s;
   }
 
   // Records a started engine: initialized, listening at `local` (empty:
@@ -235,16 +275,8 @@ Status LlmDataDist::SetRole(LlmRole role, const std::map<AscendString, AscendStr
 Status LlmDataDist::LinkLlmClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
                                     int32_t timeout_in_millis) {
   const char *what = "LinkLlmClusters";
-  // A call refused as a whole gives every cluster its status.
-  rets.assign(clusters.size(), LLM_FAILED);
-  Status s = impl_->Ready(what);
+  const Status s = impl_->AcceptClusters(what, clusters.size(), timeout_in_millis, rets);
   if (s != LLM_SUCCESS) return s;
-  if (clusters.empty() || timeout_in_millis <= 0) {
-    ADXL_ERROR("%s: %zu clusters, timeout %d ms (need clusters and a timeout > 0)", what, clusters.size(),
-               timeout_in_millis);
-    rets.assign(clusters.size(), LLM_PARAM_INVALID);
-    return LLM_PARAM_INVALID;
-  }
   rets.assign(clusters.size(), LLM_SUCCESS);
   std::vector<internal::ClusterInfo> todo;
   std::vector<size_t> where;
@@ -272,16 +304,8 @@ Status LlmDataDist::LinkLlmClusters(const std::vector<ClusterInfo> &clusters, st
 Status LlmDataDist::UnlinkLlmClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
                                       int32_t timeout_in_millis, bool force_flag) {
   const char *what = "UnlinkLlmClusters";
-  // A call refused as a whole gives every cluster its status.
-  rets.assign(clusters.size(), LLM_FAILED);
-  Status s = impl_->Ready(what);
+  const Status s = impl_->AcceptClusters(what, clusters.size(), timeout_in_millis, rets);
   if (s != LLM_SUCCESS) return s;
-  if (clusters.empty() || timeout_in_millis <= 0) {
-    ADXL_ERROR("%s: %zu clusters, timeout %d ms (need clusters and a timeout > 0)", what, clusters.size(),
-               timeout_in_millis);
-    rets.assign(clusters.size(), LLM_PARAM_INVALID);
-    return LLM_PARAM_INVALID;
-  }
   // The cache layer finds links by cluster id and applies force_flag itself;
   // the address goes with a cluster of exactly one remote ip info (without
   // force the vendor's default backend wants it: the peer is asked).
@@ -386,55 +410,39 @@ Status LlmDataDist::UnregisterKvCache(int64_t cache_id) {
 
 Status LlmDataDist::PullKvCache(const CacheIndex &src_cache_index, const Cache &dst_cache, uint32_t batch_index,
                                 int64_t size, const KvCacheExtParam &ext_param) {
-  return impl_->WithLayers("PullKvCache", ext_param, [&](const internal::LayerRangeArgs &layers) {
-    return impl_->cm.PullCache(ToKey(src_cache_index), ById(dst_cache.cache_id), batch_index, size, layers);
-  });
+  return impl_->Transfer("PullKvCache", src_cache_index, dst_cache, ext_param, kPullCache, batch_index, size);
 }
 
 Status LlmDataDist::PullKvBlocks(const CacheIndex &src_cache_index, const Cache &dst_cache,
                                  const std::vector<uint64_t> &src_blocks, const std::vector<uint64_t> &dst_blocks,
                                  const KvCacheExtParam &ext_param) {
-  return impl_->WithLayers("PullKvBlocks", ext_param, [&](const internal::LayerRangeArgs &layers) {
-    return impl_->cm.PullBlocksById(ToKey(src_cache_index), ById(dst_cache.cache_id), src_blocks, dst_blocks, layers);
-  });
+  return impl_->Transfer("PullKvBlocks", src_cache_index, dst_cache, ext_param, kPullBlocks, src_blocks, dst_blocks);
 }
 
 Status LlmDataDist::PushKvCache(const Cache &src_cache, const CacheIndex &dst_cache_index, uint32_t src_batch_index,
                                 int64_t size, const KvCacheExtParam &ext_param) {
-  return impl_->WithLayers("PushKvCache", ext_param, [&](const internal::LayerRangeArgs &layers) {
-    return impl_->cm.PushCache(ToKey(dst_cache_index), ById(src_cache.cache_id), src_batch_index, size, layers);
-  });
+  return impl_->Transfer("PushKvCache", dst_cache_index, src_cache, ext_param, kPushCache, src_batch_index, size);
 }
 
 Status LlmDataDist::PushKvBlocks(const Cache &src_cache, const CacheIndex &dst_cache_index,
                                  const std::vector<uint64_t> &src_blocks, const std::vector<uint64_t> &dst_blocks,
                                  const KvCacheExtParam &ext_param) {
-  return impl_->WithLayers("PushKvBlocks", ext_param, [&](const internal::LayerRangeArgs &layers) {
-    return impl_->cm.PushBlocksById(ToKey(dst_cache_index), ById(src_cache.cache_id), src_blocks, dst_blocks, layers);
-  });
+  return impl_->Transfer("PushKvBlocks", dst_cache_index, src_cache, ext_param, kPushBlocks, src_blocks, dst_blocks);
 }
 
 Status LlmDataDist::CopyKvCache(const Cache &src_cache, const Cache &dst_cache, uint32_t src_batch_index,
                                 uint32_t dst_batch_index, uint64_t offset, int64_t size) {
-  const char *what = "CopyKvCache";
-  Status s = impl_->Ready(what);
   internal::Cache src, dst;
-  if (s == LLM_SUCCESS) s = impl_->Local(what, src_cache.cache_id, &src);
-  if (s == LLM_SUCCESS) s = impl_->Local(what, dst_cache.cache_id, &dst);
-  if (s != LLM_SUCCESS) return s;
-  return internal::CopyCache(src, dst, src_batch_index, dst_batch_index, offset, size);
+  const Status s = impl_->Locals("CopyKvCache", src_cache, dst_cache, &src, &dst);
+  return s == LLM_SUCCESS ? internal::CopyCache(src, dst, src_batch_index, dst_batch_index, offset, size) : s;
 }
 
 Status LlmDataDist::CopyKvBlocks(const Cache &src_cache, const Cache &dst_cache,
                                  const std::vector<uint64_t> &src_blocks,
                                  const std::vector<std::vector<uint64_t>> &dst_blocks_list) {
-  const char *what = "CopyKvBlocks";
-  Status s = impl_->Ready(what);
   internal::Cache src, dst;
-  if (s == LLM_SUCCESS) s = impl_->Local(what, src_cache.cache_id, &src);
-  if (s == LLM_SUCCESS) s = impl_->Local(what, dst_cache.cache_id, &dst);
-  if (s != LLM_SUCCESS) return s;
-  return internal::CopyBlocks(src, dst, src_blocks, dst_blocks_list);
+  const Status s = impl_->Locals("CopyKvBlocks", src_cache, dst_cache, &src, &dst);
+  return s == LLM_SUCCESS ? internal::CopyBlocks(src, dst, src_blocks, dst_blocks_list) : s;
 }
 
 // ---- ext::DataDistAccess (datadist_access.h) ----

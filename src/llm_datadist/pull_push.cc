@@ -178,13 +178,8 @@ auto ToBlocks(const char *what, const LayerRangeArgs &layers, std::vector<uint64
     if (s != LLM_SUCCESS) return s;
     const uint64_t db = EntryBytes(*dst.desc);
     const uint64_t dn = static_cast<uint64_t>(dst.desc->shape[0]);
-    for (uint64_t b : dst_blocks) {
-      if (b >= dn) {
-        ADXL_ERROR("%s: destination block %lu out of range (%lu blocks)", what, static_cast<unsigned long>(b),
-                 static_cast<unsigned long>(dn));
-        return LLM_PARAM_INVALID;
-      }
-    }
+    s = CheckBlockRange(what, "destination", dst_blocks, dn);
+    if (s != LLM_SUCCESS) return s;
     auto add = [&](uintptr_t s_addr, uintptr_t d_addr, uint64_t len) {
       if (local_is_dst) {
         AddOp(ops, d_addr, s_addr, len);
@@ -204,13 +199,8 @@ auto ToBlocks(const char *what, const LayerRangeArgs &layers, std::vector<uint64
                  static_cast<unsigned long>(db));
         return LLM_PARAM_INVALID;
       }
-      for (uint64_t b : src_blocks) {
-        if (b >= sn) {
-          ADXL_ERROR("%s: source block %lu out of range (%lu blocks)", what, static_cast<unsigned long>(b),
-                   static_cast<unsigned long>(sn));
-          return LLM_PARAM_INVALID;
-        }
-      }
+      s = CheckBlockRange(what, "source", src_blocks, sn);
+      if (s != LLM_SUCCESS) return s;
       for (auto [a, c] : pairs) {
         for (size_t k = 0; k < src_blocks.size(); ++k) {
           add((*src.addrs)[a] + src_blocks[k] * sb, (*dst.addrs)[c] + dst_blocks[k] * db, sb);
@@ -237,7 +227,9 @@ auto ToBlocks(const char *what, const LayerRangeArgs &layers, std::vector<uint64
   };
 }
 
-auto FindByKey(const CacheKey &key) {
+// The remote cache record a key names, for each kind of key (an overload
+// each, so that one pull or push serves every kind).
+auto Find(const CacheKey &key) {
   return [=](const std::vector<CacheRecord> &recs, const CacheRecord **rec, uint64_t *index,
              std::string *why) -> Status {
     for (const CacheRecord &r : recs) {
@@ -254,7 +246,7 @@ auto FindByKey(const CacheKey &key) {
   };
 }
 
-auto FindById(const CacheKeyByIdAndIndex &key) {
+auto Find(const CacheKeyByIdAndIndex &key) {
   return [=](const std::vector<CacheRecord> &recs, const CacheRecord **rec, uint64_t *index,
              std::string *why) -> Status {
     for (const CacheRecord &r : recs) {
@@ -270,7 +262,7 @@ auto FindById(const CacheKeyByIdAndIndex &key) {
   };
 }
 
-auto FindBlocks(const BlocksCacheKey &key) {
+auto Find(const BlocksCacheKey &key) {
   return [=](const std::vector<CacheRecord> &recs, const CacheRecord **rec, uint64_t *index,
              std::string *why) -> Status {
     for (const CacheRecord &r : recs) {
@@ -312,72 +304,85 @@ auto AsBlocks(bool src_paged, Build build) {
   };
 }
 
+// A pull of the remote entry `key` names into the local `dst` by the plan
+// `build` (READ), and a push of the local `src` to it (WRITE).
+template <typename Key, typename Build>
+Status Pull(CacheManager::Impl *impl, const char *what, const Key &key, const Cache &dst, Build build) {
+  return PlanAndRun(impl, what, key.cluster_id, dst, true, Find(key), build, adxl::READ);
+}
+template <typename Key, typename Build>
+Status Push(CacheManager::Impl *impl, const char *what, const Key &key, const Cache &src, Build build) {
+  return PlanAndRun(impl, what, key.cluster_id, src, false, Find(key), build, adxl::WRITE);
+}
+
+// PullCache and PullBlocks for every kind of key (their overloads differ
+// only in how the remote entry is found).
+template <typename Key>
+Status PullCacheOf(CacheManager::Impl *impl, const Key &key, const Cache &dst, uint32_t batch_index, int64_t size,
+                   const LayerRangeArgs &layers) {
+  const char *what = "PullCache";
+  return Pull(impl, what, key, dst, CacheToCache(what, layers, batch_index, size, true));
+}
+template <typename Key>
+Status PullBlocksOf(CacheManager::Impl *impl, const Key &key, const Cache &dst, const std::vector<uint64_t> &src_blocks,
+                    const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers) {
+  const char *what = "PullBlocks";
+  return Pull(impl, what, key, dst, ToBlocks(what, layers, src_blocks, dst_blocks, true));
+}
+
 }  // namespace
 
 Status CacheManager::PullBlocksById(const CacheKeyByIdAndIndex &key, const Cache &dst,
                                     const std::vector<uint64_t> &src_blocks, const std::vector<uint64_t> &dst_blocks,
                                     const LayerRangeArgs &layers) {
   const char *what = "PullKvBlocks";
-  return PlanAndRun(impl_.get(), what, key.cluster_id, dst, true, FindById(key),
-                     AsBlocks(!src_blocks.empty(), ToBlocks(what, layers, src_blocks, dst_blocks, true)), adxl::READ);
+  return Pull(impl_.get(), what, key, dst,
+              AsBlocks(!src_blocks.empty(), ToBlocks(what, layers, src_blocks, dst_blocks, true)));
 }
 
 Status CacheManager::PushBlocksById(const CacheKeyByIdAndIndex &key, const Cache &src,
                                     const std::vector<uint64_t> &src_blocks, const std::vector<uint64_t> &dst_blocks,
                                     const LayerRangeArgs &layers) {
   const char *what = "PushKvBlocks";
-  return PlanAndRun(impl_.get(), what, key.cluster_id, src, false, FindById(key),
-                     AsBlocks(true, ToBlocks(what, layers, src_blocks, dst_blocks, false)), adxl::WRITE);
+  return Push(impl_.get(), what, key, src, AsBlocks(true, ToBlocks(what, layers, src_blocks, dst_blocks, false)));
 }
 
 Status CacheManager::PullCache(const CacheKey &key, const Cache &dst, uint32_t batch_index, int64_t size,
                                const LayerRangeArgs &layers) {
-  const char *what = "PullCache";
-  return PlanAndRun(impl_.get(), what, key.cluster_id, dst, true, FindByKey(key),
-                     CacheToCache(what, layers, batch_index, size, true), adxl::READ);
+  return PullCacheOf(impl_.get(), key, dst, batch_index, size, layers);
 }
 
 Status CacheManager::PullCache(const CacheKeyByIdAndIndex &key, const Cache &dst, uint32_t batch_index, int64_t size,
                                const LayerRangeArgs &layers) {
-  const char *what = "PullCache";
-  return PlanAndRun(impl_.get(), what, key.cluster_id, dst, true, FindById(key),
-                     CacheToCache(what, layers, batch_index, size, true), adxl::READ);
+  return PullCacheOf(impl_.get(), key, dst, batch_index, size, layers);
 }
 
 Status CacheManager::PullBlocks(const BlocksCacheKey &key, const Cache &dst, const std::vector<uint64_t> &src_blocks,
                                 const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers) {
-  const char *what = "PullBlocks";
-  return PlanAndRun(impl_.get(), what, key.cluster_id, dst, true, FindBlocks(key),
-                     ToBlocks(what, layers, src_blocks, dst_blocks, true), adxl::READ);
+  return PullBlocksOf(impl_.get(), key, dst, src_blocks, dst_blocks, layers);
 }
 
 Status CacheManager::PullBlocks(const CacheKey &key, const Cache &dst, const std::vector<uint64_t> &src_blocks,
                                 const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers) {
-  const char *what = "PullBlocks";
-  return PlanAndRun(impl_.get(), what, key.cluster_id, dst, true, FindByKey(key),
-                     ToBlocks(what, layers, src_blocks, dst_blocks, true), adxl::READ);
+  return PullBlocksOf(impl_.get(), key, dst, src_blocks, dst_blocks, layers);
 }
 
 Status CacheManager::PullBlocks(const CacheKeyByIdAndIndex &key, const Cache &dst,
                                 const std::vector<uint64_t> &src_blocks, const std::vector<uint64_t> &dst_blocks,
                                 const LayerRangeArgs &layers) {
-  const char *what = "PullBlocks";
-  return PlanAndRun(impl_.get(), what, key.cluster_id, dst, true, FindById(key),
-                     ToBlocks(what, layers, src_blocks, dst_blocks, true), adxl::READ);
+  return PullBlocksOf(impl_.get(), key, dst, src_blocks, dst_blocks, layers);
 }
 
 Status CacheManager::PushCache(const CacheKeyByIdAndIndex &key, const Cache &src, uint32_t src_batch_index,
                                int64_t size, const LayerRangeArgs &layers) {
   const char *what = "PushCache";
-  return PlanAndRun(impl_.get(), what, key.cluster_id, src, false, FindById(key),
-                     CacheToCache(what, layers, src_batch_index, size, false), adxl::WRITE);
+  return Push(impl_.get(), what, key, src, CacheToCache(what, layers, src_batch_index, size, false));
 }
 
 Status CacheManager::PushBlocks(const BlocksCacheKey &key, const Cache &src, const std::vector<uint64_t> &src_blocks,
                                 const std::vector<uint64_t> &dst_blocks, const LayerRangeArgs &layers) {
   const char *what = "PushBlocks";
-  return PlanAndRun(impl_.get(), what, key.cluster_id, src, false, FindBlocks(key),
-                     FromBlocks(what, layers, src_blocks, dst_blocks), adxl::WRITE);
+  return Push(impl_.get(), what, key, src, FromBlocks(what, layers, src_blocks, dst_blocks));
 }
 
 }  // namespace llm_datadist::internal

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/decimal.h"
 #include "common/log.h"
 #include "config/option_table.h"
 
@@ -21,13 +22,9 @@ constexpr unsigned kRtfUp = 0x1;  // RTF_UP from <linux/route.h>, without pullin
 
 // Parses a whole decimal string into *out; false for anything else.
 bool ParseIndex(const std::string &s, unsigned *out) {
-  if (s.empty() || s.size() > 9) return false;
-  unsigned v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<unsigned>(c - '0');
-  }
-  *out = v;
+  uint64_t v = 0;
+  if (!ParseDecimal(s, 9, &v)) return false;
+  *out = static_cast<unsigned>(v);  // 9 digits fit
   return true;
 }
 

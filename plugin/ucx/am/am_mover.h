@@ -30,20 +30,14 @@ class AmMover final : public Mover {
   // closes it; a link over network paths probes its main endpoint with it.
   AmTransport &transport() { return am_; }
   const char *name() const override { return "am"; }
-  int Register(void *addr, size_t len, adxl_plugin_mem *mem) override;
-  void Deregister(adxl_plugin_mem *mem) override;
-  // count 0: the wire-up probe (am_transport.h).
-  void Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, uint64_t deadline_ns,
-            adxl_plugin_batch *batch) override;
-  // Fences the endpoint's batches, closes its UCP endpoints, then abandons
-  // what still waits for answers (no late READ data lands).
-  void Cancel(adxl_plugin_ep *ep, bool force) override;
-  // The endpoint's batches end from the progress thread, outside
-  // ucp_worker_progress.
-  bool EndpointFailed(adxl_plugin_ep *ep, int why) override;
-  // "am:tcp/lo", "am*3:..." with several connections.
-  std::string DescribeEndpoint(const adxl_plugin_ep *ep) const override;
-  std::string DescribeKey(const adxl_plugin_rkey *rkey) const override;
+  // Post with count 0: the wire-up probe (am_transport.h).
+  ADXL_MOVER_DATA_OVERRIDES;
+  // Cancel fences the endpoint's batches, closes its UCP endpoints, then
+  // abandons what still waits for answers (no late READ data lands).
+  // EndpointFailed: the endpoint's batches end from the progress thread,
+  // outside ucp_worker_progress.  DescribeEndpoint: "am:tcp/lo", "am*3:..."
+  // with several connections.
+  ADXL_MOVER_ENDPOINT_OVERRIDES;
   // EndpointFailed's part that network paths share (paths_mover.h): the
   // endpoint's batches on this transport end from the progress thread.
   void EndBatches(adxl_plugin_ep *ep, int why);

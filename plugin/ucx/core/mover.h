@@ -83,6 +83,23 @@ class Mover {
   virtual void ReleaseKey(adxl_plugin_rkey *) {}
 };
 
+// The override declarations every mover writes alike, one list for all of
+// them (the movers differ in the definitions and in the comments, which a
+// mover's header keeps above the macro).  DATA: Register, Deregister and
+// Post, which every mover defines out of line.  ENDPOINT: Cancel,
+// EndpointFailed, DescribeEndpoint and DescribeKey, for the movers that
+// define none of them inline (the others declare those themselves).
+#define ADXL_MOVER_DATA_OVERRIDES                                                                             \
+  int Register(void *addr, size_t len, adxl_plugin_mem *mem) override;                                        \
+  void Deregister(adxl_plugin_mem *mem) override;                                                             \
+  void Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, uint64_t deadline_ns, \
+            adxl_plugin_batch *batch) override
+#define ADXL_MOVER_ENDPOINT_OVERRIDES                                      \
+  void Cancel(adxl_plugin_ep *ep, bool force) override;                    \
+  bool EndpointFailed(adxl_plugin_ep *ep, int why) override;               \
+  std::string DescribeEndpoint(const adxl_plugin_ep *ep) const override; \
+  std::string DescribeKey(const adxl_plugin_rkey *rkey) const override
+
 class MoverSet {
  public:
   // Adds a mover (the set owns it) and returns it, for the context's typed

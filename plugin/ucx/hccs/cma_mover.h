@@ -34,10 +34,7 @@ class CmaMover final : public Mover {
   // reads its address and whether it is up.
   CmaTransport &transport() { return cma_; }
   const char *name() const override { return "cma"; }
-  int Register(void *addr, size_t len, adxl_plugin_mem *mem) override;
-  void Deregister(adxl_plugin_mem *mem) override;
-  void Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, uint64_t deadline_ns,
-            adxl_plugin_batch *batch) override;
+  ADXL_MOVER_DATA_OVERRIDES;
   bool Synchronous() const override { return true; }
   void Cancel(adxl_plugin_ep *ep, bool force) override;
   bool EndpointFailed(adxl_plugin_ep *ep, int why) override;  // its device-memory UCP endpoint

@@ -31,12 +31,9 @@ class MappedMover final : public Mover {
  public:
   explicit MappedMover(const PluginLog &log) : log_(log) {}
   const char *name() const override { return "mapped"; }
-  int Register(void *addr, size_t len, adxl_plugin_mem *mem) override;
-  void Deregister(adxl_plugin_mem *mem) override;
-  // A peer that is gone (kill(pid, 0): the mapping outlives it) fails the
-  // batch and the endpoint.
-  void Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, uint64_t deadline_ns,
-            adxl_plugin_batch *batch) override;
+  // Post: a peer that is gone (kill(pid, 0): the mapping outlives it) fails
+  // the batch and the endpoint.
+  ADXL_MOVER_DATA_OVERRIDES;
   bool Synchronous() const override { return true; }
   // Never an endpoint's mover: nothing to cancel, describe or report.
   void Cancel(adxl_plugin_ep *, bool) override {}

@@ -83,18 +83,13 @@ class PathsMover final : public Mover, public ProgressSource {
 
   // Mover.
   const char *name() const override { return "paths"; }
-  int Register(void *addr, size_t len, adxl_plugin_mem *mem) override;
-  void Deregister(adxl_plugin_mem *mem) override;
-  // count 0: the wire-up probe of every connection of the link.
-  void Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, uint64_t deadline_ns,
-            adxl_plugin_batch *batch) override;
-  // The path connections (ClosePaths), then the main endpoint (AmMover).
-  void Cancel(adxl_plugin_ep *ep, bool force) override;
-  // The main endpoint's batches end; the link keeps its paths (false).
-  bool EndpointFailed(adxl_plugin_ep *ep, int why) override;
-  // "am:tcp/eth1+tcp/eth2" ("down/eth2" for a path down).
-  std::string DescribeEndpoint(const adxl_plugin_ep *ep) const override;
-  std::string DescribeKey(const adxl_plugin_rkey *rkey) const override;
+  // Post with count 0: the wire-up probe of every connection of the link.
+  ADXL_MOVER_DATA_OVERRIDES;
+  // Cancel: the path connections (ClosePaths), then the main endpoint
+  // (AmMover).  EndpointFailed: the main endpoint's batches end; the link
+  // keeps its paths (false).  DescribeEndpoint: "am:tcp/eth1+tcp/eth2"
+  // ("down/eth2" for a path down).
+  ADXL_MOVER_ENDPOINT_OVERRIDES;
 
   // ProgressSource (core/progress_source.h), over the paths' workers.
   unsigned Progress() override;

@@ -48,24 +48,18 @@ class RmaMover final : public Mover {
   RmaMover(const UcpCore &core, ucs_memory_type_t device_type, std::string device_why)
       : core_(core), device_type_(device_type), device_why_(std::move(device_why)) {}
   const char *name() const override { return "rma"; }
-  int Register(void *addr, size_t len, adxl_plugin_mem *mem) override;
-  void Deregister(adxl_plugin_mem *mem) override;
-  // A batch of host memory bound to this mover (PostBound found no device
-  // memory in it: it sends those to PostDevice).  count 0: a UCP flush of
-  // every connection (wire-up).
-  void Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, uint64_t deadline_ns,
-            adxl_plugin_batch *batch) override;
+  // Post: a batch of host memory bound to this mover (PostBound found no
+  // device memory in it: it sends those to PostDevice).  count 0: a UCP
+  // flush of every connection (wire-up).
+  ADXL_MOVER_DATA_OVERRIDES;
   // A batch that touches device memory anywhere (PostBound checked that,
   // once): every operation with its memory type.  It needs a UCP endpoint
   // and a UCP key for each operation, else it fails with ERR_UNSUPPORTED.
   void PostDevice(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count,
                   adxl_plugin_batch *batch);
-  void Cancel(adxl_plugin_ep *ep, bool force) override;
-  bool EndpointFailed(adxl_plugin_ep *ep, int why) override;
-  // "rma:tcp/lo"
-  std::string DescribeEndpoint(const adxl_plugin_ep *ep) const override;
-  // "ucp", or "unreachable" for a peer's device region this side cannot reach.
-  std::string DescribeKey(const adxl_plugin_rkey *rkey) const override;
+  // DescribeEndpoint: "rma:tcp/lo".  DescribeKey: "ucp", or "unreachable"
+  // for a peer's device region this side cannot reach.
+  ADXL_MOVER_ENDPOINT_OVERRIDES;
 
  private:
   // Post and PostDevice: the puts or gets, then the flush.
