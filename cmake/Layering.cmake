@@ -16,10 +16,14 @@
 # direct edge from a transitive one.
 #
 #   adxl_layer(TREE MODULE [DEP...] [UP FILE...])
+#   adxl_layer_cross(TREE OTHER_TREE [MODULE...])
 # TREE: a folder of the repository; MODULE: a folder of it ("." for the
 # files at its top); DEP: the modules of the same tree MODULE may include;
 # UP FILE: a header at the top of the tree MODULE may include by its bare
 # name, a named upward edge (its own includes are reachable through it).
+# adxl_layer_cross: the modules of OTHER_TREE that the files of TREE may
+# include (none: public headers only); adxl_cross_includes() gives a target
+# of TREE a root of them (and what they reach).
 # The check_layering.py parser reads one call per line, as written here.
 # A new dependency is a decision: add it here, in the same change, with its
 # reason.
@@ -49,3 +53,11 @@ adxl_layer(plugin/ucx hccs core UP ucx_handles.h)
 adxl_layer(plugin/ucx rma core UP ucx_handles.h)
 adxl_layer(plugin/ucx paths core am UP ucx_handles.h)  # a path is an AM transport of its own
 adxl_layer(plugin/ucx . core am hccs rma paths)        # the context and the ABI glue
+
+# Includes of another tree.  The plugin and the emulation reach src/common
+# through adxl_base's root (src/CMakeLists.txt), which holds that alone.
+adxl_layer_cross(plugin/ucx src common)          # thread annotations
+adxl_layer_cross(emulation src common)           # thread annotations, the logger
+adxl_layer_cross(tools/bench src common)         # Fd
+adxl_layer_cross(tools/info src common config transport)  # the option table, the plugin loader
+adxl_layer_cross(python/src src)                 # public headers only

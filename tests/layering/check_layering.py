@@ -27,13 +27,23 @@ PUBLIC_DIRS = ["include", "emulation/acl/include"]
 # plugin's top module is "." there, "" here.
 LAYERING = os.path.join("cmake", "Layering.cmake")
 LAYER_ROW = re.compile(r"^\s*adxl_layer\(([^)]*)\)")
+# And tree -> {(other tree, module of it)}: the includes of another tree a
+# tree may make, from the adxl_layer_cross() rows (none: public headers only).
+CROSS_ROW = re.compile(r"^\s*adxl_layer_cross\(([^)]*)\)")
 
 
 def read_layering(root):
-    allowed, up = {}, {}
+    allowed, up, cross = {}, {}, {}
     path = os.path.join(root, LAYERING)
     with open(path) as fh:
         for n, line in enumerate(fh, 1):
+            c = CROSS_ROW.match(line.split("#", 1)[0])
+            if c:
+                words = c.group(1).split()
+                if len(words) < 2 or words[0] in cross:
+                    raise SystemExit("%s:%d: adxl_layer_cross(TREE OTHER_TREE MODULE...), one per tree" % (LAYERING, n))
+                cross[words[0]] = set((words[1], w) for w in words[2:])
+                continue
             m = LAYER_ROW.match(line.split("#", 1)[0])
             if not m:
                 continue
@@ -50,17 +60,9 @@ def read_layering(root):
             up.setdefault(tree, {})[mod] = set(ups)
     if not allowed:
         raise SystemExit("%s: no adxl_layer() rows" % LAYERING)
-    return allowed, up
+    return allowed, up, cross
 
 
-# Includes of another tree that a tree may make: (tree, module of that tree).
-CROSS = {
-    "plugin/ucx": {("src", "common")},           # thread annotations (adxl_base)
-    "emulation": {("src", "common")},            # thread annotations, the logger
-    "tools/bench": {("src", "common")},          # Fd
-    "tools/info": {("src", "common"), ("src", "config"), ("src", "transport")},  # the option table, the plugin loader
-    "python/src": set(),                         # public headers only
-}
 # Headers included by bare name from elsewhere in their tree that the build
 # generates (none today).  A known upward edge is a row's UP header in
 # cmake/Layering.cmake instead.
@@ -76,7 +78,7 @@ def module_of(tree, path):
 
 def check(root):
     bad = []
-    ALLOWED, UP = read_layering(root)
+    ALLOWED, UP, CROSS = read_layering(root)
     trees = list(ALLOWED) + [t for t in CROSS if t not in ALLOWED]
     for tree in trees:
         base = os.path.join(root, tree)

@@ -39,3 +39,7 @@ adxl_layering_root_case(adxl_ucx_family_am plugin/ucx hccs/cma_mover.h)
 adxl_layering_root_case(adxl_ucx_family_hccs plugin/ucx am/am_transport.h)
 adxl_layering_root_case(adxl_ucx_family_rma plugin/ucx paths/paths_mover.h)
 adxl_layering_root_case(adxl_ucx_stripe plugin/ucx hccs/cma_mover.h)
+# Trees with a cross row: tools/info sees config and transport of src/, not
+# the engine; tools/bench src/common alone.
+adxl_layering_root_case(adxl-info src core/engine.h)
+adxl_layering_root_case(adxl-bench src config/options.h)
