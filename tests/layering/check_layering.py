@@ -3,9 +3,11 @@
 
 Every quoted #include of a source file names its module by its first path
 component ("core/link.h": module core of the tree the file is in).  The
-table below is the whole of what is allowed; anything else is a layering
-violation, printed as FILE:LINE and failing the check.  A new dependency is
-a decision: add it to the table, in the same change, with its reason.
+table, cmake/Layering.cmake (read here; the build reads it too, for each
+module's include root), is the whole of what is allowed; anything else is a
+layering violation, printed as FILE:LINE and failing the check.  A new
+dependency is a decision: add it to the table, in the same change, with its
+reason.
 
   tests/layering/check_layering.py [ROOT]      (ctest: layering)
 """
@@ -17,49 +19,54 @@ import sys
 # file exists below one of these (the project's API, the ACL emulation's).
 PUBLIC_DIRS = ["include", "emulation/acl/include"]
 
-# tree -> {module: the modules of the same tree it may include}
-#  src:        the engine and the cache layer, a DAG from common up.
-#  plugin/ucx: the UCX plugin; core/ is the UCP core below the mover
-#              families, which never include one another.
-#  python/src, emulation, tools: consumers; the Python extensions see public
-#              headers only.
-ALLOWED = {
-    "src": {
-        "common": set(),
-        "metadef": set(),
-        "config": {"common"},
-        "control": {"common"},
-        "transport": {"common"},
-        "memory": {"common", "config", "transport"},
-        "core": {"common", "config", "control", "memory", "transport"},
-        "facade": {"common", "core", "memory"},
-        "llm_datadist": {"common", "memory"},
-    },
-    "plugin/ucx": {
-        "core": set(),
-        "am": {"core"},
-        "hccs": {"core"},
-        "rma": {"core"},
-        "paths": {"core", "am"},  # a path is an AM transport of its own
-        "": {"core", "am", "hccs", "rma", "paths"},  # the context and the ABI glue
-    },
-}
-# Includes of another tree that a tree may make: (tree, module of that tree).
-CROSS = {
-    "plugin/ucx": {("src", "common")},           # thread annotations (adxl_base)
-    "emulation": {("src", "common")},            # thread annotations, the logger
-    "tools/bench": {("src", "common")},          # Fd
-    "tools/info": {("src", "common"), ("src", "config"), ("src", "transport")},  # the option table, the plugin loader
-    "python/src": set(),                         # public headers only
-}
-# Headers included by bare name from elsewhere in their tree: the build
-# generates them, or (named here with the reason) a known edge.
-GENERATED = {
-    # plugin/ucx: the ABI's handle structs (adxl_plugin_ep, _rkey, _mem,
-    # _batch) hold each mover family's per-handle state, so the families
-    # include the top of the plugin for them: the one upward edge left.
-    "ucx_handles.h",
-}
+# tree -> {module: the modules of the same tree it may include}, and
+# tree -> {module: the headers at the top of the tree it may include by bare
+# name (named upward edges)}: read from cmake/Layering.cmake, the one table
+# the build also reads (each module's include root, cmake/ModuleIncludes.cmake),
+# so that what compiles and what this check accepts cannot disagree.  The
+# plugin's top module is "." there, "" here.
+LAYERING = os.path.join("cmake", "Layering.cmake")
+LAYER_ROW = re.compile(r"^\s*adxl_layer\(([^)]*)\)")
+# And tree -> {(other tree, module of it)}: the includes of another tree a
+# tree may make, from the adxl_layer_cross() rows (none: public headers only).
+CROSS_ROW = re.compile(r"^\s*adxl_layer_cross\(([^)]*)\)")
+
+
+def read_layering(root):
+    allowed, up, cross = {}, {}, {}
+    path = os.path.join(root, LAYERING)
+    with open(path) as fh:
+        for n, line in enumerate(fh, 1):
+            c = CROSS_ROW.match(line.split("#", 1)[0])
+            if c:
+                words = c.group(1).split()
+                if len(words) < 2 or words[0] in cross:
+                    raise SystemExit("%s:%d: adxl_layer_cross(TREE OTHER_TREE MODULE...), one per tree" % (LAYERING, n))
+                cross[words[0]] = set((words[1], w) for w in words[2:])
+                continue
+            m = LAYER_ROW.match(line.split("#", 1)[0])
+            if not m:
+                continue
+            words = m.group(1).split()
+            if len(words) < 2:
+                raise SystemExit("%s:%d: adxl_layer(TREE MODULE ...) wants a tree and a module" % (LAYERING, n))
+            tree, mod, rest = words[0], words[1], words[2:]
+            mod = "" if mod == "." else mod
+            deps = rest[:rest.index("UP")] if "UP" in rest else rest
+            ups = rest[rest.index("UP") + 1:] if "UP" in rest else []
+            if mod in allowed.setdefault(tree, {}):
+                raise SystemExit("%s:%d: %s/%s has two rows" % (LAYERING, n, tree, mod or "."))
+            allowed[tree][mod] = set("" if d == "." else d for d in deps)
+            up.setdefault(tree, {})[mod] = set(ups)
+    if not allowed:
+        raise SystemExit("%s: no adxl_layer() rows" % LAYERING)
+    return allowed, up, cross
+
+
+# Headers included by bare name from elsewhere in their tree that the build
+# generates (none today).  A known upward edge is a row's UP header in
+# cmake/Layering.cmake instead.
+GENERATED = set()
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
@@ -71,6 +78,7 @@ def module_of(tree, path):
 
 def check(root):
     bad = []
+    ALLOWED, UP, CROSS = read_layering(root)
     trees = list(ALLOWED) + [t for t in CROSS if t not in ALLOWED]
     for tree in trees:
         base = os.path.join(root, tree)
@@ -94,7 +102,8 @@ def check(root):
                             # header of the build; never one of another
                             # module reached through an include path.
                             if not os.path.isfile(os.path.join(dirpath, m.group(1))) and \
-                                    m.group(1) not in GENERATED:
+                                    m.group(1) not in GENERATED and \
+                                    m.group(1) not in UP.get(tree, {}).get(mod, set()):
                                 bad.append("%s:%d: %s is not beside it: %s" % (
                                     os.path.relpath(path, root), n, m.group(1), m.group(0).strip()))
                             continue
