@@ -3,8 +3,8 @@
 // API offers and the vendor's C++ class llm_datadist::LlmDataDist does not:
 // cache keys (CacheKey, CacheKeyByIdAndIndex, BlocksCacheKey),
 // remote_accessible at registration, paged (blocks) caches, the layer-wise
-// push, check_link_status, links by engine name, moving the listener (the
-// rank-table link's rebind), and host <-> device block swaps.  Free
+// push, check_link_status, links by engine name, moving the listener, the
+// reference's rank-table links, and host <-> device block swaps.  Free
 // functions taking the LlmDataDist they act on; each forwards to the same
 // cache layer the class's own calls use, so a cache registered here is
 // pulled by PullKvBlocks and the other way round.
@@ -29,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "adxl/adxl_types.h"
@@ -90,6 +91,52 @@ ASCEND_FUNC_VISIBILITY Status UnlinkClusters(LlmDataDist &datadist, const std::v
 // LLM_SUCCESS for a healthy link to remote_cluster_id; LLM_NOT_YET_LINK when
 // there is none; LLM_FAILED when it failed (unlink and link again).
 ASCEND_FUNC_VISIBILITY Status CheckLinkStatus(LlmDataDist &datadist, uint64_t remote_cluster_id);
+
+// ---- Rank-table links (the reference Python package's link / unlink /
+// query_register_mem_status) ----
+//
+// Every participant calls LinkRankTable with the same comm_name,
+// cluster_rank_info and rank_table, each on its own LlmDataDist, and links
+// to every other cluster of cluster_rank_info.
+//  - comm_name: 1 to 127 characters (UTF-8).
+//  - cluster_rank_info: {cluster id, rank id} of 2 to 4 clusters, in the
+//    order given (the Python dict's), ranks strictly increasing, cluster ids
+//    distinct, this cluster among them.
+//  - rank_table: the reference's JSON, server_list[].device[] with rank_id
+//    (a number or a string of one) and device_ip.  A rank's engine is
+//    device_ip:device_port (else device_ip:port), or device_ip when written
+//    "ip:port" / "[ipv6]:port".  Without a port (the vendor's rank tables,
+//    as vLLM-Ascend passes them): device_ip on port
+//    12000 + 4 * (crc32(comm_name) % 2000) + the rank's place in
+//    cluster_rank_info (crc32: zlib's), and a cluster whose own rank has no
+//    port and that does not listen there yet starts listening there
+//    (MoveListener: only while it has no link, else LLM_EXIST_LINK).
+//  - Waits up to 10 s from the start of the links (after the move) until
+//    each peer listens (a TCP probe), and retries LinkClusters (3 s each)
+//    while a peer answers LLM_LINK_FAILED or LLM_TIMEOUT until then.
+//  - comm_id gets the comm's id (from 1, per LlmDataDist; Finalize forgets
+//    every comm and starts again at 1).
+//  - Refused with one ERROR line ("LinkRankTable: ..."), nothing moved or
+//    linked: LLM_PARAM_INVALID for any rule above broken, a rank_table that
+//    is not that JSON, a device without rank_id or device_ip, or a rank of
+//    cluster_rank_info with no device; LLM_FAILED when not initialized.
+//  - A failed link (a peer's status other than the two retried ones, or
+//    the deadline) unlinks, forced, the peers it linked and returns that
+//    status (LLM_LINK_FAILED at the deadline) with one ERROR line; a
+//    listener it moved stays moved.
+//  - No lock of the cache layer is held while it waits or retries.
+ASCEND_FUNC_VISIBILITY Status LinkRankTable(LlmDataDist &datadist, const std::string &comm_name,
+                                            const std::vector<std::pair<uint64_t, uint32_t>> &cluster_rank_info,
+                                            const std::string &rank_table, uint64_t &comm_id);
+// Unlinks, forced, every peer of comm_id (a peer that unlinked first is no
+// failure) and forgets the comm.  LLM_PARAM_INVALID with one ERROR line for
+// an id LinkRankTable did not return (or already unlinked).
+ASCEND_FUNC_VISIBILITY Status UnlinkComm(LlmDataDist &datadist, uint64_t comm_id);
+// LLM_SUCCESS for a linked comm_id: registrations complete when
+// RegisterCache / RegisterBlocksCache return (the reference's
+// RegisterMemStatus.OK).  LLM_PARAM_INVALID with one ERROR line for an id
+// that is not linked.
+ASCEND_FUNC_VISIBILITY Status QueryRegisterMemStatus(LlmDataDist &datadist, uint64_t comm_id);
 
 // ---- Transfers by key ----
 // `dst` / `src` need only cache_id (a cache registered here).  size: bytes

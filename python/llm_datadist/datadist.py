@@ -1,10 +1,5 @@
 """LLMDataDist: one cluster (the C++ LlmDataDist, with our extension's calls), its links, and
 the reference's rank-table link / unlink, check_link_status and switch_role."""
-import json
-import socket
-import time
-import zlib
-
 from . import _native
 from .cache_manager import CacheManager
 from .config import LLMClusterInfo, LLMRole, RegisterMemStatus, _init_options
@@ -12,11 +7,6 @@ from .errors import LLMException, LLMStatusCode, _ParamInvalid, _check, _code
 from .host_pool import _HostPool
 from .layerwise import _finalize_at_exit
 from .validation import _int, _need, _str, _type
-
-
-# Rank-table link() without ports: each participant listens on _RANK_PORT_BASE + 4 * (crc32(comm_name) %
-# _RANK_PORT_SLOTS) + its place among the ranks, and links to the others within _RANK_LINK_TIMEOUT_S.
-_RANK_PORT_BASE, _RANK_PORT_SLOTS, _RANK_LINK_TIMEOUT_S = 12000, 2000, 10.0  # 12000-19999: below the ephemeral ports
 
 
 class LLMDataDist:
@@ -57,7 +47,6 @@ class LLMDataDist:
         self._native = m
         self._cache_manager = CacheManager(m, pool, options)
         self._options = dict(options)
-        self._listen = listen
         _finalize_at_exit(self)
 
     @property
@@ -104,10 +93,7 @@ class LLMDataDist:
         self._surface_init()
 
     def _surface_init(self):
-        self._comms = {}  # comm_id -> [(cluster id, engine name)] linked by link()
-        self._next_comm = 1
         self._options = {}
-        self._listen = None
 
     def _manager(self):
         return self.cache_manager._m
@@ -136,101 +122,36 @@ class LLMDataDist:
         new_listen, _, engine_opts, _ = _init_options(options)
         _check(m.rebind(new_listen, engine_opts), "switch_role")
         self._options = options
-        self._listen = new_listen
         self.role = role
 
     def link(self, comm_name, cluster_rank_info, rank_table):
         """Links this cluster to every other cluster of cluster_rank_info ({cluster id: rank id}), each found in
-        rank_table (the reference's JSON: server_list[].device[] with rank_id and device_ip; the engine of a
-        rank is device_ip:device_port, device_ip written "ip:port", or, as in the vendor's rank tables, device_ip
-        alone: then a cluster that does not listen there yet starts listening at device_ip on a port derived from
-        comm_name and its place among the ranks, as every participant derives it).  Every participant calls link()
-        with the same arguments and links to every other one.  Returns a comm id for unlink."""
+        rank_table (the reference's JSON: server_list[].device[] with rank_id and device_ip).  Every participant
+        calls link() with the same arguments and links to every other one.  Returns a comm id for unlink.  The
+        C++ ext::LinkRankTable (include/llm_datadist/llm_datadist_ext.h) does it all: the engine names and the
+        ports derived from comm_name for a device_ip without one, the listener's move, the waits and retries."""
         _str(comm_name, "comm_name")
-        if not 0 < len(comm_name) < 128:
-            raise _ParamInvalid("comm_name must be 1 to 127 characters")
         if not isinstance(cluster_rank_info, dict):
             raise TypeError(f"cluster_rank_info must be a dict, not {type(cluster_rank_info).__name__}")
         for k, v in cluster_rank_info.items():
             _int(k, "cluster_rank_info key")
             _int(v, "cluster_rank_info value", 0, 2 ** 32 - 1)
         _str(rank_table, "rank_table")
-        ranks = list(cluster_rank_info.values())
-        if not 1 < len(ranks) <= 4:
-            raise _ParamInvalid("cluster_rank_info must hold 2 to 4 clusters")
-        if ranks != sorted(ranks) or len(set(ranks)) != len(ranks):
-            raise _ParamInvalid("ranks in cluster_rank_info must be ordered and distinct")
-        if self.cluster_id not in cluster_rank_info:
-            raise _ParamInvalid(f"cluster_rank_info does not name this cluster ({self.cluster_id})")
-        engines = _rank_engines(rank_table, comm_name, sorted(ranks))
-        mine, explicit = engines.get(cluster_rank_info[self.cluster_id], (None, True))
-        if mine is None:
-            raise _ParamInvalid(f"rank_table has no device with rank_id {cluster_rank_info[self.cluster_id]} "
-                                f"(this cluster, {self.cluster_id})")
-        peers = []
-        for cid, rank in cluster_rank_info.items():
-            if cid == self.cluster_id:
-                continue
-            if rank not in engines:
-                raise _ParamInvalid(f"rank_table has no device with rank_id {rank} (cluster {cid})")
-            peers.append((cid, engines[rank][0]))
-        if not explicit and self._listen != mine:
-            # vLLM-Ascend's flow: neither side set llm.listenIpInfo and the rank table's device_ip has no port.
-            # This cluster listens at its rank's device_ip on a port both sides derive from comm_name and the
-            # rank's place in cluster_rank_info, so that the others can link to it (the C++ Rebind; no link
-            # may exist yet).
-            self._rebind(mine, f"link({comm_name!r}): listening at {mine} (the port derived for this rank; a "
-                               f"device_port in the rank table chooses another)")
-        # Every participant links to every other one; a peer that does not listen yet (it has not reached its
-        # own link() call) is tried again until the deadline.
-        deadline = time.monotonic() + _RANK_LINK_TIMEOUT_S
-        todo, done = list(peers), []
-        for _, name in todo:  # wait quietly (no refused-connect log lines) until each peer listens
-            _wait_listening(name, deadline)
-        while True:
-            s, rets = self._manager().link_clusters(todo, 3000)
-            done += [p for p, r in zip(todo, rets) if r == 0]
-            retry = (LLMStatusCode.LLM_LINK_FAILED, LLMStatusCode.LLM_TIMEOUT)
-            todo = [p for p, r in zip(todo, rets) if r in retry]
-            failed = [r for r in rets if r != 0 and r not in retry]
-            if not todo or failed or time.monotonic() > deadline:
-                break
-            time.sleep(0.05)
-        if todo or failed:
-            if done:
-                self._manager().unlink_clusters(done, 3000, True)
-            _check(failed[0] if failed else LLMStatusCode.LLM_LINK_FAILED, f"link({comm_name!r})")
-        comm_id = self._next_comm
-        self._next_comm += 1
-        self._comms[comm_id] = peers
+        s, comm_id = self._manager().link_rank_table(comm_name, list(cluster_rank_info.items()), rank_table)
+        _check(s, f"link({comm_name!r})")
         return comm_id
 
     def unlink(self, comm_id):
+        """Unlinks (forced) every cluster link(comm_id) linked (C++ ext::UnlinkComm)."""
         _int(comm_id, "comm_id")
-        peers = self._comms.pop(comm_id, None)
-        if peers is None:
-            raise _ParamInvalid(f"unlink: comm_id {comm_id} is not linked")
-        # The comm goes as a whole, as the vendor's unlink(comm_id): forced (a peer that went first is no failure).
-        s, _ = self._manager().unlink_clusters(peers, 3000, True)
-        _check(s, "unlink")
+        _check(self._manager().unlink_comm(comm_id), "unlink")
 
     def query_register_mem_status(self, comm_id):
-        """Registrations are complete when register_* returns: OK for a linked comm_id."""
+        """Registrations are complete when register_* returns: OK for a linked comm_id (C++
+        ext::QueryRegisterMemStatus)."""
         _int(comm_id, "comm_id")
-        if comm_id not in self._comms:
-            raise _ParamInvalid(f"query_register_mem_status: comm_id {comm_id} is not linked")
-        self._manager()
+        _check(self._manager().query_register_mem_status(comm_id), "query_register_mem_status")
         return RegisterMemStatus.OK
-
-    def _rebind(self, listen, what):
-        """Moves this cluster's engine to `listen` (C++ CacheManager::Rebind: caches stay registered)."""
-        options = {k: v for k, v in self._options.items()
-                   if k not in ("llm.listenIpInfo", "llm.ListenIpInfo", "llm.ListenIp", "llm.ListenPort")}
-        options["llm.listenIpInfo"] = listen
-        new_listen, _, engine_opts, _ = _init_options(options)
-        _check(self._manager().rebind(new_listen, engine_opts, what), what)
-        self._options = options
-        self._listen = new_listen
 
     def __del__(self):
         if getattr(self, "_native", None) is not None:
@@ -244,46 +165,3 @@ def _check_listen(listen):
     if not sep or not host or (":" in host and not (host.startswith("[") and host.endswith("]"))) \
             or not port.isdigit() or int(port) > 65535:
         raise _ParamInvalid(f'llm.listenIpInfo "{listen}" is invalid, format should be "ip:port"')
-
-
-def _wait_listening(name, deadline):
-    """Returns once something accepts TCP connections at engine name "ip:port" / "[ipv6]:port", or at deadline."""
-    host, _, port = name.rpartition(":")
-    host = host.strip("[]")
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection((host, int(port)), timeout=0.5).close()
-            return
-        except (OSError, ValueError):
-            time.sleep(0.02)
-
-
-def _rank_engines(rank_table, comm_name, ranks):
-    """{rank id: (engine name, port given)} from a rank table (JSON text).  A device's engine is
-    device_ip:device_port, or device_ip written "ip:port"; without a port (the vendor's rank tables, as vLLM-Ascend
-    passes them), device_ip and a port derived from comm_name and the rank's place in `ranks`, the same on every
-    participant."""
-    try:
-        table = json.loads(rank_table)
-        devices = [d for server in table["server_list"] for d in server["device"]]
-    except (ValueError, KeyError, TypeError):
-        raise _ParamInvalid("rank_table must be JSON with server_list[].device[]") from None
-    base = _RANK_PORT_BASE + (zlib.crc32(comm_name.encode()) % _RANK_PORT_SLOTS) * 4
-    out = {}
-    for d in devices:
-        try:
-            rank = int(d["rank_id"])
-            ip = str(d["device_ip"])
-        except (KeyError, TypeError, ValueError):
-            missing = [k for k in ("rank_id", "device_ip") if not isinstance(d, dict) or k not in d]
-            raise _ParamInvalid(f"rank_table device {d!r}: " + (f"no {' and no '.join(missing)}" if missing
-                                                                 else "rank_id is not a number")) from None
-        port = d.get("device_port", d.get("port"))
-        if port is not None:
-            out[rank] = (f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}", True)
-        elif ip.count(":") == 1 or ip.startswith("["):
-            out[rank] = (ip, True)
-        else:
-            port = base + (ranks.index(rank) if rank in ranks else 0)
-            out[rank] = (f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}", False)
-    return out

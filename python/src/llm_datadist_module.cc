@@ -183,6 +183,20 @@ PYBIND11_MODULE(_native, m) {
              return MoveListener(dd, local, opts, what.c_str());
            },
            py::arg("local"), py::arg("options"), py::arg("what") = "switch_role")
+      // The rank-table link: (status, comm id); waits for the peers with the GIL released.
+      .def("link_rank_table",
+           [](LlmDataDist &dd, const std::string &comm_name, const std::vector<std::pair<uint64_t, uint32_t>> &ranks,
+              const std::string &rank_table) {
+             return WithOut(uint64_t{0},
+                            [&](uint64_t &id) { return LinkRankTable(dd, comm_name, ranks, rank_table, id); });
+           })
+      .def("unlink_comm",
+           [](LlmDataDist &dd, uint64_t comm_id) {
+             py::gil_scoped_release nogil;
+             return UnlinkComm(dd, comm_id);
+           })
+      .def("query_register_mem_status",
+           [](LlmDataDist &dd, uint64_t comm_id) { return QueryRegisterMemStatus(dd, comm_id); })
       .def("pull_cache", &PullCacheT<CacheKey>)
       .def("pull_cache", &PullCacheT<CacheKeyByIdAndIndex>)
       .def("pull_blocks", &PullBlocksT<BlocksCacheKey>)

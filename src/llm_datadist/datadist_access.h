@@ -5,8 +5,10 @@
 #ifndef LLM_DATADIST_SRC_DATADIST_ACCESS_H_
 #define LLM_DATADIST_SRC_DATADIST_ACCESS_H_
 
+#include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "cache_manager.h"
 #include "llm_datadist/llm_datadist.h"
@@ -27,6 +29,17 @@ struct DataDistAccess {
                              const std::map<AscendString, AscendString> &engine_options, const char *what);
   // LLM_FAILED with one ERROR line naming `what` unless initialized.
   static Status Ready(LlmDataDist &datadist, const char *what);
+  // Where the cluster listens as recorded by Initialize and the listener's
+  // moves ("" when client only), and the engine options a move reuses.
+  static void Listening(LlmDataDist &datadist, std::string *listen,
+                        std::map<AscendString, AscendString> *engine_options);
+  // The rank-table links' comms (rank_table_link.cc): Finalize forgets them
+  // and numbering starts again at 1.  AddComm records the peers of a new
+  // comm and gives its id (0 when no longer initialized); TakeComm removes
+  // one (false when there is none); HasComm asks.
+  static uint64_t AddComm(LlmDataDist &datadist, std::vector<ClusterEngine> peers);
+  static bool TakeComm(LlmDataDist &datadist, uint64_t comm_id, std::vector<ClusterEngine> *peers);
+  static bool HasComm(LlmDataDist &datadist, uint64_t comm_id);
 };
 
 }  // namespace llm_datadist::ext

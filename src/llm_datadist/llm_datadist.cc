@@ -10,8 +10,9 @@
 // ext::DataDistAccess, defined at the end of this file.
 //
 // Locks: Impl::mu guards the facade's own state (role, options, allocated
-// memory) and is never held across a CacheManager call that talks to a
-// peer; CacheManager has its own locking (cache_manager_impl.h).
+// memory, the rank-table links' comms) and is never held across a
+// CacheManager call that talks to a peer; CacheManager has its own locking
+// (cache_manager_impl.h).
 #include "llm_datadist/llm_datadist.h"
 
 #include <string>
@@ -186,6 +187,9 @@ class LlmDataDist::LlmDataDistImpl {
   std::string listen ADXL_GUARDED_BY(mu);  // empty: client only
   std::map<adxl::AscendString, adxl::AscendString> engine_options ADXL_GUARDED_BY(mu);
   std::map<int64_t, std::vector<EngineMem>> allocated ADXL_GUARDED_BY(mu);
+  // Rank-table links (ext::LinkRankTable): comm id -> the peers it linked.
+  std::map<uint64_t, std::vector<ext::ClusterEngine>> comms ADXL_GUARDED_BY(mu);
+  uint64_t next_comm ADXL_GUARDED_BY(mu) = 1;
 };
 
 LlmDataDist::LlmDataDist(uint64_t cluster_id, LlmRole role)
@@ -227,6 +231,8 @@ void LlmDataDist::Finalize() {
     adxl::MutexLock lock(&impl_->mu);
     impl_->initialized = false;
     memory.swap(impl_->allocated);
+    impl_->comms.clear();  // Finalize drops every link, so every comm
+    impl_->next_comm = 1;
   }
   // Unlinks and deregisters (peer I/O: no lock of ours held); the memory is
   // freed after, when nothing refers to it any more.
@@ -477,6 +483,39 @@ Status ext::DataDistAccess::MoveListener(LlmDataDist &datadist, const std::strin
   impl.listen = internal::Listens(local_engine) ? local_engine : "";
   impl.engine_options = engine_options;
   return LLM_SUCCESS;
+}
+
+void ext::DataDistAccess::Listening(LlmDataDist &datadist, std::string *listen,
+                                    std::map<AscendString, AscendString> *engine_options) {
+  LlmDataDist::LlmDataDistImpl &impl = *datadist.impl_;
+  adxl::MutexLock lock(&impl.mu);
+  *listen = impl.listen;
+  *engine_options = impl.engine_options;
+}
+
+uint64_t ext::DataDistAccess::AddComm(LlmDataDist &datadist, std::vector<ClusterEngine> peers) {
+  LlmDataDist::LlmDataDistImpl &impl = *datadist.impl_;
+  adxl::MutexLock lock(&impl.mu);
+  if (!impl.initialized) return 0;
+  const uint64_t id = impl.next_comm++;
+  impl.comms[id] = std::move(peers);
+  return id;
+}
+
+bool ext::DataDistAccess::TakeComm(LlmDataDist &datadist, uint64_t comm_id, std::vector<ClusterEngine> *peers) {
+  LlmDataDist::LlmDataDistImpl &impl = *datadist.impl_;
+  adxl::MutexLock lock(&impl.mu);
+  const auto it = impl.comms.find(comm_id);
+  if (it == impl.comms.end()) return false;
+  *peers = std::move(it->second);
+  impl.comms.erase(it);
+  return true;
+}
+
+bool ext::DataDistAccess::HasComm(LlmDataDist &datadist, uint64_t comm_id) {
+  LlmDataDist::LlmDataDistImpl &impl = *datadist.impl_;
+  adxl::MutexLock lock(&impl.mu);
+  return impl.comms.count(comm_id) != 0;
 }
 
 }  // namespace llm_datadist

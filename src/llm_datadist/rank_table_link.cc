@@ -1,0 +1,197 @@
+// The rank-table link (include/llm_datadist/llm_datadist_ext.h,
+// LinkRankTable / UnlinkComm / QueryRegisterMemStatus): the reference's
+// Python-only link(comm_name, cluster_rank_info, rank_table), here so that
+// the Python package only checks types and raises.  The rank table's parse
+// and the derived ports are rank_table.cc; the wait for a peer's listener
+// listening_probe.cc; the comm table lives with the LlmDataDist
+// (DataDistAccess).  Nothing here holds a lock: the waits and retries run
+// between the cache layer's own calls.
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "cache_manager.h"
+#include "common/log.h"
+#include "datadist_access.h"
+#include "listening_probe.h"
+#include "llm_datadist/llm_datadist_ext.h"
+#include "rank_table.h"
+
+namespace llm_datadist::ext {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr char kLink[] = "LinkRankTable";
+constexpr auto kDeadline = std::chrono::seconds(10);  // for every peer to listen and link
+constexpr int32_t kLinkTimeoutMs = 3000;              // one LinkClusters / UnlinkClusters
+constexpr auto kRetryPause = std::chrono::milliseconds(50);
+
+// Characters of UTF-8 text (the Python len() of the name).
+size_t Characters(const std::string &s) {
+  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
+// The rules on comm_name and cluster_rank_info (the header's), with the
+// ERROR line of the first one broken.
+Status CheckArguments(uint64_t self, const std::string &comm_name,
+                      const std::vector<std::pair<uint64_t, uint32_t>> &info) {
+  const size_t chars = Characters(comm_name);
+  if (chars < 1 || chars > 127) {
+    ADXL_ERROR("%s: comm_name must be 1 to 127 characters (it has %zu)", kLink, chars);
+    return LLM_PARAM_INVALID;
+  }
+  if (info.size() < 2 || info.size() > 4) {
+    ADXL_ERROR("%s: cluster_rank_info must hold 2 to 4 clusters (it holds %zu)", kLink, info.size());
+    return LLM_PARAM_INVALID;
+  }
+  bool mine = false;
+  for (size_t i = 0; i < info.size(); ++i) {
+    if (i > 0 && info[i].second <= info[i - 1].second) {
+      ADXL_ERROR("%s: ranks in cluster_rank_info must be ordered and distinct (rank %u after %u)", kLink,
+                 info[i].second, info[i - 1].second);
+      return LLM_PARAM_INVALID;
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (info[j].first == info[i].first) {
+        ADXL_ERROR("%s: cluster ids in cluster_rank_info must be distinct (cluster %lu twice)", kLink,
+                   static_cast<unsigned long>(info[i].first));
+        return LLM_PARAM_INVALID;
+      }
+    }
+    mine = mine || info[i].first == self;
+  }
+  if (!mine) {
+    ADXL_ERROR("%s: cluster_rank_info does not name this cluster (%lu)", kLink, static_cast<unsigned long>(self));
+    return LLM_PARAM_INVALID;
+  }
+  return LLM_SUCCESS;
+}
+
+// Links to every peer, retrying those that do not answer yet until
+// `deadline`; on failure unlinks (forced) those linked and returns the
+// status, with one ERROR line.
+Status LinkAll(LlmDataDist &datadist, const std::string &what, const std::vector<ClusterEngine> &peers,
+               Clock::time_point deadline) {
+  // Quietly first: a link to a port nobody listens on yet logs every try.
+  for (const ClusterEngine &p : peers) internal::WaitListening(p.remote_engine, deadline);
+  std::vector<ClusterEngine> todo = peers, done;
+  Status failed = LLM_SUCCESS;
+  while (true) {
+    std::vector<Status> rets;
+    LinkClusters(datadist, todo, rets, kLinkTimeoutMs);
+    std::vector<ClusterEngine> again;
+    for (size_t i = 0; i < todo.size(); ++i) {
+      const Status r = i < rets.size() ? rets[i] : LLM_FAILED;
+      if (r == LLM_SUCCESS) {
+        done.push_back(todo[i]);
+      } else if (r == LLM_LINK_FAILED || r == LLM_TIMEOUT) {
+        again.push_back(todo[i]);
+      } else if (failed == LLM_SUCCESS) {
+        failed = r;
+      }
+    }
+    todo = std::move(again);
+    if (todo.empty() || failed != LLM_SUCCESS || Clock::now() > deadline) break;
+    std::this_thread::sleep_for(kRetryPause);
+  }
+  if (todo.empty() && failed == LLM_SUCCESS) return LLM_SUCCESS;
+  if (failed == LLM_SUCCESS) failed = LLM_LINK_FAILED;
+  ADXL_ERROR("%s: %zu of %zu peers not linked (%s; cluster %lu at %s among them); the %zu links made are undone",
+             what.c_str(), peers.size() - done.size(), peers.size(), StatusName(failed),
+             static_cast<unsigned long>(todo.empty() ? 0 : todo[0].remote_cluster_id),
+             todo.empty() ? "-" : todo[0].remote_engine.c_str(), done.size());
+  if (!done.empty()) {
+    std::vector<Status> rets;
+    UnlinkClusters(datadist, done, rets, kLinkTimeoutMs, true);
+  }
+  return failed;
+}
+
+}  // namespace
+
+Status LinkRankTable(LlmDataDist &datadist, const std::string &comm_name,
+                     const std::vector<std::pair<uint64_t, uint32_t>> &cluster_rank_info,
+                     const std::string &rank_table, uint64_t &comm_id) {
+  comm_id = 0;
+  Status s = DataDistAccess::Ready(datadist, kLink);
+  if (s != LLM_SUCCESS) return s;
+  const uint64_t self = DataDistAccess::Manager(datadist).ClusterId();
+  s = CheckArguments(self, comm_name, cluster_rank_info);
+  if (s != LLM_SUCCESS) return s;
+  std::vector<uint32_t> ranks;
+  uint32_t my_rank = 0;
+  for (const auto &cr : cluster_rank_info) {
+    ranks.push_back(cr.second);
+    if (cr.first == self) my_rank = cr.second;
+  }
+  std::map<int64_t, internal::RankEngine> engines;
+  s = internal::ParseRankTable(kLink, rank_table, comm_name, ranks, &engines);
+  if (s != LLM_SUCCESS) return s;
+  const auto mine = engines.find(my_rank);
+  if (mine == engines.end()) {
+    ADXL_ERROR("%s: rank_table has no device with rank_id %u (this cluster, %lu)", kLink, my_rank,
+               static_cast<unsigned long>(self));
+    return LLM_PARAM_INVALID;
+  }
+  std::vector<ClusterEngine> peers;
+  for (const auto &cr : cluster_rank_info) {
+    if (cr.first == self) continue;
+    const auto e = engines.find(cr.second);
+    if (e == engines.end()) {
+      ADXL_ERROR("%s: rank_table has no device with rank_id %u (cluster %lu)", kLink, cr.second,
+                 static_cast<unsigned long>(cr.first));
+      return LLM_PARAM_INVALID;
+    }
+    peers.push_back({cr.first, e->second.engine});
+  }
+  const std::string what = "link('" + comm_name + "')";
+  std::string listen;
+  std::map<AscendString, AscendString> engine_options;
+  DataDistAccess::Listening(datadist, &listen, &engine_options);
+  if (!mine->second.port_given && listen != mine->second.engine) {
+    // vLLM-Ascend's flow: no listen address at Initialize, no port in the
+    // rank table: this cluster listens where every peer derives it does.
+    const std::string move = what + ": listening at " + mine->second.engine +
+                             " (the port derived for this rank; a device_port in the rank table chooses another)";
+    s = MoveListener(datadist, mine->second.engine, engine_options, move.c_str());
+    if (s != LLM_SUCCESS) return s;
+  }
+  s = LinkAll(datadist, what, peers, Clock::now() + kDeadline);
+  if (s != LLM_SUCCESS) return s;
+  comm_id = DataDistAccess::AddComm(datadist, std::move(peers));
+  if (comm_id == 0) {
+    ADXL_ERROR("%s: finalized while linking", what.c_str());
+    return LLM_FAILED;
+  }
+  return LLM_SUCCESS;
+}
+
+Status UnlinkComm(LlmDataDist &datadist, uint64_t comm_id) {
+  Status s = DataDistAccess::Ready(datadist, "UnlinkComm");
+  if (s != LLM_SUCCESS) return s;
+  std::vector<ClusterEngine> peers;
+  if (!DataDistAccess::TakeComm(datadist, comm_id, &peers)) {
+    ADXL_ERROR("UnlinkComm: comm_id %lu is not linked", static_cast<unsigned long>(comm_id));
+    return LLM_PARAM_INVALID;
+  }
+  // The comm goes as a whole, as the vendor's unlink(comm_id): forced.
+  std::vector<Status> rets;
+  return UnlinkClusters(datadist, peers, rets, kLinkTimeoutMs, true);
+}
+
+Status QueryRegisterMemStatus(LlmDataDist &datadist, uint64_t comm_id) {
+  const Status s = DataDistAccess::Ready(datadist, "QueryRegisterMemStatus");
+  if (s != LLM_SUCCESS) return s;
+  if (!DataDistAccess::HasComm(datadist, comm_id)) {
+    ADXL_ERROR("QueryRegisterMemStatus: comm_id %lu is not linked", static_cast<unsigned long>(comm_id));
+    return LLM_PARAM_INVALID;
+  }
+  return LLM_SUCCESS;
+}
+
+}  // namespace llm_datadist::ext

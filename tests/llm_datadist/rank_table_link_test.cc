@@ -1,0 +1,250 @@
+// The rank-table link (llm_datadist_ext.h LinkRankTable / UnlinkComm /
+// QueryRegisterMemStatus; rank_table.h): the ports derived from comm_name
+// are the Python package's (zlib.crc32, values computed with
+// python3 -c 'import zlib; print(zlib.crc32(b"link"))'), the rank table's
+// engine names, each refusal a status and one ERROR line, and two clusters
+// of one process linked through a rank table, each on its own thread as
+// two participants would be, a cache pulled over the link.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "error_lines.h"
+#include "free_port.h"
+#include "llm_datadist/llm_datadist.h"
+#include "llm_datadist/llm_datadist_ext.h"
+#include "rank_table.h"
+
+namespace llm_datadist::ext {
+namespace {
+
+using adxl_test::ErrorLines;
+using adxl_test::FreePort;
+using adxl_test::LoopbackName;
+using internal::RankEngine;
+using Ranks = std::vector<std::pair<uint64_t, uint32_t>>;
+
+// Captures stderr around f(): (number of ERROR lines, the text).
+template <typename F>
+std::pair<int, std::string> Refusal(F f) {
+  testing::internal::CaptureStderr();
+  f();
+  const std::string err = testing::internal::GetCapturedStderr();
+  int n = 0;
+  for (size_t p = err.find(" ERROR "); p != std::string::npos; p = err.find(" ERROR ", p + 1)) ++n;
+  return {n, err};
+}
+
+// A rank table of two devices on 127.0.0.1, ranks 0 and 1, device_ip as given.
+std::string Table(const std::string &ip0, const std::string &ip1) {
+  return R"({"server_count": "1", "version": "1.2", "server_list": [{"device": [)"
+         R"({"device_id": "0", "device_ip": ")" + ip0 + R"(", "rank_id": "0"},)"
+         R"({"device_id": "1", "device_ip": ")" + ip1 + R"(", "rank_id": "1"}]}]})";
+}
+
+TEST(RankTable, Crc32IsZlibs) {
+  EXPECT_EQ(internal::Crc32(""), 0U);
+  EXPECT_EQ(internal::Crc32("link"), 917281265U);
+  EXPECT_EQ(internal::Crc32("pd"), 607768136U);
+  EXPECT_EQ(internal::Crc32("c"), 112844655U);
+  EXPECT_EQ(internal::Crc32("comm"), 2819359715U);
+  EXPECT_EQ(internal::Crc32("vllm-0"), 125284280U);
+}
+
+TEST(RankTable, DerivedPortsAreThePythonPackages) {
+  // 12000 + 4 * (zlib.crc32(name) % 2000) + place
+  EXPECT_EQ(internal::RankPort("link", 0), 17060U);
+  EXPECT_EQ(internal::RankPort("link", 1), 17061U);
+  EXPECT_EQ(internal::RankPort("pd", 0), 12544U);
+  EXPECT_EQ(internal::RankPort("comm", 3), 18863U);
+  EXPECT_EQ(internal::RankPort("", 0), 12000U);
+}
+
+TEST(RankTable, EngineNames) {
+  const std::string table = R"({"server_list": [{"device": [)"
+                            R"({"rank_id": "0", "device_ip": "10.0.0.1"},)"
+                            R"({"rank_id": 1, "device_ip": "10.0.0.2", "device_port": 26001},)"
+                            R"({"rank_id": " 2 ", "device_ip": "10.0.0.3:26002"},)"
+                            R"({"rank_id": 3, "device_ip": "fe80::1"},)"
+                            R"({"rank_id": 4, "device_ip": "fe80::2", "port": "26004"},)"
+                            R"({"rank_id": 5, "device_ip": "[fe80::3]:26005"}]}]})";
+  std::map<int64_t, RankEngine> e;
+  ASSERT_EQ(internal::ParseRankTable("test", table, "link", {0, 3}, &e), LLM_SUCCESS);
+  ASSERT_EQ(e.size(), 6U);
+  EXPECT_EQ(e[0].engine, "10.0.0.1:17060");
+  EXPECT_FALSE(e[0].port_given);
+  EXPECT_EQ(e[1].engine, "10.0.0.2:26001");
+  EXPECT_TRUE(e[1].port_given);
+  EXPECT_EQ(e[2].engine, "10.0.0.3:26002");
+  EXPECT_TRUE(e[2].port_given);
+  EXPECT_EQ(e[3].engine, "[fe80::1]:17061");  // place 1 among the ranks {0, 3}
+  EXPECT_FALSE(e[3].port_given);
+  EXPECT_EQ(e[4].engine, "[fe80::2]:26004");
+  EXPECT_EQ(e[5].engine, "[fe80::3]:26005");
+}
+
+TEST(RankTable, BadTablesAreAStatusAndOneLine) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{not json", "server_list[].device[]"},
+      {R"({"version": "1.0"})", "server_list[].device[]"},
+      {R"({"server_list": [{"devices": []}]})", "server_list[].device[]"},
+      {R"({"server_list": [{"device": [{"rank_id": "0"}]}]})", "no device_ip"},
+      {R"({"server_list": [{"device": [{"device_ip": "127.0.0.1"}]}]})", "no rank_id"},
+      {R"({"server_list": [{"device": [7]}]})", "no rank_id and no device_ip"},
+      {R"({"server_list": [{"device": [{"rank_id": "one", "device_ip": "127.0.0.1"}]}]})", "not a number"},
+  };
+  for (const auto &c : cases) {
+    std::map<int64_t, RankEngine> e;
+    const auto r = Refusal([&] { EXPECT_EQ(internal::ParseRankTable("test", c.first, "c", {0, 1}, &e), LLM_PARAM_INVALID); });
+    EXPECT_EQ(r.first, 1) << c.first << "\n" << r.second;
+    EXPECT_NE(r.second.find(c.second), std::string::npos) << c.first << "\n" << r.second;
+  }
+}
+
+TEST(RankTableLink, BadInputIsAStatusAndOneLineAndNothingIsLinked) {
+  LlmDataDist dd(1, LlmRole::kDecoder);
+  uint64_t comm = 7;
+  const std::string good = Table("127.0.0.1", "127.0.0.1");
+  // Not initialized.
+  auto r = Refusal([&] { EXPECT_EQ(LinkRankTable(dd, "c", {{1, 0}, {2, 1}}, good, comm), LLM_FAILED); });
+  EXPECT_EQ(r.first, 1) << r.second;
+  EXPECT_EQ(comm, 0U);
+  ASSERT_EQ(InitializeEngine(dd, "127.0.0.1", {}), LLM_SUCCESS);  // client only, as vLLM-Ascend's
+  const std::vector<std::tuple<std::string, Ranks, std::string, std::string>> cases = {
+      {"", {{1, 0}, {2, 1}}, good, "comm_name"},
+      {std::string(128, 'x'), {{1, 0}, {2, 1}}, good, "comm_name"},
+      {"c", {{1, 0}}, good, "2 to 4 clusters"},
+      {"c", {{1, 0}, {2, 1}, {3, 2}, {4, 3}, {5, 4}}, good, "2 to 4 clusters"},
+      {"c", {{1, 1}, {2, 0}}, good, "ordered and distinct"},
+      {"c", {{1, 0}, {2, 0}}, good, "ordered and distinct"},
+      {"c", {{1, 0}, {1, 1}}, good, "cluster 1 twice"},
+      {"c", {{3, 0}, {2, 1}}, good, "this cluster (1)"},
+      {"c", {{1, 0}, {2, 1}}, "{not json", "rank_table"},
+      {"c", {{1, 0}, {2, 7}}, good, "rank_id 7 (cluster 2)"},
+      {"c", {{1, 5}, {2, 7}}, good, "rank_id 5 (this cluster, 1)"},
+  };
+  for (const auto &c : cases) {
+    r = Refusal([&] {
+      EXPECT_EQ(LinkRankTable(dd, std::get<0>(c), std::get<1>(c), std::get<2>(c), comm), LLM_PARAM_INVALID);
+    });
+    EXPECT_EQ(r.first, 1) << std::get<3>(c) << "\n" << r.second;
+    EXPECT_NE(r.second.find(std::get<3>(c)), std::string::npos) << r.second;
+    EXPECT_EQ(comm, 0U);
+  }
+  EXPECT_EQ(CheckLinkStatus(dd, 2), LLM_NOT_YET_LINK);
+  r = Refusal([&] { EXPECT_EQ(UnlinkComm(dd, 12345), LLM_PARAM_INVALID); });
+  EXPECT_EQ(r.first, 1) << r.second;
+  EXPECT_NE(r.second.find("12345"), std::string::npos) << r.second;
+  r = Refusal([&] { EXPECT_EQ(QueryRegisterMemStatus(dd, 12345), LLM_PARAM_INVALID); });
+  EXPECT_EQ(r.first, 1) << r.second;
+  EXPECT_NE(r.second.find("12345"), std::string::npos) << r.second;
+}
+
+// One int32 tensor of 2 x 16; `seed` 0: zeros.
+struct Rows {
+  explicit Rows(int32_t seed) : data(32) {
+    for (int i = 0; i < 32; ++i) data[i] = seed == 0 ? 0 : seed + i;
+  }
+  CacheDesc desc() const {
+    CacheDesc d;
+    d.num_tensors = 1;
+    d.shape = {2, 16};
+    d.data_type = DataType::DT_INT32;
+    d.placement = Placement::HOST;
+    return d;
+  }
+  std::vector<uintptr_t> addrs() { return {reinterpret_cast<uintptr_t>(data.data())}; }
+  std::vector<int32_t> data;
+};
+
+// Both call LinkRankTable at once, as two participants do; each gets its comm id.
+void LinkBoth(LlmDataDist &a, LlmDataDist &b, const std::string &comm_name, const std::string &table, uint64_t *ca,
+              uint64_t *cb) {
+  Status sa = LLM_FAILED, sb = LLM_FAILED;
+  std::thread t([&] { sb = LinkRankTable(b, comm_name, {{1, 0}, {2, 1}}, table, *cb); });
+  sa = LinkRankTable(a, comm_name, {{1, 0}, {2, 1}}, table, *ca);
+  t.join();
+  ASSERT_EQ(sa, LLM_SUCCESS);
+  ASSERT_EQ(sb, LLM_SUCCESS);
+}
+
+// A pull 2 <- 1 over the comm's links, every byte checked.
+void PullOver(LlmDataDist &holder, LlmDataDist &puller) {
+  Rows src(41), dst(0);
+  Cache sc, dc;
+  ASSERT_EQ(RegisterCache(holder, src.desc(), src.addrs(), {}, true, sc), LLM_SUCCESS);
+  ASSERT_EQ(RegisterCache(puller, dst.desc(), dst.addrs(), {}, std::nullopt, dc), LLM_SUCCESS);
+  Cache d;
+  d.cache_id = dc.cache_id;
+  ASSERT_EQ(PullCache(puller, CacheKeyByIdAndIndex{1, sc.cache_id, 1}, d), LLM_SUCCESS);
+  EXPECT_EQ(std::memcmp(dst.data.data(), src.data.data() + 16, 16 * sizeof(int32_t)), 0);
+  EXPECT_EQ(holder.UnregisterKvCache(sc.cache_id), LLM_SUCCESS);
+  EXPECT_EQ(puller.UnregisterKvCache(dc.cache_id), LLM_SUCCESS);
+}
+
+// The vendor's rank tables: device_ip without a port, no listen address at
+// Initialize: each cluster moves its listener to the derived port and links
+// to the other; unlink drops the links, finalize and link again.
+TEST(RankTableLink, TwoClustersWithoutListenAddressesLinkOnTheDerivedPorts) {
+  const std::string comm_name = "rank-table-link-test-" + std::to_string(FreePort());
+  const std::string table = Table("127.0.0.1", "127.0.0.1");
+  for (int round = 0; round < 2; ++round) {
+    LlmDataDist a(1, LlmRole::kPrompt), b(2, LlmRole::kDecoder);
+    ASSERT_EQ(InitializeEngine(a, "127.0.0.1", {}), LLM_SUCCESS);
+    ASSERT_EQ(InitializeEngine(b, "127.0.0.1", {}), LLM_SUCCESS);
+    uint64_t ca = 0, cb = 0;
+    ASSERT_NO_FATAL_FAILURE(LinkBoth(a, b, comm_name, table, &ca, &cb));
+    EXPECT_EQ(ca, 1U);  // numbered from 1 again after Finalize
+    EXPECT_EQ(cb, 1U);
+    EXPECT_EQ(QueryRegisterMemStatus(a, ca), LLM_SUCCESS);
+    EXPECT_EQ(CheckLinkStatus(a, 2), LLM_SUCCESS);
+    EXPECT_EQ(CheckLinkStatus(b, 1), LLM_SUCCESS);
+    ASSERT_NO_FATAL_FAILURE(PullOver(a, b));
+    // Linked: the listener cannot move any more (one line naming the link).
+    const auto r = Refusal([&] {
+      uint64_t c = 0;
+      EXPECT_EQ(LinkRankTable(a, comm_name + "-other", {{1, 0}, {2, 1}}, table, c), LLM_EXIST_LINK);
+    });
+    EXPECT_EQ(r.first, 1) << r.second;
+    EXPECT_NE(r.second.find("link('" + comm_name + "-other'): listening at 127.0.0.1:"), std::string::npos)
+        << r.second;
+    EXPECT_EQ(UnlinkComm(a, ca), LLM_SUCCESS);
+    EXPECT_EQ(UnlinkComm(b, cb), LLM_SUCCESS);
+    EXPECT_EQ(CheckLinkStatus(a, 2), LLM_NOT_YET_LINK);
+    EXPECT_EQ(CheckLinkStatus(b, 1), LLM_NOT_YET_LINK);
+    EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(UnlinkComm(a, ca), LLM_PARAM_INVALID); }), 1);
+    EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(QueryRegisterMemStatus(a, ca), LLM_PARAM_INVALID); }), 1);
+    a.Finalize();
+    b.Finalize();
+  }
+}
+
+// Ports in the rank table ("ip:port", device_port): clusters that listen
+// there already are not moved.
+TEST(RankTableLink, PortsInTheTableAreUsedAsGiven) {
+  const uint16_t pa = FreePort(), pb = FreePort();
+  LlmDataDist a(1, LlmRole::kPrompt), b(2, LlmRole::kDecoder);
+  ASSERT_EQ(InitializeEngine(a, LoopbackName(pa), {}), LLM_SUCCESS);
+  ASSERT_EQ(InitializeEngine(b, LoopbackName(pb), {}), LLM_SUCCESS);
+  const std::string table = R"({"server_list": [{"device": [)"
+                            R"({"rank_id": "0", "device_ip": "127.0.0.1:)" + std::to_string(pa) + R"("},)"
+                            R"({"rank_id": "1", "device_ip": "127.0.0.1", "device_port": )" + std::to_string(pb) +
+                            "}]}]}";
+  uint64_t ca = 0, cb = 0;
+  ASSERT_NO_FATAL_FAILURE(LinkBoth(a, b, "given-ports", table, &ca, &cb));
+  ASSERT_NO_FATAL_FAILURE(PullOver(a, b));
+  EXPECT_EQ(UnlinkComm(b, cb), LLM_SUCCESS);
+  EXPECT_EQ(UnlinkComm(a, ca), LLM_SUCCESS);
+  a.Finalize();
+  b.Finalize();
+}
+
+}  // namespace
+}  // namespace llm_datadist::ext
