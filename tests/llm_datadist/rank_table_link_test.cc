@@ -7,6 +7,7 @@
 // two participants would be, a cache pulled over the link.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -242,6 +243,39 @@ TEST(RankTableLink, PortsInTheTableAreUsedAsGiven) {
   ASSERT_NO_FATAL_FAILURE(PullOver(a, b));
   EXPECT_EQ(UnlinkComm(b, cb), LLM_SUCCESS);
   EXPECT_EQ(UnlinkComm(a, ca), LLM_SUCCESS);
+  a.Finalize();
+  b.Finalize();
+}
+
+// A participant that never comes: after the 10 s deadline each side gets
+// LLM_LINK_FAILED, no comm id, and the link it made to the other is undone.
+TEST(RankTableLink, AParticipantThatNeverListensFailsTheLinkAndUndoesTheOthers) {
+  const uint16_t pa = FreePort(), pb = FreePort(), nobody = FreePort();
+  LlmDataDist a(1, LlmRole::kPrompt), b(2, LlmRole::kDecoder);
+  ASSERT_EQ(InitializeEngine(a, LoopbackName(pa), {}), LLM_SUCCESS);
+  ASSERT_EQ(InitializeEngine(b, LoopbackName(pb), {}), LLM_SUCCESS);
+  std::string table = R"({"server_list": [{"device": [)";
+  const uint16_t ports[] = {pa, pb, nobody};
+  for (int r = 0; r < 3; ++r) {
+    table += std::string(r == 0 ? "" : ",") + R"({"rank_id": )" + std::to_string(r) + R"(, "device_ip": "127.0.0.1:)" +
+             std::to_string(ports[r]) + R"("})";
+  }
+  table += "]}]}";
+  const Ranks ranks = {{1, 0}, {2, 1}, {3, 2}};
+  uint64_t ca = 9, cb = 9;
+  Status sa = LLM_SUCCESS, sb = LLM_SUCCESS;
+  const auto start = std::chrono::steady_clock::now();
+  std::thread t([&] { sb = LinkRankTable(b, "nobody-comes", ranks, table, cb); });
+  sa = LinkRankTable(a, "nobody-comes", ranks, table, ca);
+  t.join();
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_EQ(sa, LLM_LINK_FAILED);
+  EXPECT_EQ(sb, LLM_LINK_FAILED);
+  EXPECT_EQ(ca, 0U);
+  EXPECT_EQ(cb, 0U);
+  EXPECT_EQ(CheckLinkStatus(a, 2), LLM_NOT_YET_LINK);
+  EXPECT_EQ(CheckLinkStatus(b, 1), LLM_NOT_YET_LINK);
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(UnlinkComm(a, 1), LLM_PARAM_INVALID); }), 1);
   a.Finalize();
   b.Finalize();
 }
