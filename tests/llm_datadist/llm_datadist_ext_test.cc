@@ -3,10 +3,10 @@
 // LlmDataDist it is given (caches registered by key are pulled by key and by
 // the class's own calls, remote_accessible hides a cache, blocks caches,
 // check_link_status, key removal, the listener's move, the layer-wise push,
-// host <-> device swaps on the host ACL emulation's device memory), and each
+// SwapKvBlocks' checks; its swaps on the host ACL emulation's device memory
+// are tests/acl_host/device_cache_test.cc's), and each
 // refusal is a status with one ERROR line.  Two clusters in one process, on
 // loopback; every byte checked.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -337,66 +337,6 @@ TEST(LlmDataDistExt, BadInputIsAStatusAndOneLine) {
 
 // ---- SwapKvBlocks ----
 
-// The host ACL emulation (emulation/acl), loaded by the swap test alone:
-// RTLD_GLOBAL, as a program linking it has it (the cache layer finds it by
-// dlsym(RTLD_DEFAULT)); RTLD_NODELETE, as the cache layer keeps what it
-// found.  Its calls are the test's way to write and read device memory.
-struct AclEmulation {
-  using MallocFn = int (*)(void **, size_t, int);
-  using FreeFn = int (*)(void *);
-  using MemcpyFn = int (*)(void *, size_t, const void *, size_t, int);
-  static constexpr int kHostToDevice = 1, kDeviceToHost = 2;  // aclrtMemcpyKind
-
-  bool Load(std::string *why) {
-#ifdef ADXL_TEST_ACL_HOST_LIB
-    void *h = dlopen(ADXL_TEST_ACL_HOST_LIB, RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
-    if (h == nullptr) {
-      *why = dlerror();
-      return false;
-    }
-    malloc_fn = reinterpret_cast<MallocFn>(dlsym(h, "aclrtMalloc"));
-    free_fn = reinterpret_cast<FreeFn>(dlsym(h, "aclrtFree"));
-    memcpy_fn = reinterpret_cast<MemcpyFn>(dlsym(h, "aclrtMemcpy"));
-    dlclose(h);  // stays loaded (RTLD_NODELETE)
-    *why = "the emulation lacks aclrtMalloc, aclrtFree or aclrtMemcpy";
-    return malloc_fn != nullptr && free_fn != nullptr && memcpy_fn != nullptr;
-#else
-    *why = "built without the host ACL emulation (ADXL_BUILD_ACL_HOST=OFF)";
-    return false;
-#endif
-  }
-  MallocFn malloc_fn = nullptr;
-  FreeFn free_fn = nullptr;
-  MemcpyFn memcpy_fn = nullptr;
-};
-
-// n tensors of the emulation's device memory, laid out as Tensors(n, rows),
-// zeroed; read back with aclrtMemcpy.
-struct DeviceTensors {
-  DeviceTensors(const AclEmulation &acl, uint32_t n, int64_t rows) : acl(acl), bytes(rows * 16 * sizeof(int32_t)) {
-    const std::vector<uint8_t> zero(bytes, 0);
-    for (uint32_t t = 0; t < n; ++t) {
-      void *p = nullptr;
-      EXPECT_EQ(acl.malloc_fn(&p, bytes, 0), 0);
-      EXPECT_EQ(acl.memcpy_fn(p, bytes, zero.data(), bytes, AclEmulation::kHostToDevice), 0);
-      addrs.push_back(reinterpret_cast<uintptr_t>(p));
-    }
-  }
-  ~DeviceTensors() {
-    for (uintptr_t a : addrs) EXPECT_EQ(acl.free_fn(reinterpret_cast<void *>(a)), 0);
-  }
-  void ReadInto(Tensors *out) const {
-    for (size_t t = 0; t < addrs.size(); ++t) {
-      ASSERT_EQ(acl.memcpy_fn(out->data[t].data(), bytes, reinterpret_cast<const void *>(addrs[t]), bytes,
-                              AclEmulation::kDeviceToHost),
-                0);
-    }
-  }
-  const AclEmulation &acl;
-  size_t bytes;
-  std::vector<uintptr_t> addrs;
-};
-
 // A paged cache of desc's layout at addrs, placed as given, not registered.
 Cache Paged(CacheDesc desc, const std::vector<uintptr_t> &addrs, Placement placement) {
   Cache c;
@@ -418,43 +358,6 @@ void ExpectRefused(Call call, Status want, const std::string &says) {
   for (size_t p = err.find(" ERROR "); p != std::string::npos; p = err.find(" ERROR ", p + 1)) ++lines;
   EXPECT_EQ(lines, 1) << err;
   EXPECT_NE(err.find(says), std::string::npos) << "want \"" << says << "\" in: " << err;
-}
-
-TEST(LlmDataDistExt, SwapKvBlocksMovesBlocksToEmulatedDeviceMemoryAndBack) {
-  AclEmulation acl;
-  std::string why;
-  if (!acl.Load(&why)) GTEST_SKIP() << why;
-  LlmDataDist dd(1, LlmRole::kMix);
-  ASSERT_EQ(InitializeEngine(dd, "127.0.0.1", {}), LLM_SUCCESS);
-  Tensors host(2, 4, 7);  // 2 tensors of 4 blocks (64 bytes each), distinct bytes
-  DeviceTensors dev(acl, 2, 4);
-  const Cache h = Paged(host.desc(), host.addrs(), Placement::HOST);
-  const Cache d = Paged(host.desc(), dev.addrs, Placement::DEVICE);
-  // Out: host blocks 3 and 0 -> device blocks 1 and 2, and (a second list) 0 and 3.
-  ASSERT_EQ(SwapKvBlocks(dd, h, d, {3, 0}, {{1, 2}, {0, 3}}), LLM_SUCCESS);
-  Tensors out(2, 4, 0);
-  dev.ReadInto(&out);
-  for (uint32_t t = 0; t < 2; ++t) {
-    EXPECT_TRUE(out.Row(t, 0, host, 3) && out.Row(t, 1, host, 3)) << "tensor " << t;
-    EXPECT_TRUE(out.Row(t, 2, host, 0) && out.Row(t, 3, host, 0)) << "tensor " << t;
-  }
-  // In: device blocks 2 and 1 -> blocks 1 and 3 of a zeroed host cache; its blocks 0 and 2 stay zero.
-  Tensors in(2, 4, 0);
-  ASSERT_EQ(SwapKvBlocks(dd, d, Paged(in.desc(), in.addrs(), Placement::HOST), {2, 1}, {{1, 3}}), LLM_SUCCESS);
-  for (uint32_t t = 0; t < 2; ++t) {
-    EXPECT_TRUE(in.Row(t, 1, host, 0)) << "tensor " << t;
-    EXPECT_TRUE(in.Row(t, 3, host, 3)) << "tensor " << t;
-    EXPECT_TRUE(in.Zero(t, 0) && in.Zero(t, 2)) << "tensor " << t;
-  }
-  // No blocks: nothing to do.
-  EXPECT_EQ(SwapKvBlocks(dd, d, h, {}, {}), LLM_SUCCESS);
-  // A device cache whose memory the emulation does not know (host memory
-  // said to be DEVICE): no runtime here copies it.
-  Tensors posing(2, 4, 0);
-  const Cache posing_d = Paged(posing.desc(), posing.addrs(), Placement::DEVICE);
-  ExpectRefused([&] { return SwapKvBlocks(dd, h, posing_d, {0}, {{0}}); }, LLM_FEATURE_NOT_ENABLED,
-                "it is not the host ACL emulation's");
-  for (int64_t r = 0; r < 4; ++r) EXPECT_TRUE(posing.Zero(0, r) && posing.Zero(1, r)) << "row " << r;
 }
 
 TEST(LlmDataDistExt, SwapKvBlocksBadInputIsAStatusAndOneLine) {
@@ -493,8 +396,8 @@ TEST(LlmDataDistExt, SwapKvBlocksBadInputIsAStatusAndOneLine) {
   ExpectRefused(swap(Paged(host.desc(), host.addrs(), Placement::DEVICE), d, {0}, {{0}}), LLM_PARAM_INVALID,
                 "swap from DEVICE to DEVICE is not supported");
   // Valid arguments, but no device runtime in this process copies `d`'s
-  // memory (without the emulation: none at all; with it, loaded by the test
-  // above when the whole binary runs: not its memory).
+  // memory (this binary has no host ACL emulation; the swap on the
+  // emulation's memory is tests/acl_host/device_cache_test.cc's).
   ExpectRefused(swap(h, d, {0}, {{0}}), LLM_FEATURE_NOT_ENABLED, "no device runtime in this process copies");
   for (int64_t r = 0; r < 4; ++r) EXPECT_TRUE(dst.Zero(0, r) && dst.Zero(1, r)) << "row " << r;  // nothing moved
 }
