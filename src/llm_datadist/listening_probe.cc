@@ -50,7 +50,11 @@ bool WaitListening(const std::string &engine, Clock::time_point deadline) {
   const std::unique_ptr<addrinfo, AddrInfoFree> list(found);
   while (Clock::now() < deadline) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (Accepts(*list, static_cast<int>(std::clamp<long long>(left, 1, 500)))) return true;
+    // Every address the name resolves to, as a connecting client tries
+    // them ("localhost": ::1, then 127.0.0.1).
+    for (const addrinfo *a = list.get(); a != nullptr; a = a->ai_next) {
+      if (Accepts(*a, static_cast<int>(std::clamp<long long>(left, 1, 500)))) return true;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;

@@ -43,7 +43,8 @@ bool RankId(const json &v, int64_t *rank) {
   }
   if (v.is_number_float()) {
     const double d = v.get<double>();
-    if (!std::isfinite(d)) return false;
+    // Outside int64_t the conversion is undefined: not a rank either.
+    if (!std::isfinite(d) || d < -9.2233720368547758e18 || d >= 9.2233720368547758e18) return false;
     *rank = static_cast<int64_t>(d);
     return true;
   }

@@ -81,6 +81,7 @@ Status LinkAll(LlmDataDist &datadist, const std::string &what, const std::vector
   for (const ClusterEngine &p : peers) internal::WaitListening(p.remote_engine, deadline);
   std::vector<ClusterEngine> todo = peers, done;
   Status failed = LLM_SUCCESS;
+  ClusterEngine failed_peer{};  // the peer whose status ended the link (named in the ERROR line)
   while (true) {
     std::vector<Status> rets;
     LinkClusters(datadist, todo, rets, kLinkTimeoutMs);
@@ -93,6 +94,7 @@ Status LinkAll(LlmDataDist &datadist, const std::string &what, const std::vector
         again.push_back(todo[i]);
       } else if (failed == LLM_SUCCESS) {
         failed = r;
+        failed_peer = todo[i];
       }
     }
     todo = std::move(again);
@@ -100,11 +102,14 @@ Status LinkAll(LlmDataDist &datadist, const std::string &what, const std::vector
     std::this_thread::sleep_for(kRetryPause);
   }
   if (todo.empty() && failed == LLM_SUCCESS) return LLM_SUCCESS;
-  if (failed == LLM_SUCCESS) failed = LLM_LINK_FAILED;
+  if (failed == LLM_SUCCESS) {
+    failed = LLM_LINK_FAILED;  // the deadline passed with peers still not answering
+    failed_peer = todo[0];
+  }
   ADXL_ERROR("%s: %zu of %zu peers not linked (%s; cluster %lu at %s among them); the %zu links made are undone",
              what.c_str(), peers.size() - done.size(), peers.size(), StatusName(failed),
-             static_cast<unsigned long>(todo.empty() ? 0 : todo[0].remote_cluster_id),
-             todo.empty() ? "-" : todo[0].remote_engine.c_str(), done.size());
+             static_cast<unsigned long>(failed_peer.remote_cluster_id), failed_peer.remote_engine.c_str(),
+             done.size());
   if (!done.empty()) {
     std::vector<Status> rets;
     UnlinkClusters(datadist, done, rets, kLinkTimeoutMs, true);

@@ -43,7 +43,8 @@ bool IsCudaDevice(uintptr_t addr) {
     cudaGetLastError();
     return false;
   }
-  return attr.type == cudaMemoryTypeDevice;
+  // Managed memory too: cudaMemcpy reaches it as it reaches device memory.
+  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
 }
 
 Status CudaCopy(const CopyPiece &p, CopyKind kind, std::string *why) {
@@ -87,7 +88,8 @@ class LoadedRuntime {
     if (e == 0) return SUCCESS;
     *why = std::string(cuda_copy_ != nullptr ? "cudaMemcpy" : "aclrtMemcpy") + " of " + name_ + " failed with error " +
            std::to_string(e);
-    if (cuda_error_ != nullptr) *why += std::string(" (") + cuda_error_(e) + ")";
+    if (cuda_copy_ != nullptr && cuda_error_ != nullptr) *why += std::string(" (") + cuda_error_(e) + ")";
+    if (cuda_copy_ != nullptr && cuda_last_error_ != nullptr) cuda_last_error_();  // as CudaCopy does
     return FAILED;
   }
 
@@ -95,6 +97,7 @@ class LoadedRuntime {
   using CudaCountFn = int (*)(int *);
   using CudaCopyFn = int (*)(void *, const void *, size_t, int);
   using CudaErrorFn = const char *(*)(int);
+  using CudaLastErrorFn = int (*)();
   using AclCopyFn = int (*)(void *, size_t, const void *, size_t, int);
 
   void Find(bool acl_allowed) {
@@ -106,10 +109,15 @@ class LoadedRuntime {
       if (h == nullptr) continue;
       auto count = reinterpret_cast<CudaCountFn>(dlsym(h, "cudaGetDeviceCount"));
       auto copy = reinterpret_cast<CudaCopyFn>(dlsym(h, "cudaMemcpy"));
+      auto last_error = reinterpret_cast<CudaLastErrorFn>(dlsym(h, "cudaGetLastError"));
       int n = 0;
-      if (count != nullptr && copy != nullptr && count(&n) == 0 && n > 0) {
+      const bool usable = count != nullptr && copy != nullptr && count(&n) == 0 && n > 0;
+      // Leave no error of ours behind for the application's next CUDA call.
+      if (!usable && last_error != nullptr) last_error();
+      if (usable) {
         handle_ = h;
         cuda_copy_ = copy;
+        cuda_last_error_ = last_error;
         cuda_error_ = reinterpret_cast<CudaErrorFn>(dlsym(h, "cudaGetErrorString"));
         name_ = name;
         return;
@@ -134,6 +142,7 @@ class LoadedRuntime {
   void *handle_ = nullptr;
   CudaCopyFn cuda_copy_ = nullptr;
   CudaErrorFn cuda_error_ = nullptr;
+  CudaLastErrorFn cuda_last_error_ = nullptr;
   AclCopyFn acl_copy_ = nullptr;
   std::string name_;
 };

@@ -100,6 +100,9 @@ TEST(RankTable, BadTablesAreAStatusAndOneLine) {
       {R"({"server_list": [{"device": [{"device_ip": "127.0.0.1"}]}]})", "no rank_id"},
       {R"({"server_list": [{"device": [7]}]})", "no rank_id and no device_ip"},
       {R"({"server_list": [{"device": [{"rank_id": "one", "device_ip": "127.0.0.1"}]}]})", "not a number"},
+      // Beyond int64_t: no rank (its conversion would be undefined).
+      {R"({"server_list": [{"device": [{"rank_id": 1e30, "device_ip": "127.0.0.1"}]}]})", "not a number"},
+      {R"({"server_list": [{"device": [{"rank_id": -1e19, "device_ip": "127.0.0.1"}]}]})", "not a number"},
   };
   for (const auto &c : cases) {
     std::map<int64_t, RankEngine> e;
