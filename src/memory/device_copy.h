@@ -9,7 +9,7 @@
 //     a static runtime of its own with hidden symbols, as libadxl's: both
 //     share the driver's primary context, so libadxl's cudaMalloc memory and
 //     an application's are valid here) and the address is CUDA device memory
-//     (cudaPointerGetAttributes): cudaMemcpy.
+//     or managed memory (cudaPointerGetAttributes): cudaMemcpy.
 //  2. The host ACL emulation (memory/acl_host.h), when the range lies in one
 //     of its aclrtMalloc blocks: that memory is host memory, so memcpy.
 //  3. A runtime the application already loaded, as the Python package did
