@@ -33,11 +33,15 @@ struct DataDistAccess {
   // moves ("" when client only), and the engine options a move reuses.
   static void Listening(LlmDataDist &datadist, std::string *listen,
                         std::map<AscendString, AscendString> *engine_options);
+  // Which Initialize the cluster runs under: a number that every Initialize
+  // moves on (0 when not initialized).  A caller that waits with no lock
+  // held (LinkRankTable) compares it to tell that a Finalize came between.
+  static uint64_t Instance(LlmDataDist &datadist);
   // The rank-table links' comms (rank_table_link.cc): Finalize forgets them
   // and numbering starts again at 1.  AddComm records the peers of a new
-  // comm and gives its id (0 when no longer initialized); TakeComm removes
-  // one (false when there is none); HasComm asks.
-  static uint64_t AddComm(LlmDataDist &datadist, std::vector<ClusterEngine> peers);
+  // comm and gives its id (0 when `instance` is no longer the one running);
+  // TakeComm removes one (false when there is none); HasComm asks.
+  static uint64_t AddComm(LlmDataDist &datadist, uint64_t instance, std::vector<ClusterEngine> peers);
   static bool TakeComm(LlmDataDist &datadist, uint64_t comm_id, std::vector<ClusterEngine> *peers);
   static bool HasComm(LlmDataDist &datadist, uint64_t comm_id);
 };

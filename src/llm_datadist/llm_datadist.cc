@@ -174,6 +174,7 @@ class LlmDataDist::LlmDataDistImpl {
       ADXL_EXCLUDES(mu) {
     adxl::MutexLock lock(&mu);
     initialized = true;
+    ++instance;
     listen = local;
     engine_options = engine;
   }
@@ -190,6 +191,9 @@ class LlmDataDist::LlmDataDistImpl {
   // Rank-table links (ext::LinkRankTable): comm id -> the peers it linked.
   std::map<uint64_t, std::vector<ext::ClusterEngine>> comms ADXL_GUARDED_BY(mu);
   uint64_t next_comm ADXL_GUARDED_BY(mu) = 1;
+  // Counts Initializes: a rank-table link that waited across a Finalize and
+  // a new Initialize sees the number move (DataDistAccess::Instance).
+  uint64_t instance ADXL_GUARDED_BY(mu) = 0;
 };
 
 LlmDataDist::LlmDataDist(uint64_t cluster_id, LlmRole role)
@@ -493,10 +497,16 @@ void ext::DataDistAccess::Listening(LlmDataDist &datadist, std::string *listen,
   *engine_options = impl.engine_options;
 }
 
-uint64_t ext::DataDistAccess::AddComm(LlmDataDist &datadist, std::vector<ClusterEngine> peers) {
+uint64_t ext::DataDistAccess::Instance(LlmDataDist &datadist) {
   LlmDataDist::LlmDataDistImpl &impl = *datadist.impl_;
   adxl::MutexLock lock(&impl.mu);
-  if (!impl.initialized) return 0;
+  return impl.initialized ? impl.instance : 0;
+}
+
+uint64_t ext::DataDistAccess::AddComm(LlmDataDist &datadist, uint64_t instance, std::vector<ClusterEngine> peers) {
+  LlmDataDist::LlmDataDistImpl &impl = *datadist.impl_;
+  adxl::MutexLock lock(&impl.mu);
+  if (!impl.initialized || impl.instance != instance) return 0;
   const uint64_t id = impl.next_comm++;
   impl.comms[id] = std::move(peers);
   return id;

@@ -72,17 +72,33 @@ Status CheckArguments(uint64_t self, const std::string &comm_name,
   return LLM_SUCCESS;
 }
 
+// Whether the Initialize this link started under still runs, else one
+// ERROR line: a Finalize came while it waited (with no lock held).  What
+// the link made before that went with the Finalize, which drops every link.
+bool StillRunning(LlmDataDist &datadist, const std::string &what, uint64_t instance) {
+  if (DataDistAccess::Instance(datadist) == instance) return true;
+  ADXL_ERROR("%s: finalized while linking", what.c_str());
+  return false;
+}
+
 // Links to every peer, retrying those that do not answer yet until
 // `deadline`; on failure unlinks (forced) those linked and returns the
-// status, with one ERROR line.
+// status, with one ERROR line.  `instance`: DataDistAccess::Instance when
+// the link started; each round of links first checks that it still runs, so
+// a link that waited across a Finalize and a new Initialize makes nothing in
+// the new one and undoes nothing there.  (A Finalize and an Initialize that
+// both fall between that check and the round's own start, microseconds, are
+// not seen: that round's links then stay in the new instance, where
+// UnlinkClusters or Finalize removes them.)
 Status LinkAll(LlmDataDist &datadist, const std::string &what, const std::vector<ClusterEngine> &peers,
-               Clock::time_point deadline) {
+               uint64_t instance, Clock::time_point deadline) {
   // Quietly first: a link to a port nobody listens on yet logs every try.
   for (const ClusterEngine &p : peers) internal::WaitListening(p.remote_engine, deadline);
   std::vector<ClusterEngine> todo = peers, done;
   Status failed = LLM_SUCCESS;
   ClusterEngine failed_peer{};  // the peer whose status ended the link (named in the ERROR line)
   while (true) {
+    if (!StillRunning(datadist, what, instance)) return LLM_FAILED;
     std::vector<Status> rets;
     LinkClusters(datadist, todo, rets, kLinkTimeoutMs);
     std::vector<ClusterEngine> again;
@@ -102,6 +118,7 @@ Status LinkAll(LlmDataDist &datadist, const std::string &what, const std::vector
     std::this_thread::sleep_for(kRetryPause);
   }
   if (todo.empty() && failed == LLM_SUCCESS) return LLM_SUCCESS;
+  if (!StillRunning(datadist, what, instance)) return LLM_FAILED;
   if (failed == LLM_SUCCESS) {
     failed = LLM_LINK_FAILED;  // the deadline passed with peers still not answering
     failed_peer = todo[0];
@@ -125,6 +142,7 @@ Status LinkRankTable(LlmDataDist &datadist, const std::string &comm_name,
   comm_id = 0;
   Status s = DataDistAccess::Ready(datadist, kLink);
   if (s != LLM_SUCCESS) return s;
+  const uint64_t instance = DataDistAccess::Instance(datadist);
   const uint64_t self = DataDistAccess::Manager(datadist).ClusterId();
   s = CheckArguments(self, comm_name, cluster_rank_info);
   if (s != LLM_SUCCESS) return s;
@@ -166,9 +184,9 @@ Status LinkRankTable(LlmDataDist &datadist, const std::string &comm_name,
     s = MoveListener(datadist, mine->second.engine, engine_options, move.c_str());
     if (s != LLM_SUCCESS) return s;
   }
-  s = LinkAll(datadist, what, peers, Clock::now() + kDeadline);
+  s = LinkAll(datadist, what, peers, instance, Clock::now() + kDeadline);
   if (s != LLM_SUCCESS) return s;
-  comm_id = DataDistAccess::AddComm(datadist, std::move(peers));
+  comm_id = DataDistAccess::AddComm(datadist, instance, std::move(peers));
   if (comm_id == 0) {
     ADXL_ERROR("%s: finalized while linking", what.c_str());
     return LLM_FAILED;

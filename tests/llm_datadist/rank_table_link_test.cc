@@ -283,5 +283,34 @@ TEST(RankTableLink, AParticipantThatNeverListensFailsTheLinkAndUndoesTheOthers) 
   b.Finalize();
 }
 
+
+// A link that waits for a peer across a Finalize and a new Initialize of its
+// own cluster ends LLM_FAILED: it links nothing in the new instance and
+// records no comm there (it did both before the instance check).
+TEST(RankTableLink, ALinkThatWaitedAcrossFinalizeAndInitializeLinksNothingInTheNewInstance) {
+  const uint16_t pa = FreePort(), pb = FreePort();
+  LlmDataDist a(1, LlmRole::kPrompt), b(2, LlmRole::kDecoder);
+  ASSERT_EQ(InitializeEngine(a, LoopbackName(pa), {}), LLM_SUCCESS);
+  const std::string table = R"({"server_list": [{"device": [)"
+                            R"({"rank_id": 0, "device_ip": "127.0.0.1:)" + std::to_string(pa) + R"("},)"
+                            R"({"rank_id": 1, "device_ip": "127.0.0.1:)" + std::to_string(pb) + R"("}]}]})";
+  uint64_t ca = 9;
+  Status sa = LLM_SUCCESS;
+  std::thread t([&] { sa = LinkRankTable(a, "across-finalize", {{1, 0}, {2, 1}}, table, ca); });
+  // The link waits for b's listener (up to 10 s); meanwhile a starts again.
+  // (Were the thread to start only after that, it would link and this fail.)
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  a.Finalize();
+  ASSERT_EQ(InitializeEngine(a, LoopbackName(FreePort()), {}), LLM_SUCCESS);
+  ASSERT_EQ(InitializeEngine(b, LoopbackName(pb), {}), LLM_SUCCESS);
+  t.join();
+  EXPECT_EQ(sa, LLM_FAILED);
+  EXPECT_EQ(ca, 0U);
+  EXPECT_EQ(CheckLinkStatus(a, 2), LLM_NOT_YET_LINK);
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(QueryRegisterMemStatus(a, 1), LLM_PARAM_INVALID); }), 1);
+  a.Finalize();
+  b.Finalize();
+}
+
 }  // namespace
 }  // namespace llm_datadist::ext
