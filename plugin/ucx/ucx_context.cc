@@ -37,6 +37,8 @@ namespace {
 constexpr const char kRdmaLaneTls[] = "^sm";  // "sm": posix, sysv, cma, knem, xpmem
 // UCX's TCP receive segment for the RDMA lane (ApplyUcxSettings).
 constexpr const char kRdmaRxSegSize[] = "2m";
+// UCX's TCP send copy-out buffer under its newer protocols (ApplyUcxSettings).
+constexpr const char kRdmaTxSegSize[] = "1m";
 // How long the progress thread keeps polling after the last event before it
 // sleeps again (header comment).
 constexpr auto kProgressLinger = std::chrono::microseconds(200);
@@ -122,7 +124,18 @@ void ApplyUcxSettings(adxl_plugin_context *ctx, ucp_config_t *config, const UcxP
   // lane runs over active messages and no GPU could give device memory;
   // UCX's default elsewhere.  (An AM transport that then fails to start leaves
   // UCP RMA, which over TCP fails its posts there: StartAmTransport logs it.)
-  if (getenv("UCX_PROTO_ENABLE") == nullptr && WantAmTransport(params) && !HaveGpu()) set("PROTO_ENABLE", "n");
+  const bool older_protocols = getenv("UCX_PROTO_ENABLE") == nullptr && WantAmTransport(params) && !HaveGpu();
+  if (older_protocols) set("PROTO_ENABLE", "n");
+  // Under the newer protocols (a GPU host) UCP sends the lane's rendezvous
+  // data over TCP as copies of up to one send segment, 8 KiB by default:
+  // one send call per 8 KiB, about 1 GB/s on loopback whatever the block
+  // size, here and on a 16-core H200 host alike.  1 MiB segments bring it
+  // to 3-5 GB/s (docs/ucx.md "Protocols"), for up to 8 MiB of send buffers
+  // per worker (UCX grows the pool 8 at a time).  The older protocols send
+  // such data zero-copy and are left as they are.
+  if (!older_protocols && TlsMayUse(tls, {"tcp"}) && !UserSetUcx("TX_SEG_SIZE")) {
+    set("TX_SEG_SIZE", kRdmaTxSegSize, "TCP_");
+  }
   // Shared-memory transports refuse endpoints with peer error handling
   // unless told to watch the peer process; we need both (peer failure must
   // be detected on every lane, docs/architecture.md).  Only a
