@@ -184,8 +184,9 @@ ASCEND_FUNC_VISIBILITY Status PushBlocks(LlmDataDist &datadist, const BlocksCach
 // device cache's memory: CUDA (a build with the toolkit, CUDA device memory),
 // the host ACL emulation (its aclrtMalloc memory: host memory, memcpy), else a
 // CUDA or ACL runtime the application loaded (cudaMemcpy / aclrtMemcpy).
-// Exercised by tests: the emulation, and no runtime at all; the CUDA and
-// loaded-runtime paths are written from those runtimes' calls, untested here.
+// Exercised by tests: the emulation, no runtime at all, and CUDA device and
+// managed memory on a GPU; the loaded-runtime path is written from those
+// runtimes' calls, untested.
 ASCEND_FUNC_VISIBILITY Status SwapKvBlocks(LlmDataDist &datadist, const Cache &src_cache, const Cache &dst_cache,
                                            const std::vector<uint64_t> &src_blocks,
                                            const std::vector<std::vector<uint64_t>> &dst_blocks_list);

@@ -19,11 +19,13 @@
 //     libascendcl's aclrtMemcpy (a real ACL runtime).  The address is not
 //     checked first: that runtime's own error says what was wrong.
 //  4. Otherwise UNSUPPORTED, *why saying what was looked for.
-// Exercised by tests (no GPU and no real ACL runtime where they run), in
-// builds with and without the CUDA toolkit: steps 2 and 4.  Steps 1 and 3
-// are written from the runtimes' documented calls and run by no test here;
-// step 1 is compiled only where the toolkit is found, the CUDA part of step
-// 3 only where it is not.
+// Exercised by tests in builds with and without the CUDA toolkit: steps 2
+// and 4 everywhere; step 1 on a GPU (tests/device/swap_blocks_cuda_test.cc,
+// CUDA device and managed memory; it skips without a GPU, as in CI: run on
+// an H200 host, docs/performance.md "On a GPU host").  Step 3 is written
+// from the runtimes' documented calls and run by no test; step 1 is compiled
+// only where the toolkit is found, the CUDA part of step 3 only where it is
+// not.
 //
 // Contract:
 //  - DeviceCopy copies the pieces in order and returns at the first that
