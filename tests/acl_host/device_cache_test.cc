@@ -25,6 +25,7 @@
 
 #include "acl/acl.h"
 #include "error_lines.h"
+#include "swap_blocks_check.h"
 #include "adxl/adxl_engine.h"
 #include "llm_datadist/llm_datadist.h"
 #include "llm_datadist/llm_datadist_ext.h"
@@ -231,61 +232,24 @@ TEST_F(DeviceCache, SwapKvBlocksMovesBlocksBetweenHostAndDevice) {
   LlmDataDist dd(1, LlmRole::kMix);
   ASSERT_EQ(ext::InitializeEngine(dd, "127.0.0.1", {}), llm_datadist::LLM_SUCCESS);
   constexpr uint32_t kTensors = 2;
-  ext::CacheDesc desc;
-  desc.num_tensors = kTensors;
-  desc.shape = {kRows, kRowElems};  // kRows blocks of one row each
-  desc.data_type = ext::DataType::DT_INT32;
-  const auto blocks = [&](const std::vector<uintptr_t> &addrs, ext::Placement where) {
-    ext::Cache c;
-    c.cache_desc = desc;
-    c.cache_desc.placement = where;
-    c.tensor_addrs = addrs;
-    c.paged = true;
-    return c;
-  };
-  // Host: distinct values; device: zeroed aclrtMalloc blocks.
-  std::vector<std::vector<int32_t>> host(kTensors, std::vector<int32_t>(kRows * kRowElems));
-  std::vector<uintptr_t> host_addrs, dev_addrs;
-  for (uint32_t t = 0; t < kTensors; ++t) {
-    for (size_t i = 0; i < host[t].size(); ++i) host[t][i] = static_cast<int32_t>(1 + t * 100000 + i);
-    host_addrs.push_back(reinterpret_cast<uintptr_t>(host[t].data()));
+  const adxl_test::SwapShape shape{kRows, kRowElems};  // kRows blocks of one row each
+  std::vector<uintptr_t> dev_addrs;
+  for (uint32_t t = 0; t < kTensors; ++t) {  // zeroed aclrtMalloc blocks
     void *m = nullptr;
     ASSERT_EQ(aclrtMalloc(&m, kTensorBytes, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-    ASSERT_EQ(aclrtMemset(m, kTensorBytes, 0, kTensorBytes), ACL_SUCCESS);
     dev_addrs.push_back(reinterpret_cast<uintptr_t>(m));
+    ASSERT_EQ(aclrtMemset(m, kTensorBytes, 0, kTensorBytes), ACL_SUCCESS);
   }
-  const ext::Cache h = blocks(host_addrs, ext::Placement::HOST), d = blocks(dev_addrs, ext::Placement::DEVICE);
-  const auto row = [](const std::vector<int32_t> &v, int64_t r) {
-    return std::vector<int32_t>(v.begin() + r * kRowElems, v.begin() + (r + 1) * kRowElems);
-  };
-  // Out: host blocks 3, 0 -> device blocks 1, 2 and (a second list) 5, 7.
-  ASSERT_EQ(ext::SwapKvBlocks(dd, h, d, {3, 0}, {{1, 2}, {5, 7}}), llm_datadist::LLM_SUCCESS);
-  const std::vector<int32_t> zero(kRowElems, 0);
-  for (uint32_t t = 0; t < kTensors; ++t) {
-    const std::vector<int32_t> dev = Read(dev_addrs[t]);
-    for (int64_t r = 0; r < kRows; ++r) {
-      const int64_t from = r == 1 || r == 5 ? 3 : r == 2 || r == 7 ? 0 : -1;
-      EXPECT_EQ(row(dev, r), from < 0 ? zero : row(host[t], from)) << "tensor " << t << " device block " << r;
-    }
-  }
-  // In: device blocks 2, 1 -> blocks 4, 6 of a zeroed host cache.
-  std::vector<std::vector<int32_t>> back(kTensors, std::vector<int32_t>(kRows * kRowElems, 0));
-  std::vector<uintptr_t> back_addrs;
-  for (auto &b : back) back_addrs.push_back(reinterpret_cast<uintptr_t>(b.data()));
-  ASSERT_EQ(ext::SwapKvBlocks(dd, d, blocks(back_addrs, ext::Placement::HOST), {2, 1}, {{4, 6}}),
-            llm_datadist::LLM_SUCCESS);
-  for (uint32_t t = 0; t < kTensors; ++t) {
-    for (int64_t r = 0; r < kRows; ++r) {
-      const int64_t from = r == 4 ? 0 : r == 6 ? 3 : -1;
-      EXPECT_EQ(row(back[t], r), from < 0 ? zero : row(host[t], from)) << "tensor " << t << " host block " << r;
-    }
-  }
+  std::vector<std::vector<int32_t>> host;
+  const ext::Cache h = adxl_test::CheckSwapOutAndIn(
+      dd, shape, dev_addrs, [](uintptr_t a) { return Read(a); }, &host);
   // Host memory said to be DEVICE: no runtime here copies it, nothing moves.
   std::vector<std::vector<int32_t>> posing(kTensors, std::vector<int32_t>(kRows * kRowElems, 0));
   std::vector<uintptr_t> posing_addrs;
   for (auto &p : posing) posing_addrs.push_back(reinterpret_cast<uintptr_t>(p.data()));
   EXPECT_EQ(ErrorLines([&] {
-              EXPECT_EQ(ext::SwapKvBlocks(dd, h, blocks(posing_addrs, ext::Placement::DEVICE), {0}, {{0}}),
+              EXPECT_EQ(ext::SwapKvBlocks(dd, h, adxl_test::SwapBlocksCache(shape, posing_addrs, ext::Placement::DEVICE),
+                                          {0}, {{0}}),
                         llm_datadist::LLM_FEATURE_NOT_ENABLED);
             }),
             1);

@@ -13,6 +13,7 @@
 
 #include "llm_datadist/llm_datadist.h"
 #include "llm_datadist/llm_datadist_ext.h"
+#include "swap_blocks_check.h"
 
 #ifdef ADXL_TEST_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -49,64 +50,27 @@ bool CudaDevice(std::string *why) {
 
 #ifdef ADXL_TEST_HAVE_CUDA
 
-ext::Cache Blocks(const std::vector<uintptr_t> &addrs, ext::Placement where) {
-  ext::Cache c;
-  c.cache_desc.num_tensors = kTensors;
-  c.cache_desc.shape = {kBlocks, kBlockElems};
-  c.cache_desc.data_type = ext::DataType::DT_INT32;
-  c.cache_desc.placement = where;
-  c.tensor_addrs = addrs;
-  c.paged = true;
-  return c;
-}
-
-std::vector<int32_t> Block(const std::vector<int32_t> &v, int64_t b) {
-  return std::vector<int32_t>(v.begin() + b * kBlockElems, v.begin() + (b + 1) * kBlockElems);
-}
-
 std::vector<int32_t> ReadDevice(uintptr_t addr) {
   std::vector<int32_t> v(kBlocks * kBlockElems);
   EXPECT_EQ(cudaMemcpy(v.data(), reinterpret_cast<void *>(addr), kTensorBytes, cudaMemcpyDeviceToHost), cudaSuccess);
   return v;
 }
 
-// Out: host blocks 3, 0 -> device blocks 1, 2 and 5, 7; in: device blocks 2,
-// 1 -> blocks 4, 6 of a zeroed host cache; every other block stays zero.
+// The round trip of swap_blocks_check.h on zeroed cudaMalloc or
+// cudaMallocManaged tensors.
 void SwapOutAndIn(bool managed) {
   LlmDataDist dd(1, LlmRole::kMix);
   ASSERT_EQ(ext::InitializeEngine(dd, "127.0.0.1", {}), llm_datadist::LLM_SUCCESS);
-  std::vector<std::vector<int32_t>> host(kTensors, std::vector<int32_t>(kBlocks * kBlockElems));
-  std::vector<uintptr_t> host_addrs, dev_addrs;
+  std::vector<uintptr_t> dev_addrs;
   for (uint32_t t = 0; t < kTensors; ++t) {
-    for (size_t i = 0; i < host[t].size(); ++i) host[t][i] = static_cast<int32_t>(1 + t * 100000 + i);
-    host_addrs.push_back(reinterpret_cast<uintptr_t>(host[t].data()));
     void *m = nullptr;
     ASSERT_EQ(managed ? cudaMallocManaged(&m, kTensorBytes) : cudaMalloc(&m, kTensorBytes), cudaSuccess);
-    ASSERT_EQ(cudaMemset(m, 0, kTensorBytes), cudaSuccess);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     dev_addrs.push_back(reinterpret_cast<uintptr_t>(m));
+    ASSERT_EQ(cudaMemset(m, 0, kTensorBytes), cudaSuccess);
   }
-  const ext::Cache h = Blocks(host_addrs, ext::Placement::HOST), d = Blocks(dev_addrs, ext::Placement::DEVICE);
-  ASSERT_EQ(ext::SwapKvBlocks(dd, h, d, {3, 0}, {{1, 2}, {5, 7}}), llm_datadist::LLM_SUCCESS);
-  const std::vector<int32_t> zero(kBlockElems, 0);
-  for (uint32_t t = 0; t < kTensors; ++t) {
-    const std::vector<int32_t> dev = ReadDevice(dev_addrs[t]);
-    for (int64_t b = 0; b < kBlocks; ++b) {
-      const int64_t from = b == 1 || b == 5 ? 3 : b == 2 || b == 7 ? 0 : -1;
-      EXPECT_EQ(Block(dev, b), from < 0 ? zero : Block(host[t], from)) << "tensor " << t << " device block " << b;
-    }
-  }
-  std::vector<std::vector<int32_t>> back(kTensors, std::vector<int32_t>(kBlocks * kBlockElems, 0));
-  std::vector<uintptr_t> back_addrs;
-  for (auto &b : back) back_addrs.push_back(reinterpret_cast<uintptr_t>(b.data()));
-  ASSERT_EQ(ext::SwapKvBlocks(dd, d, Blocks(back_addrs, ext::Placement::HOST), {2, 1}, {{4, 6}}),
-            llm_datadist::LLM_SUCCESS);
-  for (uint32_t t = 0; t < kTensors; ++t) {
-    for (int64_t b = 0; b < kBlocks; ++b) {
-      const int64_t from = b == 4 ? 0 : b == 6 ? 3 : -1;
-      EXPECT_EQ(Block(back[t], b), from < 0 ? zero : Block(host[t], from)) << "tensor " << t << " host block " << b;
-    }
-  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<std::vector<int32_t>> host;
+  adxl_test::CheckSwapOutAndIn(dd, {kBlocks, kBlockElems}, dev_addrs, ReadDevice, &host);
   for (uintptr_t a : dev_addrs) EXPECT_EQ(cudaFree(reinterpret_cast<void *>(a)), cudaSuccess);
   dd.Finalize();
 }
