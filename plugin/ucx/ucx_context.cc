@@ -130,8 +130,9 @@ void ApplyUcxSettings(adxl_plugin_context *ctx, ucp_config_t *config, const UcxP
   // data over TCP as copies of up to one send segment, 8 KiB by default:
   // one send call per 8 KiB, about 1 GB/s on loopback whatever the block
   // size, here and on a 16-core H200 host alike.  1 MiB segments bring it
-  // to 3-5 GB/s (docs/ucx.md "Protocols"), for up to 8 MiB of send buffers
-  // per worker (UCX grows the pool 8 at a time).  The older protocols send
+  // to 3-5 GB/s (docs/ucx.md "Protocols"), for 8 MiB of send buffers per
+  // worker when UCX first grows the pool (8 at a time), one more segment for
+  // each further endpoint sending at once.  The older protocols send
   // such data zero-copy and are left as they are.
   if (!older_protocols && TlsMayUse(tls, {"tcp"}) && !UserSetUcx("TX_SEG_SIZE")) {
     set("TX_SEG_SIZE", kRdmaTxSegSize, "TCP_");
