@@ -72,14 +72,16 @@ Status CheckArguments(uint64_t self, const std::string &comm_name,
   return LLM_SUCCESS;
 }
 
-// Whether the Initialize this link started under still runs, else one
-// ERROR line: a Finalize came while it waited (with no lock held).  What
-// the link made before that went with the Finalize, which drops every link.
-bool StillRunning(LlmDataDist &datadist, const std::string &what, uint64_t instance) {
-  if (DataDistAccess::Instance(datadist) == instance) return true;
+// A Finalize came while the link waited (with no lock held): LLM_FAILED and
+// one ERROR line.  What the link made before it went with the Finalize,
+// which drops every link.
+Status FinalizedWhileLinking(const std::string &what) {
   ADXL_ERROR("%s: finalized while linking", what.c_str());
-  return false;
+  return LLM_FAILED;
 }
+
+// Whether the Initialize this link started under still runs.
+bool StillRunning(LlmDataDist &datadist, uint64_t instance) { return DataDistAccess::Instance(datadist) == instance; }
 
 // Links to every peer, retrying those that do not answer yet until
 // `deadline`; on failure unlinks (forced) those linked and returns the
@@ -98,7 +100,7 @@ Status LinkAll(LlmDataDist &datadist, const std::string &what, const std::vector
   Status failed = LLM_SUCCESS;
   ClusterEngine failed_peer{};  // the peer whose status ended the link (named in the ERROR line)
   while (true) {
-    if (!StillRunning(datadist, what, instance)) return LLM_FAILED;
+    if (!StillRunning(datadist, instance)) return FinalizedWhileLinking(what);
     std::vector<Status> rets;
     LinkClusters(datadist, todo, rets, kLinkTimeoutMs);
     std::vector<ClusterEngine> again;
@@ -118,7 +120,7 @@ Status LinkAll(LlmDataDist &datadist, const std::string &what, const std::vector
     std::this_thread::sleep_for(kRetryPause);
   }
   if (todo.empty() && failed == LLM_SUCCESS) return LLM_SUCCESS;
-  if (!StillRunning(datadist, what, instance)) return LLM_FAILED;
+  if (!StillRunning(datadist, instance)) return FinalizedWhileLinking(what);
   if (failed == LLM_SUCCESS) {
     failed = LLM_LINK_FAILED;  // the deadline passed with peers still not answering
     failed_peer = todo[0];
@@ -187,10 +189,7 @@ Status LinkRankTable(LlmDataDist &datadist, const std::string &comm_name,
   s = LinkAll(datadist, what, peers, instance, Clock::now() + kDeadline);
   if (s != LLM_SUCCESS) return s;
   comm_id = DataDistAccess::AddComm(datadist, instance, std::move(peers));
-  if (comm_id == 0) {
-    ADXL_ERROR("%s: finalized while linking", what.c_str());
-    return LLM_FAILED;
-  }
+  if (comm_id == 0) return FinalizedWhileLinking(what);
   return LLM_SUCCESS;
 }
 

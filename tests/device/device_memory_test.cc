@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "adxl/adxl_engine.h"
+#include "cuda_device.h"
 #include "pattern.h"
 #include "peer_process.h"
 
@@ -47,26 +48,7 @@ const bool kInfoLogs = [] { return setenv("ADXL_LOG_LEVEL", "info", 1) == 0; }()
 
 bool Contains(const std::string &text, const char *what) { return text.find(what) != std::string::npos; }
 
-// Whether libadxl can use a CUDA device in this process; *why says why not.
-bool CudaDevice(std::string *why) {
-#ifdef ADXL_TEST_HAVE_CUDA
-  int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    *why = std::string("no usable CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(e) + ")";
-    return false;
-  }
-  if (n <= 0) {
-    *why = "no CUDA device";
-    return false;
-  }
-  return true;
-#else
-  *why = "libadxl was built without the CUDA toolkit";
-  return false;
-#endif
-}
+using adxl_test::CudaDevice;
 
 // Page-aligned host memory.
 struct HostBuffer {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_device.h"
 #include "llm_datadist/llm_datadist.h"
 #include "llm_datadist/llm_datadist_ext.h"
 #include "swap_blocks_check.h"
@@ -30,23 +31,7 @@ constexpr int64_t kBlockElems = 1024;  // 4 KiB blocks of int32
 constexpr uint32_t kTensors = 2;
 constexpr size_t kTensorBytes = kBlocks * kBlockElems * sizeof(int32_t);
 
-// Whether a CUDA device is usable; *why says why not.
-bool CudaDevice(std::string *why) {
-#ifdef ADXL_TEST_HAVE_CUDA
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    *why = std::string("no usable CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(e) + ")";
-    return false;
-  }
-  if (n <= 0) *why = "no CUDA device";
-  return n > 0;
-#else
-  *why = "built without the CUDA toolkit";
-  return false;
-#endif
-}
+using adxl_test::CudaDevice;
 
 #ifdef ADXL_TEST_HAVE_CUDA
 
