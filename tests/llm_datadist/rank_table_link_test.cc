@@ -199,6 +199,11 @@ void PullOver(LlmDataDist &holder, LlmDataDist &puller) {
 TEST(RankTableLink, TwoClustersWithoutListenAddressesLinkOnTheDerivedPorts) {
   const std::string comm_name = "rank-table-link-test-" + std::to_string(FreePort());
   const std::string table = Table("127.0.0.1", "127.0.0.1");
+  // A second comm whose derived port is not the first's: one name in
+  // kRankPortSlots shares its slot, and linking it would find the peer at
+  // the port already linked (LLM_ALREADY_LINK) instead of moving the listener.
+  std::string other = comm_name + "-other";
+  while (internal::RankPort(other, 0) == internal::RankPort(comm_name, 0)) other += "+";
   for (int round = 0; round < 2; ++round) {
     LlmDataDist a(1, LlmRole::kPrompt), b(2, LlmRole::kDecoder);
     ASSERT_EQ(InitializeEngine(a, "127.0.0.1", {}), LLM_SUCCESS);
@@ -214,10 +219,10 @@ TEST(RankTableLink, TwoClustersWithoutListenAddressesLinkOnTheDerivedPorts) {
     // Linked: the listener cannot move any more (one line naming the link).
     const auto r = Refusal([&] {
       uint64_t c = 0;
-      EXPECT_EQ(LinkRankTable(a, comm_name + "-other", {{1, 0}, {2, 1}}, table, c), LLM_EXIST_LINK);
+      EXPECT_EQ(LinkRankTable(a, other, {{1, 0}, {2, 1}}, table, c), LLM_EXIST_LINK);
     });
     EXPECT_EQ(r.first, 1) << r.second;
-    EXPECT_NE(r.second.find("link('" + comm_name + "-other'): listening at 127.0.0.1:"), std::string::npos)
+    EXPECT_NE(r.second.find("link('" + other + "'): listening at 127.0.0.1:"), std::string::npos)
         << r.second;
     EXPECT_EQ(UnlinkComm(a, ca), LLM_SUCCESS);
     EXPECT_EQ(UnlinkComm(b, cb), LLM_SUCCESS);
