@@ -21,7 +21,7 @@ namespace {
 // The mover operation `v` goes to, device memory aside: its key's, else the
 // endpoint's.
 Mover *BoundTo(const adxl_plugin_iov_t &v, Mover *own) {
-  return v.remote != nullptr && v.remote->mover != nullptr ? v.remote->mover : own;
+  return v.remote->mover != nullptr ? v.remote->mover : own;
 }
 
 // A batch whose keys are bound to several movers: each moves its own
@@ -112,6 +112,10 @@ int BindKey(adxl_plugin_ep *ep, const ucx_blob::Key &k, adxl_plugin_rkey *rkey) 
     return ADXL_PLUGIN_OK;
   }
   if (rkey->device || ep->lane == ADXL_PLUGIN_LANE_RDMA) {
+    if (k.ucp.empty()) {  // ucp_ep_rkey_unpack takes no length: it would read past the key
+      ctx->log(ADXL_PLUGIN_LOG_ERROR, "remote key without its UCP part (the peer registered no UCP memory handle)");
+      return ADXL_PLUGIN_ERR_INVALID;
+    }
     const ucs_status_t st = ucp_ep_rkey_unpack(ep->ep, k.ucp.data(), &rkey->rkey);
     if (st != UCS_OK) {
       rkey->rkey = nullptr;
@@ -138,7 +142,9 @@ int BindKey(adxl_plugin_ep *ep, const ucx_blob::Key &k, adxl_plugin_rkey *rkey) 
   }
   // With device memory the endpoint has UCP too, and a batch that moves
   // device memory moves its host regions through UCP as well (PostBound).
-  if (ep->ep != nullptr && ucp_ep_rkey_unpack(ep->ep, k.ucp.data(), &rkey->rkey) != UCS_OK) rkey->rkey = nullptr;
+  if (ep->ep != nullptr && (k.ucp.empty() || ucp_ep_rkey_unpack(ep->ep, k.ucp.data(), &rkey->rkey) != UCS_OK)) {
+    rkey->rkey = nullptr;
+  }
   return ADXL_PLUGIN_OK;
 }
 
@@ -149,7 +155,13 @@ void PostBound(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_
   bool mixed = false;
   for (size_t i = 0; i < count; ++i) {
     const adxl_plugin_iov_t &v = iov[i];
-    if ((v.local != nullptr && v.local->device) || (v.remote != nullptr && v.remote->device)) {
+    if (v.remote == nullptr) {  // every mover needs the key: the peer's region, its mover
+      ep->ctx->log(ADXL_PLUGIN_LOG_ERROR, "%s batch: operation %zu of %zu has no remote key", put ? "put" : "get", i,
+                   count);
+      batch->status.store(ADXL_PLUGIN_ERR_INVALID);
+      return;
+    }
+    if ((v.local != nullptr && v.local->device) || v.remote->device) {
       // Device memory anywhere: plain UCP RMA, all of it (rma_mover.h),
       // which relies on this scan and does not repeat it.
       ep->ctx->rma_mover->PostDevice(ep, put, iov, count, batch);

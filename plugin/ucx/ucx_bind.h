@@ -14,9 +14,9 @@
 // here, else cma; neither is an error.
 //
 // Batches (PostBound): the mover the keys of its operations are bound to
-// (the endpoint's for a flush, and for an operation without a key, which
-// the AM movers do not need); a batch that touches device memory anywhere
-// goes to UCP RMA whole.  On the HCCS lane one batch may hold keys of the
+// (the endpoint's for a flush); an operation without a key ends the batch
+// ERR_INVALID before anything moves; a batch that touches device memory
+// anywhere goes to UCP RMA whole.  On the HCCS lane one batch may hold keys of the
 // mapping and of cma, both synchronous: each then moves its own operations
 // in turn.
 //

@@ -341,10 +341,8 @@ void ProgressLoop(adxl_plugin_context *ctx) {
 bool StartAmTransport(adxl_plugin_context *ctx, const UcxParams &params) {
   const bool want = WantAmTransport(params);
   std::string why;
-  AmTransport::Faults faults;
-  faults.read_data_delay_us = params.faults.read_data_delay_us;
   try {
-    if (ctx->am_mover->transport().Init(ctx->worker, ctx->log, faults, &why)) {
+    if (ctx->am_mover->transport().Init(ctx->worker, ctx->log, params.faults, &why)) {
       ctx->am_mover->transport().UseStagingFrom(ctx->ucp);
       return want;
     }

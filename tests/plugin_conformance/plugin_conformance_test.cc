@@ -84,6 +84,40 @@ std::string Unhex(const std::string &s) {
   return out;
 }
 
+// What the process writes to `fd` (stdout or stderr) between construction
+// and Take(), which restores it: a transport's own complaints (UCX logs to
+// stdout, a plugin's log lines go to stderr), for calls that must make none.
+class OutputCapture {
+ public:
+  explicit OutputCapture(int fd) : fd_(fd) {
+    fflush(nullptr);
+    file_ = tmpfile();
+    saved_ = dup(fd_);
+    if (file_ != nullptr && saved_ >= 0) dup2(fileno(file_), fd_);
+  }
+  ~OutputCapture() { Take(); }
+  std::string Take() {
+    std::string out;
+    if (saved_ < 0) return out;
+    fflush(nullptr);
+    dup2(saved_, fd_);
+    close(saved_);
+    saved_ = -1;
+    if (file_ == nullptr) return out;
+    rewind(file_);
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof(buf), file_)) > 0;) out.append(buf, n);
+    fclose(file_);
+    file_ = nullptr;
+    return out;
+  }
+
+ private:
+  const int fd_;
+  FILE *file_ = nullptr;
+  int saved_ = -1;
+};
+
 // Test memory: private (posix_memalign) unless `kind` (default: the
 // environment's ADXL_CONFORMANCE_MEMORY, which a child inherits) says
 // "memfd" (memfd_create, descriptor kept open) or "shm" (a /dev/shm file,
@@ -1016,6 +1050,112 @@ TEST_P(LaneTest, PeerDeathEndsBatchesWithAnError) {
     EXPECT_TRUE(st == ADXL_PLUGIN_ERR_CANCELED || st == ADXL_PLUGIN_ERR_IO) << "status " << st;
     ops_->release(pending);
   }
+}
+
+// A graceful destroy of an endpoint whose peer died returns within its
+// bound, and the context goes on: UCP releases an endpoint whose close
+// request ended, with an error too, so the plugin must not close it again.
+TEST_P(LaneTest, GracefulDestroyAfterPeerDeathReturnsAndTheContextGoesOn) {
+  adxl_plugin_context_t *a = Open();
+  ASSERT_NE(a, nullptr);
+  Buffer la(kBufSize);
+  adxl_plugin_mem_t *ma = Reg(a, la);
+  for (int round = 0; round < 2; ++round) {  // the second endpoint may take the first's memory
+    Child child;
+    ASSERT_TRUE(child.ok());
+    adxl_plugin_ep_t *ep = Connect(a, child.address());
+    SKIP_IF_NO_LANE(ep);
+    adxl_plugin_rkey_t *rk = Unpack(ep, child.key());
+    ASSERT_NE(rk, nullptr);
+    FillPattern(la.data(), 4096, 40 + round);
+    ASSERT_EQ(Run(ep, ADXL_PLUGIN_PUT, {{ma, la.addr(), rk, child.remote_addr(), 4096}}), ADXL_PLUGIN_OK);
+    ASSERT_EQ(child.RemoteHash(0, 4096), Hash(la.data(), 4096));
+    child.KillAndWait();
+    // The death seen (or not yet: either way the destroy must cope).
+    EXPECT_NE(Run(ep, ADXL_PLUGIN_PUT, {{ma, la.addr(), rk, child.remote_addr(), 4096}}, 5000), ADXL_PLUGIN_OK);
+    ops_->rkey_destroy(rk);
+    const auto t0 = std::chrono::steady_clock::now();
+    OutputCapture out(1), err(2);
+    ops_->ep_destroy(ep, 0);
+    const std::string said = err.Take() + out.Take();
+    EXPECT_LT(MsSince(t0), adxl_test::ScaledMs(4000)) << "ep_destroy(graceful) after peer death, round " << round;
+    // UCX says "ep ... has already been closed" of a second close (the
+    // endpoint's memory may be another endpoint's by then).
+    EXPECT_EQ(said.find("ERROR"), std::string::npos) << "round " << round << ": " << said;
+  }
+  // The context still moves bytes to a live peer.
+  Child live;
+  ASSERT_TRUE(live.ok());
+  adxl_plugin_ep_t *ep = Connect(a, live.address());
+  ASSERT_NE(ep, nullptr);
+  adxl_plugin_rkey_t *rk = Unpack(ep, live.key());
+  ASSERT_NE(rk, nullptr);
+  FillPattern(la.data(), 65536, 77);
+  ASSERT_EQ(Run(ep, ADXL_PLUGIN_PUT, {{ma, la.addr(), rk, live.remote_addr(), 65536}}), ADXL_PLUGIN_OK);
+  EXPECT_EQ(live.RemoteHash(0, 65536), Hash(la.data(), 65536));
+  ops_->rkey_destroy(rk);
+  ops_->ep_destroy(ep, 0);
+}
+
+// An operation without a remote key is bad input on every lane and
+// protocol: the post or its batch fails with ERR_INVALID, nothing crashes,
+// and the endpoint moves the next good batch.
+TEST_P(LaneTest, AnOperationWithoutARemoteKeyIsRefused) {
+  for (const char *protocol : {"am", "rma"}) {
+    SCOPED_TRACE(protocol);
+    const std::vector<adxl_plugin_param_t> params = {{"rdma_protocol", protocol}};
+    ChildLink l(params);
+    LINK_TO_CHILD(l, params);
+    for (int op : {ADXL_PLUGIN_PUT, ADXL_PLUGIN_GET}) {
+      const std::vector<adxl_plugin_iov_t> bad = {{l.mem, l.local.addr(), l.rk, l.child.remote_addr(), 4096},
+                                                  {l.mem, l.local.addr() + 4096, nullptr, l.child.remote_addr(), 4096}};
+      EXPECT_EQ(Run(l.ep, op, bad), ADXL_PLUGIN_ERR_INVALID) << (op == ADXL_PLUGIN_PUT ? "PUT" : "GET");
+    }
+    FillPattern(l.local.data(), 8192, 5);
+    ASSERT_EQ(Run(l.ep, ADXL_PLUGIN_PUT, {{l.mem, l.local.addr(), l.rk, l.child.remote_addr(), 8192}}), ADXL_PLUGIN_OK);
+    EXPECT_EQ(l.child.RemoteHash(0, 8192), Hash(l.local.data(), 8192));
+    ops_->rkey_destroy(l.rk);
+    ops_->ep_destroy(l.ep, 1);
+  }
+}
+
+// mem_dereg ends what peers write into the region, also a WRITE whose
+// message the transport had already accepted when the region went: once
+// mem_dereg returns the memory is the owner's, and no byte lands in it.
+// On the UCX plugin's RDMA lane the fault-injection parameter
+// test_write_accept_delay_us (test build only) holds the target's WRITE
+// handler between finding the memory and taking the data; an earlier
+// version then returned from mem_dereg at once and the held WRITE landed
+// afterwards, into memory the owner may have freed.
+TEST_P(LaneTest, MemDeregWaitsForAWriteAlreadyAccepted) {
+  Child child;
+  ASSERT_TRUE(child.ok());
+  adxl_plugin_context_t *ctx = Open({{"test_write_accept_delay_us", "500000"}});
+  ASSERT_NE(ctx, nullptr);
+  void *pages = mmap(nullptr, kBufSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(pages, MAP_FAILED);
+  adxl_plugin_mem_t *mem = nullptr;
+  ASSERT_EQ(ops_->mem_reg(ctx, pages, kBufSize, ADXL_PLUGIN_MEM_HOST, nullptr, 0, &mem), ADXL_PLUGIN_OK);
+  const std::string r = child.Command("put " + Hex(Address(ctx)) + " " + Hex(Pack(ctx, mem)) + " " +
+                                      std::to_string(reinterpret_cast<uintptr_t>(pages)) + " " +
+                                      std::to_string(lane()) + " 91");
+  if (r == "nolane") {
+    ops_->mem_dereg(ctx, mem);
+    munmap(pages, kBufSize);
+    GTEST_SKIP() << "the child does not reach this process over the " << LaneName(lane()) << " lane";
+  }
+  ASSERT_EQ(r, "ok");
+  usleep(200000);  // the first WRITE is in its handler (500 ms there with the parameter)
+  const auto t0 = std::chrono::steady_clock::now();
+  ops_->mem_dereg(ctx, mem);
+  EXPECT_LT(MsSince(t0), adxl_test::ScaledMs(3000)) << "mem_dereg with peer WRITEs in flight";
+  // Nothing lands any more: the memory stays as mem_dereg left it while
+  // the held handler and the child's other WRITEs have their turn.
+  const uint64_t left = Hash(pages, kBufSize);
+  usleep(700000);
+  EXPECT_EQ(Hash(pages, kBufSize), left) << "a peer's bytes landed after mem_dereg returned";
+  child.KillAndWait();
+  munmap(pages, kBufSize);
 }
 
 TEST_P(LaneTest, ForcedDestroyCancelsBatchesInFlight) {

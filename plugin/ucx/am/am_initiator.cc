@@ -110,6 +110,7 @@ void AmTransport::Pump() {
   while (true) {
     Message *m = nullptr;
     ucp_ep_h ep = nullptr;
+    uint64_t ep_id = 0;
     bool write = false;
     uint64_t deadline_ns = 0;
     {
@@ -127,6 +128,8 @@ void AmTransport::Pump() {
         ++b.in_window;
         ++in_flight_;
         ++b.sending;  // the batch, and so *m, stays until the send is over
+        ep_id = b.ep_id;
+        handing_.push_back(ep_id);  // ep stays open until Handed (Fence)
         write = b.write;
         deadline_ns = b.deadline_ns;
       }
@@ -138,6 +141,7 @@ void AmTransport::Pump() {
       m->staging = NewStaging(m->bytes);
       if (m->staging.data() == nullptr) {
         log_(ADXL_PLUGIN_LOG_ERROR, "no memory for a %zu-byte staging buffer", m->bytes);
+        Handed(ep_id);
         SendFailed(m, ADXL_PLUGIN_ERR_NO_RESOURCE);
         return;
       }
@@ -169,6 +173,7 @@ void AmTransport::Pump() {
       p.flags = UCP_AM_SEND_FLAG_REPLY;
       r = ucp_am_send_nbx(ep, kReadRequest, m->header.data(), m->header.size() * sizeof(uint64_t), nullptr, 0, &p);
     }
+    Handed(ep_id);  // before *m may go (SendDone, SendFailed)
     if (UCS_PTR_IS_ERR(r)) {
       log_(ADXL_PLUGIN_LOG_ERROR, "AM %s: %s; the rest of the batch is not sent", write ? "write" : "read request",
           ucs_status_string(UCS_PTR_STATUS(r)));
@@ -278,9 +283,18 @@ std::vector<uint64_t> AmTransport::EndBatches(uint64_t ep_id, int why) {
   return tokens;
 }
 
+void AmTransport::Handed(uint64_t ep_id) {
+  adxl::MutexLock l(&mu_);
+  handing_.erase(std::find(handing_.begin(), handing_.end(), ep_id));
+  handed_.NotifyAll();
+}
+
 void AmTransport::Fence(uint64_t ep_id, int why) {
   adxl::MutexLock l(&mu_);
-  EndBatches(ep_id, why);
+  EndBatches(ep_id, why);  // Pump takes no more of them
+  handed_.Wait(&mu_, [&]() ADXL_REQUIRES(mu_) {
+    return std::find(handing_.begin(), handing_.end(), ep_id) == handing_.end();
+  });
 }
 
 void AmTransport::Abandon(uint64_t ep_id, int why) {

@@ -216,6 +216,7 @@ ucs_status_t AmTransport::OnWrite(void *arg, const void *header, size_t header_l
     self->SendAck(param->reply_ep, token, msg, ADXL_PLUGIN_ERR_INVALID);
     return UCS_OK;
   }
+  FaultDelay(self->faults_.write_accept_delay_us);  // a seam of the test build (fault_injection.h)
   if (!rndv) {
     int status = ADXL_PLUGIN_OK;
     if (self->Late(until_ns, len)) {

@@ -18,7 +18,7 @@ AmTransport::Staging AmTransport::NewStaging(size_t n) {
   return s;
 }
 
-bool AmTransport::Init(ucp_worker_h worker, PluginLog log, Faults faults, std::string *why) {
+bool AmTransport::Init(ucp_worker_h worker, PluginLog log, FaultInjection faults, std::string *why) {
   worker_ = worker;
   log_ = log;
   faults_ = faults;
@@ -70,7 +70,12 @@ void AmTransport::RemoveRegion(void *addr) {
     len = it->second.len;
     regions_.erase(it);
   }
-  // No new request reaches it now; end those that still use it.
+  // No new request reaches it now.  One a handler has already found in it
+  // is written (eager) or tracked (TargetOpStart) before that handler
+  // returns, and handlers run inside ucp_worker_progress under the worker's
+  // lock: a pass of our own, which takes that lock, waits for them.  Then
+  // end those tracked requests that still use it.
+  ucp_worker_progress(worker_);
   ReleaseTargetOps(reinterpret_cast<uintptr_t>(addr), len);
 }
 

@@ -127,6 +127,7 @@
 #include "am/am_placement.h"
 #include "am/staging_pool.h"
 #include "common/thread_annotations.h"
+#include "core/fault_injection.h"
 #include "core/plugin_log.h"
 
 class AmTransport {
@@ -139,15 +140,6 @@ class AmTransport {
     ucp_mem_h local_memh;  // may be null
     uint64_t remote;
     size_t len;
-  };
-
-  // Fault injection for tests (plugin parameter "test_read_data_delay_us",
-  // acted on by the test build's plugin only: fault_injection.h): the
-  // initiator waits this long in the READ-data handler before posting the
-  // receive, which opens a window in which a test kills the target, so that
-  // UCP fails the receive synchronously inside the posting call.
-  struct Faults {
-    unsigned read_data_delay_us = 0;
   };
 
   // Message limits: operations and bytes per message.  More operations per
@@ -166,7 +158,7 @@ class AmTransport {
   static constexpr size_t kStagingBuffers = 2 * kWindowMessages;
 
   // Installs the AM handlers on the worker.
-  bool Init(ucp_worker_h worker, PluginLog log, Faults faults, std::string *why);
+  bool Init(ucp_worker_h worker, PluginLog log, FaultInjection faults, std::string *why);
   // Registered staging buffers come from `ucp` (optional: without it staging
   // is heap memory).  Call once, after Init.
   void UseStagingFrom(ucp_context_h ucp) { staging_pool_.Init(ucp, kStagingBuffers); }
@@ -181,7 +173,9 @@ class AmTransport {
   // Memory this process registered: the only memory peers may reach.
   void AddRegion(void *addr, size_t len, ucp_mem_h memh) ADXL_EXCLUDES(regions_mu_);
   // Peers can no longer reach the region; target-side requests still using
-  // it are failed first (ReleaseTargetOps).
+  // it are failed first (ReleaseTargetOps), those a handler was accepting
+  // when it went too: when it returns no byte of a peer's lands in it.
+  // Progresses the worker: call outside ucp_worker_progress.
   void RemoveRegion(void *addr) ADXL_EXCLUDES(regions_mu_, mu_);
 
   // Starts a batch on endpoint `ep_id` (the plugin's id of `eps`, never
@@ -207,8 +201,11 @@ class AmTransport {
   int64_t LastAnswerNs() const { return last_answer_ns_.load(std::memory_order_relaxed); }
 
   // Stops every batch on ep_id (status `why`): nothing more of them is sent
-  // and no answer of theirs is accepted.  No UCP call: call it before
-  // closing the endpoint, so that no callback sends on it meanwhile.
+  // and no answer of theirs is accepted; then waits until a message of
+  // theirs that another thread had already taken to send is in UCP's hands
+  // (a gather and one ucp_am_send_nbx: short, and never waiting on this
+  // thread).  No UCP call: call it before closing the endpoint, so that no
+  // send, from a callback or a post, touches it once closed.
   void Fence(uint64_t ep_id, int why) ADXL_EXCLUDES(mu_);
 
   // Ends every batch on ep_id with status `why` and waits (bounded by
@@ -358,6 +355,8 @@ class AmTransport {
   void Answered(Batch &b, Message &m, int status, bool from_peer) ADXL_REQUIRES(mu_);
   // Sends the next messages of the posted batches while the window has room.
   void Pump() ADXL_EXCLUDES(mu_);
+  // Pump handed a message of endpoint ep_id to UCP (or failed it).
+  void Handed(uint64_t ep_id) ADXL_EXCLUDES(mu_);
   // Marks the batches of ep_id ended; returns their tokens.
   std::vector<uint64_t> EndBatches(uint64_t ep_id, int why) ADXL_REQUIRES(mu_);
   // If batch `it` may end now, takes it out of the table into *finished
@@ -391,7 +390,7 @@ class AmTransport {
 
   ucp_worker_h worker_ = nullptr;
   PluginLog log_;
-  Faults faults_;
+  FaultInjection faults_;  // seams of the test build (core/fault_injection.h)
   StagingPool staging_pool_;
   PlacementType placement_type_;  // WRITE receives placed fragment by fragment (am_placement.h)
   size_t max_message_ops_ = kMaxMessageOps;  // also bounded by UCP's AM header limit
@@ -405,6 +404,10 @@ class AmTransport {
   std::deque<uint64_t> unsent_ ADXL_GUARDED_BY(mu_);  // batches with messages to send, oldest first
   size_t in_flight_ ADXL_GUARDED_BY(mu_) = 0;          // messages sent and not answered
   std::vector<std::pair<uint64_t, int>> failed_eps_ ADXL_GUARDED_BY(mu_);  // for RunDeferred
+  // Endpoint ids of the messages Pump has taken and not yet handed to UCP
+  // (it sends without mu_); Fence waits on handed_ until none is its own.
+  std::vector<uint64_t> handing_ ADXL_GUARDED_BY(mu_);
+  adxl::CondVar handed_;
   std::atomic<bool> deferred_pending_{false};
   std::atomic<int64_t> last_answer_ns_{0};  // LastAnswerNs()
   std::unordered_map<uint64_t, TargetOp> target_ops_ ADXL_GUARDED_BY(mu_);

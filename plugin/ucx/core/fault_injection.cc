@@ -14,6 +14,10 @@ bool ParseFaultParam(const char *key, const char *value, FaultInjection *f) {
     f->read_data_delay_us = static_cast<unsigned>(strtoul(value, nullptr, 10));
     return true;
   }
+  if (strcmp(key, "test_write_accept_delay_us") == 0) {
+    f->write_accept_delay_us = static_cast<unsigned>(strtoul(value, nullptr, 10));
+    return true;
+  }
   if (strcmp(key, "test_ep_destroy_delay_us") == 0) {
     f->ep_destroy_delay_us = static_cast<unsigned>(strtoul(value, nullptr, 10));
     return true;

@@ -17,6 +17,11 @@ struct FaultInjection {
   // kill the target and UCP fails the receive inside the posting call
   // (tests/plugin_conformance, PeerDeathBetweenReadRequestAndItsData).
   unsigned read_data_delay_us = 0;
+  // "test_write_accept_delay_us": the RDMA lane's target waits this long in
+  // its WRITE handler between finding the message's memory registered and
+  // taking the data, so that a test deregisters that memory meanwhile
+  // (tests/plugin_conformance, MemDeregWaitsForAWriteAlreadyAccepted).
+  unsigned write_accept_delay_us = 0;
   // "test_ep_destroy_delay_us": ep_destroy waits this long first, so that a
   // test sees an endpoint teardown in progress (tests/unit/transport_test.cc).
   unsigned ep_destroy_delay_us = 0;

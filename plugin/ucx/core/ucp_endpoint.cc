@@ -12,45 +12,31 @@
 
 namespace {
 
-constexpr int kCloseTimeoutMs = 2000;  // bound on a graceful endpoint close
-// Bound on waiting for a forced close: UCP completes one without the peer,
-// so this only keeps a wedged transport from holding the caller (an engine
-// thread tearing a link down); the request is then left to UCP.
+constexpr auto kCloseWait = std::chrono::seconds(2);  // bound on a graceful endpoint close
+// Bound on a forced close: UCP completes one without the peer, so this only
+// keeps a wedged transport from holding the caller (an engine thread
+// tearing a link down).
 constexpr auto kForceCloseWait = std::chrono::seconds(1);
 
-// Waits for a forced close, bounded by kForceCloseWait; a request still
-// pending then is released to UCP, which frees it when it completes.
-void WaitForcedClose(const UcpCore *core, ucp_worker_h worker, ucs_status_ptr_t req) {
-  if (req == nullptr || UCS_PTR_IS_ERR(req)) return;
-  const auto until = std::chrono::steady_clock::now() + kForceCloseWait;
+// Progresses `worker` until the close request `req` ends or `bound` passes,
+// then frees it (UCP releases a request still pending when it ends).
+// Whether it ended.
+bool WaitClose(ucp_worker_h worker, ucs_status_ptr_t req, std::chrono::steady_clock::duration bound) {
+  if (req == nullptr || UCS_PTR_IS_ERR(req)) return true;
+  const auto until = std::chrono::steady_clock::now() + bound;
+  bool ended = true;
   while (ucp_request_check_status(req) == UCS_INPROGRESS) {
     if (std::chrono::steady_clock::now() > until) {
-      core->log(ADXL_PLUGIN_LOG_WARN, "a forced endpoint close did not complete within %lld ms; left to UCP",
-               static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(kForceCloseWait).count()));
+      ended = false;
       break;
     }
     ucp_worker_progress(worker);
   }
   ucp_request_free(req);
+  return ended;
 }
 
 }  // namespace
-
-ucs_status_t WaitRequest(ucp_worker_h worker, ucs_status_ptr_t req, int timeout_ms) {
-  if (req == nullptr) return UCS_OK;
-  if (UCS_PTR_IS_ERR(req)) return UCS_PTR_STATUS(req);
-  const auto start = std::chrono::steady_clock::now();
-  ucs_status_t st;
-  while ((st = ucp_request_check_status(req)) == UCS_INPROGRESS) {
-    ucp_worker_progress(worker);
-    if (timeout_ms >= 0 && std::chrono::steady_clock::now() - start > std::chrono::milliseconds(timeout_ms)) {
-      ucp_request_cancel(worker, req);
-      timeout_ms = -1;  // keep progressing until the cancellation lands
-    }
-  }
-  ucp_request_free(req);
-  return st;
-}
 
 ucp_ep_h CreateUcpEp(const UcpCore *core, ucp_worker_h worker, const std::string &address, ucp_err_handler_cb_t on_error,
                      void *arg, ucs_status_t *st) {
@@ -75,14 +61,17 @@ void CloseUcpEp(const UcpCore *core, ucp_worker_h worker, ucp_ep_h ep, bool forc
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
   p.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-  if (force) {
-    WaitForcedClose(core, worker, ucp_ep_close_nbx(ep, &p));
-    return;
-  }
-  if (WaitRequest(worker, ucp_ep_close_nbx(ep, &p), kCloseTimeoutMs) != UCS_OK) {
-    // A graceful close that did not finish (peer gone): drop what is left.
-    p.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    WaitForcedClose(core, worker, ucp_ep_close_nbx(ep, &p));
+  // From here the endpoint is UCP's, whatever comes of the close: UCP
+  // releases it when the request ends, failed or not, and refuses a second
+  // close of it ("already been closed"), so there is never a second one.  A
+  // graceful close that has not ended by its bound (a peer that went silent)
+  // goes on inside UCP, which fails it when the transport gives up on the
+  // peer, or destroys it with the worker.
+  const auto bound = force ? kForceCloseWait : kCloseWait;
+  if (!WaitClose(worker, ucp_ep_close_nbx(ep, &p), bound)) {
+    core->log(ADXL_PLUGIN_LOG_WARN, "a %s endpoint close did not end within %lld ms; left to UCP",
+              force ? "forced" : "graceful",
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(bound).count()));
   }
 }
 

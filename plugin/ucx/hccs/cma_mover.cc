@@ -48,11 +48,6 @@ void CmaMover::Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, 
   CmaTransport::Op *ops = count > kStackOps ? large.data() : small;
   for (size_t i = 0; i < count; ++i) {
     const adxl_plugin_iov_t &v = iov[i];
-    if (v.remote == nullptr) {
-      core_.log(ADXL_PLUGIN_LOG_ERROR, "cma %s batch: operation %zu has no remote key", put ? "put" : "get", i);
-      batch->status.store(ADXL_PLUGIN_ERR_INVALID);
-      return;
-    }
     ops[i] = {reinterpret_cast<void *>(static_cast<uintptr_t>(v.local_addr)),
               v.local != nullptr ? v.local->cma_memh : UCT_MEM_HANDLE_NULL, v.length, v.remote_addr,
               v.remote->cma.rkey};

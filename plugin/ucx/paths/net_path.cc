@@ -51,7 +51,7 @@ std::vector<std::string> NetPath::CandidateInterfaces() {
 }
 
 std::unique_ptr<NetPath> NetPath::Open(const std::string &device, const std::string &rx_seg_size, PluginLog log,
-                                       AmTransport::Faults faults, std::string *why) {
+                                       FaultInjection faults, std::string *why) {
   std::unique_ptr<NetPath> p(new NetPath());
   p->device_ = device;
   if (!LookUpInterface(device, &p->ipv4_, &p->prefix_, why)) return nullptr;

@@ -51,7 +51,7 @@ class NetPath {
   // with `rx_seg_size` as UCX's TCP receive segment unless empty), worker
   // and AM transport.  Null with *why on failure (nothing left open).
   static std::unique_ptr<NetPath> Open(const std::string &device, const std::string &rx_seg_size, PluginLog log,
-                                       AmTransport::Faults faults, std::string *why);
+                                       FaultInjection faults, std::string *why);
   // Fails what this side still serves as a target, releases the staging
   // pool, destroys the worker and the context.  Call after the progress
   // thread stopped, with no endpoint of the worker left.

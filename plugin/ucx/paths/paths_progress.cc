@@ -28,12 +28,10 @@ bool PathsMover::Open(const UcxParams &params, bool over_am, const std::string &
     }
     return true;
   }
-  AmTransport::Faults faults;
-  faults.read_data_delay_us = params.faults.read_data_delay_us;
   for (const std::string &dev : devices) {
     if (paths_.size() == UcxParams::kMaxRdmaPaths) break;
     std::string why;
-    std::unique_ptr<NetPath> p = NetPath::Open(dev, rx_seg_size, core_.log, faults, &why);
+    std::unique_ptr<NetPath> p = NetPath::Open(dev, rx_seg_size, core_.log, params.faults, &why);
     if (p == nullptr && named) {
       core_.log(ADXL_PLUGIN_LOG_ERROR, "rdma_paths (ADXL_UCX_RDMA_PATHS): path over '%s' cannot open: %s", dev.c_str(), why.c_str());
       paths_.clear();
