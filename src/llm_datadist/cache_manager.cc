@@ -64,8 +64,9 @@ bool Listens(const std::string &name) {
   return std::strtoul(name.c_str() + colon + 1, nullptr, 10) > 0;
 }
 
-Status CacheManager::Impl::TakeLayerOptions(const char *what,
-                                            std::map<adxl::AscendString, adxl::AscendString> *options) {
+Status TakeLayerOptions(const char *what, std::map<adxl::AscendString, adxl::AscendString> *options,
+                        bool *two_way) {
+  *two_way = true;
   auto it = options->find(adxl::AscendString(kTransferBackendOption));
   if (it == options->end()) return LLM_SUCCESS;
   const std::string v = it->second.GetString();
@@ -75,10 +76,7 @@ Status CacheManager::Impl::TakeLayerOptions(const char *what,
   }
   // The vendor's default backend (communicators) links both ways; its HIXL
   // backend only lets the linking side move data.
-  {
-    adxl::MutexLock lock(&peers.mu);
-    peers.two_way = v != kOneWayBackend;
-  }
+  *two_way = v != kOneWayBackend;
   options->erase(it);
   return LLM_SUCCESS;
 }
@@ -204,7 +202,8 @@ Status CacheManager::Initialize(uint64_t cluster_id, const std::string &local_en
     return LLM_FAILED;
   }
   std::map<adxl::AscendString, adxl::AscendString> engine_options = options;
-  Status s = impl_->TakeLayerOptions("Initialize", &engine_options);
+  bool two_way = true;
+  Status s = TakeLayerOptions("Initialize", &engine_options, &two_way);
   if (s != LLM_SUCCESS) return s;
   auto engine = std::make_unique<adxl::AdxlEngine>();
   s = engine->Initialize(local_engine.c_str(), engine_options);
@@ -222,8 +221,13 @@ Status CacheManager::Initialize(uint64_t cluster_id, const std::string &local_en
     impl_->owned->Finalize();
     impl_->owned.reset();
     impl_->engine = nullptr;
+    return s;
   }
-  return s;
+  // Applied only once the Initialize succeeded: a failed one leaves no
+  // trace on the next.  No operation sees the layer before mu is released.
+  adxl::MutexLock links_lock(&impl_->peers.mu);
+  impl_->peers.two_way = two_way;
+  return LLM_SUCCESS;
 }
 
 Status CacheManager::Initialize(uint64_t cluster_id, adxl::AdxlEngine &engine, const std::string &local_engine) {

@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <functional>
+#include <map>
 #include <numeric>
 #include <set>
 #include <string>
@@ -200,6 +201,28 @@ TEST(CacheManagerRules, CallsAfterFinalizeFailWithOneLineNamingThem) {
     EXPECT_NE(err.find(call.first), std::string::npos) << call.first << ": " << err;
   }
   EXPECT_EQ(rets, std::vector<Status>(1, LLM_FAILED));  // UnlinkClusters' per-cluster result
+}
+
+// The options of an Initialize that fails leave no trace: a later one
+// without llm.TransferBackend links two-way.  Seen through UnlinkClusters of
+// a cluster with no link and no address: two-way refuses it
+// (LLM_PARAM_INVALID, it would ask the peer there), one-way says
+// LLM_NOT_YET_LINK.  The hixl Initialize fails in the engine: its address is
+// taken by another engine's listener.
+TEST(CacheManagerRules, AFailedInitializeLeavesNoTraceOfItsOptions) {
+  const std::map<adxl::AscendString, adxl::AscendString> hixl = {{"llm.TransferBackend", "hixl"}};
+  const std::string taken = "127.0.0.1:" + std::to_string(FreePort());
+  CacheManager holder, m;
+  ASSERT_EQ(holder.Initialize(1, taken), LLM_SUCCESS);
+  std::vector<Status> rets;
+  ASSERT_EQ(m.Initialize(2, "127.0.0.1", hixl), LLM_SUCCESS);
+  EXPECT_EQ(m.UnlinkClusters({{3, ""}}, rets), LLM_NOT_YET_LINK);  // the observation tells the two apart
+  m.Finalize();
+  ASSERT_NE(m.Initialize(2, taken, hixl), LLM_SUCCESS);
+  ASSERT_EQ(m.Initialize(2, "127.0.0.1"), LLM_SUCCESS);
+  EXPECT_EQ(m.UnlinkClusters({{3, ""}}, rets), LLM_PARAM_INVALID) << "still one-way after the failed Initialize";
+  m.Finalize();
+  holder.Finalize();
 }
 
 TEST(CacheManagerRules, AtMost240Addresses) {
