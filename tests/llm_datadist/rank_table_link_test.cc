@@ -237,7 +237,9 @@ void PullOver(LlmDataDist &holder, LlmDataDist &puller) {
 
 // The vendor's rank tables: device_ip without a port, no listen address at
 // Initialize: each cluster moves its listener to the derived port and links
-// to the other; unlink drops the links, finalize and link again.
+// to the other; unlink drops the links, finalize, initialize the same two
+// objects again and link again (comm ids from 1 again, the listener moved
+// again).
 TEST(RankTableLink, TwoClustersWithoutListenAddressesLinkOnTheDerivedPorts) {
   const std::string comm_name = "rank-table-link-test-" + std::to_string(FreePort());
   const std::string table = Table("127.0.0.1", "127.0.0.1");
@@ -246,8 +248,9 @@ TEST(RankTableLink, TwoClustersWithoutListenAddressesLinkOnTheDerivedPorts) {
   // the port already linked (LLM_ALREADY_LINK) instead of moving the listener.
   std::string other = comm_name + "-other";
   while (internal::RankPort(other, 0) == internal::RankPort(comm_name, 0)) other += "+";
+  LlmDataDist a(1, LlmRole::kPrompt), b(2, LlmRole::kDecoder);
   for (int round = 0; round < 2; ++round) {
-    LlmDataDist a(1, LlmRole::kPrompt), b(2, LlmRole::kDecoder);
+    SCOPED_TRACE("round " + std::to_string(round));
     ASSERT_EQ(InitializeEngine(a, "127.0.0.1", {}), LLM_SUCCESS);
     ASSERT_EQ(InitializeEngine(b, "127.0.0.1", {}), LLM_SUCCESS);
     uint64_t ca = 0, cb = 0;
