@@ -264,24 +264,40 @@ uint64_t CacheManager::ClusterId() const {
 
 size_t CacheManager::RegisteredAddrCount() const { return impl_->store.AddrCount(); }
 
+Status CacheManager::Impl::Register(const char *what, const Registration &r, Cache &cache) {
+  OpGuard guard(this);  // declared first: it ends the count after the lock is released
+  std::vector<adxl::MemHandle> undo;
+  adxl::AdxlEngine *eng = nullptr;
+  Status s;
+  {
+    // Under mu: the engine does not change during the registration
+    // (RegisterMem is local), as Rebind re-registers under it.
+    adxl::MutexLock lock(&mu);
+    if (!live || stopping) return LLM_FAILED;
+    s = store.Register(what, *engine, cluster_id, r, cache, &undo);
+    if (undo.empty()) return s;
+    // A refused registration's tensors: their deregistration waits for the
+    // peers' acknowledgements, so it runs without the locks, counted in
+    // busy so that the engine stays (Finalize waits for it).
+    ++busy;
+    guard.Activate();
+    eng = engine;
+  }
+  for (adxl::MemHandle h : undo) eng->DeregisterMem(h);
+  return s;
+}
+
 Status CacheManager::RegisterCache(const CacheDesc &desc, const std::vector<uintptr_t> &addrs,
                                    const std::vector<CacheKey> &cache_keys, std::optional<bool> remote_accessible,
                                    Cache &cache) {
-  // Under Impl::mu: the engine does not change during the registration
-  // (RegisterMem is local), as Rebind re-registers under it.
-  adxl::MutexLock lock(&impl_->mu);
-  if (!impl_->live || impl_->stopping) return LLM_FAILED;
-  return impl_->store.Register("RegisterCache", *impl_->engine, impl_->cluster_id,
-                               {desc, addrs, cache_keys, std::nullopt, false, remote_accessible}, cache);
+  return impl_->Register("RegisterCache", {desc, addrs, cache_keys, std::nullopt, false, remote_accessible}, cache);
 }
 
 Status CacheManager::RegisterBlocksCache(const CacheDesc &desc, const std::vector<uintptr_t> &addrs,
                                          const std::optional<BlocksCacheKey> &blocks_cache_key,
                                          std::optional<bool> remote_accessible, Cache &cache) {
-  adxl::MutexLock lock(&impl_->mu);
-  if (!impl_->live || impl_->stopping) return LLM_FAILED;
-  return impl_->store.Register("RegisterBlocksCache", *impl_->engine, impl_->cluster_id,
-                               {desc, addrs, {}, blocks_cache_key, true, remote_accessible}, cache);
+  return impl_->Register("RegisterBlocksCache", {desc, addrs, {}, blocks_cache_key, true, remote_accessible},
+                         cache);
 }
 
 Status CacheManager::UnregisterCache(int64_t cache_id) {

@@ -90,6 +90,10 @@ class CacheManager::Impl {
   Status Begin(const char *what, OpContext *ctx, OpGuard *guard) ADXL_EXCLUDES(mu);
   void EndOp() ADXL_EXCLUDES(mu);
 
+  // RegisterCache / RegisterBlocksCache: LocalCaches::Register under mu;
+  // what a refused registration had registered is deregistered after mu is
+  // released (counted in busy meanwhile).  LLM_FAILED, no line, when not live.
+  Status Register(const char *what, const Registration &r, Cache &cache) ADXL_EXCLUDES(mu, store.mu);
   Status Start(const char *what) ADXL_REQUIRES(mu);
   void Stop() ADXL_EXCLUDES(mu);
   // The local cache `c` (a copy) and the link to `remote_cluster`, checked
