@@ -129,6 +129,9 @@ void CacheManager::Impl::Stop() {
       gone_links.swap(peers.links);
       gone_stale.swap(peers.stale);
       peers.incoming.clear();
+      // Notifies this instance read and nobody fetched: they go with it, or
+      // a GetNotifies after the next Initialize would return them.
+      peers.kept.clear();
     }
     gone_caches = store.TakeAll();
     gone_owned = std::move(owned);

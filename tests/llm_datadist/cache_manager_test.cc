@@ -230,6 +230,32 @@ TEST(CacheManagerRules, AFailedInitializeLeavesNoTraceOfItsOptions) {
   holder.Finalize();
 }
 
+// Notifies read by one instance and never fetched go with its Finalize: a
+// GetNotifies after the next Initialize does not return them.  The notify
+// is read into the manager by a forced unlink of nothing (it drains the
+// engine's notifies first); SendNotify returns once the receiver has it.
+TEST(CacheManagerRules, NotifiesOfAFinalizedInstanceAreNotReturnedAfterTheNextInitialize) {
+  const std::string name = "127.0.0.1:" + std::to_string(FreePort());
+  CacheManager m;
+  ASSERT_EQ(m.Initialize(1, name), LLM_SUCCESS);
+  adxl::AdxlEngine sender;
+  ASSERT_EQ(sender.Initialize("127.0.0.1", {}), adxl::SUCCESS);
+  ASSERT_EQ(sender.Connect(name.c_str(), 3000), adxl::SUCCESS);
+  adxl::NotifyDesc n;
+  n.name = "user";
+  n.notify_msg = "of the first instance";
+  ASSERT_EQ(sender.SendNotify(name.c_str(), n, 3000), adxl::SUCCESS);
+  std::vector<Status> rets;
+  ASSERT_EQ(m.UnlinkClusters({{3, ""}}, rets, 1000, true), LLM_SUCCESS);
+  m.Finalize();
+  ASSERT_EQ(m.Initialize(1, "127.0.0.1"), LLM_SUCCESS);
+  std::vector<adxl::NotifyDesc> got;
+  EXPECT_EQ(m.GetNotifies(got), LLM_SUCCESS);
+  EXPECT_TRUE(got.empty()) << got.size() << " notifies, the first: " << got[0].notify_msg.GetString();
+  m.Finalize();
+  sender.Finalize();
+}
+
 TEST(CacheManagerRules, AtMost240Addresses) {
   CacheManager m;
   ASSERT_EQ(m.Initialize(1, "127.0.0.1"), LLM_SUCCESS);
