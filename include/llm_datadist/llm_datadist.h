@@ -217,7 +217,9 @@ class ASCEND_FUNC_VISIBILITY LlmDataDist {
   // runtime's memory: CUDA, or aclrtMalloc of the host ACL emulation when the
   // process has it; LLM_FEATURE_NOT_ENABLED without either) and registers them.
   Status AllocateCache(const CacheDesc &cache_desc, Cache &cache);
-  // LLM_SUCCESS also for an id that is not (or no longer) allocated.
+  // LLM_SUCCESS also for an id that is not (or no longer) allocated.  The
+  // memory is freed only once unregistered: when that fails (a concurrent
+  // Finalize), the status is returned and Finalize frees it.
   Status DeallocateCache(int64_t cache_id);
 
   Status PullKvCache(const CacheIndex &src_cache_index, const Cache &dst_cache, uint32_t batch_index = 0U,

@@ -118,7 +118,8 @@ ASCEND_FUNC_VISIBILITY Status CheckLinkStatus(LlmDataDist &datadist, uint64_t re
 //    every comm and starts again at 1).
 //  - Refused with one ERROR line ("LinkRankTable: ..."), nothing moved or
 //    linked: LLM_PARAM_INVALID for any rule above broken, a rank_table that
-//    is not that JSON, a device without rank_id or device_ip, or a rank of
+//    is not that JSON, a device without rank_id or device_ip, a
+//    device_port (else port) that is no port (1-65535), or a rank of
 //    cluster_rank_info with no device; LLM_FAILED when not initialized.
 //  - A failed link (a peer's status other than the two retried ones, or
 //    the deadline) unlinks, forced, the peers it linked and returns that

@@ -64,8 +64,9 @@ bool Listens(const std::string &name) {
   return std::strtoul(name.c_str() + colon + 1, nullptr, 10) > 0;
 }
 
-Status CacheManager::Impl::TakeLayerOptions(const char *what,
-                                            std::map<adxl::AscendString, adxl::AscendString> *options) {
+Status TakeLayerOptions(const char *what, std::map<adxl::AscendString, adxl::AscendString> *options,
+                        bool *two_way) {
+  *two_way = true;
   auto it = options->find(adxl::AscendString(kTransferBackendOption));
   if (it == options->end()) return LLM_SUCCESS;
   const std::string v = it->second.GetString();
@@ -75,10 +76,7 @@ Status CacheManager::Impl::TakeLayerOptions(const char *what,
   }
   // The vendor's default backend (communicators) links both ways; its HIXL
   // backend only lets the linking side move data.
-  {
-    adxl::MutexLock lock(&peers.mu);
-    peers.two_way = v != kOneWayBackend;
-  }
+  *two_way = v != kOneWayBackend;
   options->erase(it);
   return LLM_SUCCESS;
 }
@@ -131,6 +129,9 @@ void CacheManager::Impl::Stop() {
       gone_links.swap(peers.links);
       gone_stale.swap(peers.stale);
       peers.incoming.clear();
+      // Notifies this instance read and nobody fetched: they go with it, or
+      // a GetNotifies after the next Initialize would return them.
+      peers.kept.clear();
     }
     gone_caches = store.TakeAll();
     gone_owned = std::move(owned);
@@ -204,7 +205,8 @@ Status CacheManager::Initialize(uint64_t cluster_id, const std::string &local_en
     return LLM_FAILED;
   }
   std::map<adxl::AscendString, adxl::AscendString> engine_options = options;
-  Status s = impl_->TakeLayerOptions("Initialize", &engine_options);
+  bool two_way = true;
+  Status s = TakeLayerOptions("Initialize", &engine_options, &two_way);
   if (s != LLM_SUCCESS) return s;
   auto engine = std::make_unique<adxl::AdxlEngine>();
   s = engine->Initialize(local_engine.c_str(), engine_options);
@@ -222,8 +224,13 @@ Status CacheManager::Initialize(uint64_t cluster_id, const std::string &local_en
     impl_->owned->Finalize();
     impl_->owned.reset();
     impl_->engine = nullptr;
+    return s;
   }
-  return s;
+  // Applied only once the Initialize succeeded: a failed one leaves no
+  // trace on the next.  No operation sees the layer before mu is released.
+  adxl::MutexLock links_lock(&impl_->peers.mu);
+  impl_->peers.two_way = two_way;
+  return LLM_SUCCESS;
 }
 
 Status CacheManager::Initialize(uint64_t cluster_id, adxl::AdxlEngine &engine, const std::string &local_engine) {
@@ -260,24 +267,40 @@ uint64_t CacheManager::ClusterId() const {
 
 size_t CacheManager::RegisteredAddrCount() const { return impl_->store.AddrCount(); }
 
+Status CacheManager::Impl::Register(const char *what, const Registration &r, Cache &cache) {
+  OpGuard guard(this);  // declared first: it ends the count after the lock is released
+  std::vector<adxl::MemHandle> undo;
+  adxl::AdxlEngine *eng = nullptr;
+  Status s;
+  {
+    // Under mu: the engine does not change during the registration
+    // (RegisterMem is local), as Rebind re-registers under it.
+    adxl::MutexLock lock(&mu);
+    if (!live || stopping) return LLM_FAILED;
+    s = store.Register(what, *engine, cluster_id, r, cache, &undo);
+    if (undo.empty()) return s;
+    // A refused registration's tensors: their deregistration waits for the
+    // peers' acknowledgements, so it runs without the locks, counted in
+    // busy so that the engine stays (Finalize waits for it).
+    ++busy;
+    guard.Activate();
+    eng = engine;
+  }
+  for (adxl::MemHandle h : undo) eng->DeregisterMem(h);
+  return s;
+}
+
 Status CacheManager::RegisterCache(const CacheDesc &desc, const std::vector<uintptr_t> &addrs,
                                    const std::vector<CacheKey> &cache_keys, std::optional<bool> remote_accessible,
                                    Cache &cache) {
-  // Under Impl::mu: the engine does not change during the registration
-  // (RegisterMem is local), as Rebind re-registers under it.
-  adxl::MutexLock lock(&impl_->mu);
-  if (!impl_->live || impl_->stopping) return LLM_FAILED;
-  return impl_->store.Register("RegisterCache", *impl_->engine, impl_->cluster_id,
-                               {desc, addrs, cache_keys, std::nullopt, false, remote_accessible}, cache);
+  return impl_->Register("RegisterCache", {desc, addrs, cache_keys, std::nullopt, false, remote_accessible}, cache);
 }
 
 Status CacheManager::RegisterBlocksCache(const CacheDesc &desc, const std::vector<uintptr_t> &addrs,
                                          const std::optional<BlocksCacheKey> &blocks_cache_key,
                                          std::optional<bool> remote_accessible, Cache &cache) {
-  adxl::MutexLock lock(&impl_->mu);
-  if (!impl_->live || impl_->stopping) return LLM_FAILED;
-  return impl_->store.Register("RegisterBlocksCache", *impl_->engine, impl_->cluster_id,
-                               {desc, addrs, {}, blocks_cache_key, true, remote_accessible}, cache);
+  return impl_->Register("RegisterBlocksCache", {desc, addrs, {}, blocks_cache_key, true, remote_accessible},
+                         cache);
 }
 
 Status CacheManager::UnregisterCache(int64_t cache_id) {

@@ -86,8 +86,8 @@ class CacheManager {
   // Uses `engine` (already initialized as `local_engine`), which must outlive
   // this manager's Finalize.
   Status Initialize(uint64_t cluster_id, adxl::AdxlEngine &engine, const std::string &local_engine);
-  // Unlinks, unregisters every cache; finalizes an
-  // owned engine.  Idempotent.
+  // Unlinks, unregisters every cache, drops the notifies read and not yet
+  // fetched (GetNotifies); finalizes an owned engine.  Idempotent.
   void Finalize();
 
   // Timeout of every transfer (default 1000 ms, must be > 0).

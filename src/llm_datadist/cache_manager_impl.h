@@ -90,6 +90,10 @@ class CacheManager::Impl {
   Status Begin(const char *what, OpContext *ctx, OpGuard *guard) ADXL_EXCLUDES(mu);
   void EndOp() ADXL_EXCLUDES(mu);
 
+  // RegisterCache / RegisterBlocksCache: LocalCaches::Register under mu;
+  // what a refused registration had registered is deregistered after mu is
+  // released (counted in busy meanwhile).  LLM_FAILED, no line, when not live.
+  Status Register(const char *what, const Registration &r, Cache &cache) ADXL_EXCLUDES(mu, store.mu);
   Status Start(const char *what) ADXL_REQUIRES(mu);
   void Stop() ADXL_EXCLUDES(mu);
   // The local cache `c` (a copy) and the link to `remote_cluster`, checked
@@ -101,11 +105,13 @@ class CacheManager::Impl {
   // reads its table, so that a pull or push to it finds a link.  Returns
   // quietly when there is nothing to do; the caller's checks report.
   void EnsureReverse(const char *what, uint64_t cluster) ADXL_EXCLUDES(mu, peers.mu);
-  // Applies the cache layer's own keys of `options` (llm.TransferBackend)
-  // and removes them, leaving the engine's.
-  Status TakeLayerOptions(const char *what, std::map<adxl::AscendString, adxl::AscendString> *options)
-      ADXL_REQUIRES(mu) ADXL_EXCLUDES(peers.mu);
 };
+
+// Removes the cache layer's own keys of `options` (llm.TransferBackend),
+// leaving the engine's, and says what they ask for (*two_way: false for
+// "hixl").  Applies nothing: the caller does once its Initialize succeeded.
+Status TakeLayerOptions(const char *what, std::map<adxl::AscendString, adxl::AscendString> *options,
+                        bool *two_way);
 
 // The link's current cache table, decoded from what the engine received
 // from the peer.  With `refresh`, the peer is asked for its current table

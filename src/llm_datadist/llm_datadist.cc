@@ -15,6 +15,7 @@
 // (cache_manager_impl.h).
 #include "llm_datadist/llm_datadist.h"
 
+#include <set>
 #include <string>
 #include <utility>
 
@@ -187,7 +188,11 @@ class LlmDataDist::LlmDataDistImpl {
   bool initialized ADXL_GUARDED_BY(mu) = false;
   std::string listen ADXL_GUARDED_BY(mu);  // empty: client only
   std::map<adxl::AscendString, adxl::AscendString> engine_options ADXL_GUARDED_BY(mu);
+  // AllocateCache's memory by cache id, until it is freed: by
+  // DeallocateCache once the cache is unregistered, else by Finalize after
+  // the cache layer deregistered it.
   std::map<int64_t, std::vector<EngineMem>> allocated ADXL_GUARDED_BY(mu);
+  std::set<int64_t> deallocating ADXL_GUARDED_BY(mu);  // ids a DeallocateCache is unregistering
   // Rank-table links (ext::LinkRankTable): comm id -> the peers it linked.
   std::map<uint64_t, std::vector<ext::ClusterEngine>> comms ADXL_GUARDED_BY(mu);
   uint64_t next_comm ADXL_GUARDED_BY(mu) = 1;
@@ -376,15 +381,30 @@ Status LlmDataDist::AllocateCache(const CacheDesc &cache_desc, Cache &cache) {
 Status LlmDataDist::DeallocateCache(int64_t cache_id) {
   Status s = impl_->Ready("DeallocateCache");
   if (s != LLM_SUCCESS) return s;
-  std::vector<EngineMem> memory;
   {
     adxl::MutexLock lock(&impl_->mu);
-    auto it = impl_->allocated.find(cache_id);
-    if (it == impl_->allocated.end()) return LLM_SUCCESS;  // the vendor's answer for a freed or unknown id
+    // The vendor's answer for a freed or unknown id, and for one another
+    // DeallocateCache is freeing.
+    if (impl_->allocated.count(cache_id) == 0 || !impl_->deallocating.insert(cache_id).second) return LLM_SUCCESS;
+  }
+  // The memory stays in `allocated` until it is no longer registered.  When
+  // the unregistration fails (a Finalize began meanwhile: its deregistration
+  // of the cache comes later, after it told the peers), it stays there and
+  // Finalize frees it after that deregistration; freed here, a peer could
+  // still read it, or the engine deregister freed memory.
+  s = impl_->cm.UnregisterCache(cache_id);
+  std::vector<EngineMem> memory;  // freed after the lock is released
+  adxl::MutexLock lock(&impl_->mu);
+  impl_->deallocating.erase(cache_id);
+  if (s != LLM_SUCCESS) return s;
+  // Gone already when a Finalize took it meanwhile (it frees it; cache ids
+  // are not reused, so the id is still this cache's).
+  auto it = impl_->allocated.find(cache_id);
+  if (it != impl_->allocated.end()) {
     memory = std::move(it->second);
     impl_->allocated.erase(it);
   }
-  return impl_->cm.UnregisterCache(cache_id);  // then `memory` is freed
+  return LLM_SUCCESS;
 }
 
 Status LlmDataDist::RegisterKvCache(const CacheDesc &cache_desc, const std::vector<uint64_t> &addrs,

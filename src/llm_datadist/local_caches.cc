@@ -32,7 +32,7 @@ Status LocalCaches::PublishLocked(adxl::AdxlEngine &engine, uint64_t cluster_id)
 }
 
 Status LocalCaches::Register(const char *what, adxl::AdxlEngine &engine, uint64_t cluster_id, const Registration &r,
-                             Cache &cache) {
+                             Cache &cache, std::vector<adxl::MemHandle> *undo) {
   const CacheDesc &desc = r.desc;
   const std::vector<uintptr_t> &addrs_in = r.addrs;
   const std::vector<CacheKey> &keys = r.keys;
@@ -116,7 +116,7 @@ Status LocalCaches::Register(const char *what, adxl::AdxlEngine &engine, uint64_
     if (s != adxl::SUCCESS) {
       ADXL_ERROR("%s: the engine refused tensor 0x%lx (%lu bytes): engine status %u", what,
                  static_cast<unsigned long>(a), static_cast<unsigned long>(bytes), s);
-      for (adxl::MemHandle done : lc.handles) engine.DeregisterMem(done);
+      *undo = std::move(lc.handles);  // deregistered by the caller, without the locks
       return FromEngine(s);
     }
     lc.handles.push_back(h);
@@ -132,7 +132,7 @@ Status LocalCaches::Register(const char *what, adxl::AdxlEngine &engine, uint64_
   caches.emplace(id, std::move(lc));
   if (remote && PublishLocked(engine, cluster_id) != LLM_SUCCESS) {
     ADXL_ERROR("%s: the cache table is over the engine's metadata limit (too many keys)", what);
-    for (adxl::MemHandle h : caches[id].handles) engine.DeregisterMem(h);
+    *undo = std::move(caches[id].handles);  // deregistered by the caller, without the locks
     caches.erase(id);
     PublishLocked(engine, cluster_id);
     return LLM_RESOURCE_EXHAUSTED;

@@ -7,8 +7,8 @@
 // across calls into the local engine that do not wait for a peer
 // (RegisterMem, PublishMetadata, which queues the table for the control
 // thread); never across DeregisterMem, which waits for the peers'
-// acknowledgements (Unregister hands the handles back to be released
-// outside).  The engine's own locks are leaves under it: the engine never
+// acknowledgements (Unregister, and Register when it fails part-way, hand
+// the handles back to be released outside).  The engine's own locks are leaves under it: the engine never
 // calls back into the cache layer.
 // Order: CacheManager::Impl::mu -> LocalCaches::mu -> the engine's locks.
 // Never held with LinkTable::mu or TaskWorkers::mu.
@@ -54,9 +54,11 @@ class LocalCaches {
   Status PublishLocked(adxl::AdxlEngine &engine, uint64_t cluster_id) const ADXL_REQUIRES(mu);
   // The rules of docs/contract.md §10 (one ERROR line naming `what` per
   // refusal), then the tensors registered with `engine` and the table
-  // republished.
+  // republished.  When the engine refuses a tensor or the table would be
+  // over its limit, the tensors registered so far go to *undo: the caller
+  // deregisters them once it holds no lock (DeregisterMem waits for peers).
   Status Register(const char *what, adxl::AdxlEngine &engine, uint64_t cluster_id, const Registration &r,
-                  Cache &cache) ADXL_EXCLUDES(mu);
+                  Cache &cache, std::vector<adxl::MemHandle> *undo) ADXL_EXCLUDES(mu);
   // Drops cache `id` from the table (unpublished first when peers saw it);
   // its engine handles go to *handles, for DeregisterMem without the lock.
   Status Unregister(adxl::AdxlEngine &engine, uint64_t cluster_id, int64_t id,

@@ -62,8 +62,28 @@ bool RankId(const json &v, int64_t *rank) {
   return true;
 }
 
+// A device's port as the engine name needs it: an integer or a string of
+// digits, 1 to 65535.  Anything else (0, too large, "abc", 8000.5) would make
+// an engine name no peer listens on, and the link would wait out its 10 s
+// deadline before failing; refused here it fails at once.
+bool Port(const json &v, std::string *port) {
+  uint64_t n = 0;
+  if (v.is_number_unsigned()) {
+    n = v.get<uint64_t>();
+  } else if (v.is_string()) {
+    const std::string &s = v.get_ref<const std::string &>();
+    if (s.empty() || s.size() > 5 || s.find_first_not_of("0123456789") != std::string::npos) return false;
+    n = std::stoul(s);
+  } else {
+    return false;  // negative, float, bool, object...
+  }
+  if (n < 1 || n > 65535) return false;
+  *port = std::to_string(n);
+  return true;
+}
+
 // The engine of one device, or false (the ERROR line written) when it lacks
-// rank_id or device_ip or its rank_id is no number.
+// rank_id or device_ip, its rank_id is no number or its port no port.
 bool Device(const char *what, const json &d, const std::string &comm_name, const std::vector<uint32_t> &ranks,
             std::map<int64_t, RankEngine> *engines) {
   const bool has_rank = d.is_object() && d.contains("rank_id");
@@ -80,10 +100,17 @@ bool Device(const char *what, const json &d, const std::string &comm_name, const
   const std::string ip = Text(d["device_ip"]);
   const bool v6 = ip.find(':') != std::string::npos;
   // device_port first; an explicit null there means no port, as the Python's d.get did.
-  const json port = d.contains("device_port") ? d["device_port"] : d.contains("port") ? d["port"] : json();
+  const char *port_key = d.contains("device_port") ? "device_port" : d.contains("port") ? "port" : nullptr;
+  const json port = port_key != nullptr ? d[port_key] : json();
+  std::string port_text;
+  if (!port.is_null() && !Port(port, &port_text)) {
+    ADXL_ERROR("%s: rank_table device %s (rank_id %lld): %s must be a port, 1 to 65535 (it is %s)", what,
+               d.dump().c_str(), static_cast<long long>(rank), port_key, port.dump().c_str());
+    return false;
+  }
   RankEngine e;
   if (!port.is_null()) {
-    e.engine = (v6 ? "[" + ip + "]:" : ip + ":") + Text(port);
+    e.engine = (v6 ? "[" + ip + "]:" : ip + ":") + port_text;
   } else if (std::count(ip.begin(), ip.end(), ':') == 1 || (!ip.empty() && ip[0] == '[')) {
     e.engine = ip;  // "ip:port" or "[ipv6]:port" already
   } else {

@@ -42,7 +42,8 @@ struct RankEngine {
 // or a string of one; a later device of the same rank wins.
 // LLM_PARAM_INVALID with one ERROR line naming `what` when the text is no
 // JSON with server_list[].device[], or a device has no rank_id or no
-// device_ip, or its rank_id is no number.
+// device_ip, or its rank_id is no number, or its device_port (else port)
+// is neither an integer nor a string of digits in 1-65535.
 Status ParseRankTable(const char *what, const std::string &rank_table, const std::string &comm_name,
                       const std::vector<uint32_t> &ranks, std::map<int64_t, RankEngine> *engines);
 

@@ -3,16 +3,22 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <numeric>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "free_port.h"
@@ -200,6 +206,54 @@ TEST(CacheManagerRules, CallsAfterFinalizeFailWithOneLineNamingThem) {
     EXPECT_NE(err.find(call.first), std::string::npos) << call.first << ": " << err;
   }
   EXPECT_EQ(rets, std::vector<Status>(1, LLM_FAILED));  // UnlinkClusters' per-cluster result
+}
+
+// The options of an Initialize that fails leave no trace: a later one
+// without llm.TransferBackend links two-way.  Seen through UnlinkClusters of
+// a cluster with no link and no address: two-way refuses it
+// (LLM_PARAM_INVALID, it would ask the peer there), one-way says
+// LLM_NOT_YET_LINK.  The hixl Initialize fails in the engine: its address is
+// taken by another engine's listener.
+TEST(CacheManagerRules, AFailedInitializeLeavesNoTraceOfItsOptions) {
+  const std::map<adxl::AscendString, adxl::AscendString> hixl = {{"llm.TransferBackend", "hixl"}};
+  const std::string taken = "127.0.0.1:" + std::to_string(FreePort());
+  CacheManager holder, m;
+  ASSERT_EQ(holder.Initialize(1, taken), LLM_SUCCESS);
+  std::vector<Status> rets;
+  ASSERT_EQ(m.Initialize(2, "127.0.0.1", hixl), LLM_SUCCESS);
+  EXPECT_EQ(m.UnlinkClusters({{3, ""}}, rets), LLM_NOT_YET_LINK);  // the observation tells the two apart
+  m.Finalize();
+  ASSERT_NE(m.Initialize(2, taken, hixl), LLM_SUCCESS);
+  ASSERT_EQ(m.Initialize(2, "127.0.0.1"), LLM_SUCCESS);
+  EXPECT_EQ(m.UnlinkClusters({{3, ""}}, rets), LLM_PARAM_INVALID) << "still one-way after the failed Initialize";
+  m.Finalize();
+  holder.Finalize();
+}
+
+// Notifies read by one instance and never fetched go with its Finalize: a
+// GetNotifies after the next Initialize does not return them.  The notify
+// is read into the manager by a forced unlink of nothing (it drains the
+// engine's notifies first); SendNotify returns once the receiver has it.
+TEST(CacheManagerRules, NotifiesOfAFinalizedInstanceAreNotReturnedAfterTheNextInitialize) {
+  const std::string name = "127.0.0.1:" + std::to_string(FreePort());
+  CacheManager m;
+  ASSERT_EQ(m.Initialize(1, name), LLM_SUCCESS);
+  adxl::AdxlEngine sender;
+  ASSERT_EQ(sender.Initialize("127.0.0.1", {}), adxl::SUCCESS);
+  ASSERT_EQ(sender.Connect(name.c_str(), 3000), adxl::SUCCESS);
+  adxl::NotifyDesc n;
+  n.name = "user";
+  n.notify_msg = "of the first instance";
+  ASSERT_EQ(sender.SendNotify(name.c_str(), n, 3000), adxl::SUCCESS);
+  std::vector<Status> rets;
+  ASSERT_EQ(m.UnlinkClusters({{3, ""}}, rets, 1000, true), LLM_SUCCESS);
+  m.Finalize();
+  ASSERT_EQ(m.Initialize(1, "127.0.0.1"), LLM_SUCCESS);
+  std::vector<adxl::NotifyDesc> got;
+  EXPECT_EQ(m.GetNotifies(got), LLM_SUCCESS);
+  EXPECT_TRUE(got.empty()) << got.size() << " notifies, the first: " << got[0].notify_msg.GetString();
+  m.Finalize();
+  sender.Finalize();
 }
 
 TEST(CacheManagerRules, AtMost240Addresses) {
@@ -429,6 +483,99 @@ TEST(CacheManagerTwoProcess, PullAndPush) {
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
   (void)small;
+}
+
+// Kills and reaps a forked child however the test ends (a stopped child
+// would otherwise outlive a failed assertion).
+struct ChildGuard {
+  explicit ChildGuard(pid_t p) : pid(p) {}
+  ~ChildGuard() { Kill(); }
+  void Kill() {
+    if (pid <= 0) return;
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    pid = -1;
+  }
+  pid_t pid;
+};
+
+// A puller (cluster 2) that links to `name` once the parent says so, says
+// it is linked, and then only waits (the parent stops it).
+int RunLinkedPuller(const std::string &name, int up, int down) {
+  char go = 0;
+  if (read(down, &go, 1) != 1) return 30;
+  CacheManager m;
+  if (m.Initialize(kPuller, "127.0.0.1") != LLM_SUCCESS) return 31;
+  std::vector<Status> rets;
+  if (m.LinkClusters({{kHolder, name}}, rets) != LLM_SUCCESS) return 32;
+  if (write(up, &go, 1) != 1) return 33;
+  if (read(down, &go, 1) != 1) return 34;
+  return 0;
+}
+
+// A registration the engine refuses after it registered an earlier tensor
+// deregisters that tensor, which waits for the linked peers'
+// acknowledgements: up to ~1 s with a stopped peer.  It does so without the
+// manager's locks, so the calls that take them meanwhile (GetNotifies:
+// Impl::mu; RegisteredAddrCount: LocalCaches::mu) do not wait for it.
+TEST(CacheManagerTwoProcess, ARefusedRegistrationDeregistersWithoutTheLocks) {
+  const std::string name = "127.0.0.1:" + std::to_string(FreePort());
+  int up[2], down[2];
+  ASSERT_EQ(pipe(up), 0);
+  ASSERT_EQ(pipe(down), 0);
+  pid_t child = fork();
+  if (child == 0) {
+    close(up[0]);
+    close(down[1]);
+    _exit(RunLinkedPuller(name, up[1], down[0]));
+  }
+  ChildGuard guard(child);
+  close(up[1]);
+  close(down[0]);
+  CacheManager m;
+  ASSERT_EQ(m.Initialize(kHolder, name), LLM_SUCCESS);
+  char go = 1;
+  ASSERT_EQ(write(down[1], &go, 1), 1);
+  ASSERT_EQ(read(up[0], &go, 1), 1);  // linked: the puller hears of every region registered here
+  ASSERT_EQ(kill(child, SIGSTOP), 0);
+  int stopped = 0;  // stopped for sure (kill only sends): it acknowledges nothing from here on
+  ASSERT_EQ(waitpid(child, &stopped, WUNTRACED), child);
+  ASSERT_TRUE(WIFSTOPPED(stopped));
+  // The second tensor overlaps the first cache's tensor without being it:
+  // the engine refuses it after it registered the fresh first one.
+  Tensors first(1, 128), fresh(1, 64);
+  Cache c;
+  ASSERT_EQ(m.RegisterCache(HostDesc(1, {4, 8}), first.addrs(), {}, true, c), LLM_SUCCESS);  // 64 bytes
+  const std::vector<uintptr_t> refused = {fresh.addrs()[0], first.addrs()[0] + 32};
+  std::atomic<bool> done{false};
+  Status s = LLM_SUCCESS;
+  const auto start = std::chrono::steady_clock::now();
+  std::thread registration([&] {
+    Cache r;
+    s = m.RegisterCache(HostDesc(2, {4, 8}), refused, {}, true, r);
+    done = true;
+  });
+  std::chrono::steady_clock::duration slowest{};
+  while (!done) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<adxl::NotifyDesc> notifies;
+    EXPECT_EQ(m.GetNotifies(notifies), LLM_SUCCESS);
+    EXPECT_EQ(m.RegisteredAddrCount(), 1u);
+    slowest = std::max(slowest, std::chrono::steady_clock::now() - t0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  registration.join();
+  const auto took = std::chrono::steady_clock::now() - start;
+  const auto ms = [](std::chrono::steady_clock::duration d) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+  };
+  EXPECT_EQ(s, LLM_PARAM_INVALID);
+  EXPECT_GE(ms(took), 500) << "the premise: the deregistration waited for the stopped peer";
+  EXPECT_LT(ms(slowest), 300) << "a call waited for the refused registration's deregistration";
+  EXPECT_EQ(m.RegisteredAddrCount(), 1u);
+  guard.Kill();
+  EXPECT_EQ(m.UnregisterCache(c.cache_id), LLM_SUCCESS);
+  m.Finalize();
 }
 
 }  // namespace

@@ -2,13 +2,24 @@
 // llm_datadist.h): argument checks give the vendor's codes and one ERROR
 // line each; pull / push / copy / role switch move the right bytes (two
 // clusters in one process, on loopback).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "adxl/adxl_engine.h"
+#include "cache_manager.h"
+#include "datadist_access.h"
 #include "error_lines.h"
 #include "free_port.h"
 #include "llm_datadist/llm_datadist.h"
@@ -228,6 +239,61 @@ TEST(LlmDataDist, AllocateCopyAndDeallocate) {
   EXPECT_EQ(dd.DeallocateCache(a.cache_id), LLM_SUCCESS);
   EXPECT_EQ(dd.DeallocateCache(a.cache_id), LLM_SUCCESS);  // already freed: the vendor's answer
   EXPECT_EQ(dd.DeallocateCache(b.cache_id), LLM_SUCCESS);
+}
+
+// DeallocateCache while a Finalize is under way: the cache layer already
+// refuses new calls (its unregistration fails) but deregisters the cache
+// only later.  The memory must not be freed before that: it stays a live
+// block, and Finalize frees it.  The Finalize is held open by a link in
+// flight to a peer that accepts TCP and never answers (it waits for the
+// link to end); its cache-layer half is called directly, as
+// LlmDataDist::Finalize calls it once DeallocateCache has passed its checks.
+TEST(LlmDataDist, DeallocateCacheDuringAFinalizeLeavesTheMemoryToIt) {
+  const int silent = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(silent, reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
+  ASSERT_EQ(listen(silent, 16), 0);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(getsockname(silent, reinterpret_cast<sockaddr *>(&a), &len), 0);
+  LlmDataDist dd(1, LlmRole::kDecoder);
+  ASSERT_EQ(dd.Initialize({}), LLM_SUCCESS);
+  Cache c{};
+  ASSERT_EQ(dd.AllocateCache(HostDesc(1, {4, 16}), c), LLM_SUCCESS);
+  void *mem = reinterpret_cast<void *>(c.tensor_addrs[0]);
+  adxl::ShareableHandle handle{};
+  ASSERT_EQ(adxl::AdxlEngine::ExportToShareableHandle(mem, handle), adxl::SUCCESS);  // a live block
+  internal::CacheManager &cm = ext::DataDistAccess::Manager(dd);
+  std::thread link([&] {
+    std::vector<Status> rets;
+    (void)cm.LinkClusters({{2, Listen(ntohs(a.sin_port))}}, rets, 2000);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the link is under way
+  std::atomic<bool> finalized{false};
+  std::thread finalize([&] {
+    cm.Finalize();
+    finalized = true;
+  });
+  std::vector<adxl::NotifyDesc> notifies;
+  for (int i = 0; i < 100 && cm.GetNotifies(notifies) == LLM_SUCCESS; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(cm.GetNotifies(notifies), LLM_FAILED);  // finalizing
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(dd.DeallocateCache(c.cache_id), LLM_FAILED); }), 1);
+  // The premise: the Finalize has not deregistered the cache yet.
+  EXPECT_FALSE(finalized);
+  EXPECT_EQ(cm.RegisteredAddrCount(), 1u);
+  EXPECT_EQ(adxl::AdxlEngine::ExportToShareableHandle(mem, handle), adxl::SUCCESS)
+      << "DeallocateCache freed memory that was still registered";
+  link.join();
+  finalize.join();
+  EXPECT_EQ(cm.RegisteredAddrCount(), 0u);
+  EXPECT_EQ(adxl::AdxlEngine::ExportToShareableHandle(mem, handle), adxl::SUCCESS);  // until dd's Finalize
+  dd.Finalize();
+  EXPECT_EQ(ErrorLines([&] { EXPECT_NE(adxl::AdxlEngine::ExportToShareableHandle(mem, handle), adxl::SUCCESS); }),
+            1);  // freed now
+  close(silent);
 }
 
 // A Prompt holding a cache, a Decoder pulling from it and pushing into it.

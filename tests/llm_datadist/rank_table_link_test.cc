@@ -103,6 +103,21 @@ TEST(RankTable, BadTablesAreAStatusAndOneLine) {
       // Beyond int64_t: no rank (its conversion would be undefined).
       {R"({"server_list": [{"device": [{"rank_id": 1e30, "device_ip": "127.0.0.1"}]}]})", "not a number"},
       {R"({"server_list": [{"device": [{"rank_id": -1e19, "device_ip": "127.0.0.1"}]}]})", "not a number"},
+      // A port no peer can listen on: refused here, not after the link's deadline.
+      {R"({"server_list": [{"device": [{"rank_id": 3, "device_ip": "127.0.0.1", "device_port": 0}]}]})",
+       "(rank_id 3): device_port must be a port, 1 to 65535 (it is 0)"},
+      {R"({"server_list": [{"device": [{"rank_id": 3, "device_ip": "127.0.0.1", "device_port": 65536}]}]})",
+       "device_port must be a port, 1 to 65535 (it is 65536)"},
+      {R"({"server_list": [{"device": [{"rank_id": 3, "device_ip": "127.0.0.1", "device_port": -1}]}]})",
+       "device_port must be a port"},
+      {R"({"server_list": [{"device": [{"rank_id": 3, "device_ip": "127.0.0.1", "device_port": "abc"}]}]})",
+       "device_port must be a port"},
+      {R"({"server_list": [{"device": [{"rank_id": 3, "device_ip": "127.0.0.1", "device_port": "99999"}]}]})",
+       "device_port must be a port"},
+      {R"({"server_list": [{"device": [{"rank_id": 3, "device_ip": "127.0.0.1", "device_port": 8000.5}]}]})",
+       "device_port must be a port"},
+      {R"({"server_list": [{"device": [{"rank_id": 3, "device_ip": "127.0.0.1", "port": "80 0"}]}]})",
+       "(rank_id 3): port must be a port"},
   };
   for (const auto &c : cases) {
     std::map<int64_t, RankEngine> e;
@@ -151,6 +166,33 @@ TEST(RankTableLink, BadInputIsAStatusAndOneLineAndNothingIsLinked) {
   EXPECT_NE(r.second.find("12345"), std::string::npos) << r.second;
 }
 
+// A device_port that is no port is refused before any wait: at once (the
+// link would otherwise wait 10 s for a listener on it), one line naming the
+// device, nothing linked.
+TEST(RankTableLink, ABadDevicePortIsRefusedAtOnce) {
+  LlmDataDist dd(1, LlmRole::kDecoder);
+  ASSERT_EQ(InitializeEngine(dd, "127.0.0.1", {}), LLM_SUCCESS);
+  for (const std::string port : {"0", "70000", R"("x1")"}) {
+    const std::string table = R"({"server_list": [{"device": [)"
+                              R"({"rank_id": 0, "device_ip": "127.0.0.1:)" + std::to_string(FreePort()) + R"("},)"
+                              R"({"rank_id": 1, "device_ip": "127.0.0.1", "device_port": )" + port + "}]}]}";
+    uint64_t comm = 9;
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = Refusal(
+        [&] { EXPECT_EQ(LinkRankTable(dd, "bad-port", {{1, 0}, {2, 1}}, table, comm), LLM_PARAM_INVALID); });
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_LT(ms, 500) << port;
+    EXPECT_EQ(r.first, 1) << r.second;
+    EXPECT_NE(r.second.find("(rank_id 1): device_port must be a port, 1 to 65535 (it is " + port + ")"),
+              std::string::npos)
+        << r.second;
+    EXPECT_EQ(comm, 0U);
+  }
+  EXPECT_EQ(CheckLinkStatus(dd, 2), LLM_NOT_YET_LINK);
+  dd.Finalize();
+}
+
 // One int32 tensor of 2 x 16; `seed` 0: zeros.
 struct Rows {
   explicit Rows(int32_t seed) : data(32) {
@@ -195,7 +237,9 @@ void PullOver(LlmDataDist &holder, LlmDataDist &puller) {
 
 // The vendor's rank tables: device_ip without a port, no listen address at
 // Initialize: each cluster moves its listener to the derived port and links
-// to the other; unlink drops the links, finalize and link again.
+// to the other; unlink drops the links, finalize, initialize the same two
+// objects again and link again (comm ids from 1 again, the listener moved
+// again).
 TEST(RankTableLink, TwoClustersWithoutListenAddressesLinkOnTheDerivedPorts) {
   const std::string comm_name = "rank-table-link-test-" + std::to_string(FreePort());
   const std::string table = Table("127.0.0.1", "127.0.0.1");
@@ -204,8 +248,9 @@ TEST(RankTableLink, TwoClustersWithoutListenAddressesLinkOnTheDerivedPorts) {
   // the port already linked (LLM_ALREADY_LINK) instead of moving the listener.
   std::string other = comm_name + "-other";
   while (internal::RankPort(other, 0) == internal::RankPort(comm_name, 0)) other += "+";
+  LlmDataDist a(1, LlmRole::kPrompt), b(2, LlmRole::kDecoder);
   for (int round = 0; round < 2; ++round) {
-    LlmDataDist a(1, LlmRole::kPrompt), b(2, LlmRole::kDecoder);
+    SCOPED_TRACE("round " + std::to_string(round));
     ASSERT_EQ(InitializeEngine(a, "127.0.0.1", {}), LLM_SUCCESS);
     ASSERT_EQ(InitializeEngine(b, "127.0.0.1", {}), LLM_SUCCESS);
     uint64_t ca = 0, cb = 0;
