@@ -136,6 +136,19 @@ Status LinkAll(LlmDataDist &datadist, const std::string &what, const std::vector
   return failed;
 }
 
+// Ends a LinkRankTable's hold of the listener (DataDistAccess::HoldListener).
+class ListenerHold {
+ public:
+  ListenerHold(LlmDataDist &datadist, uint64_t instance) : datadist_(datadist), instance_(instance) {}
+  ~ListenerHold() { DataDistAccess::ReleaseListener(datadist_, instance_); }
+  ListenerHold(const ListenerHold &) = delete;
+  ListenerHold &operator=(const ListenerHold &) = delete;
+
+ private:
+  LlmDataDist &datadist_;
+  const uint64_t instance_;
+};
+
 }  // namespace
 
 Status LinkRankTable(LlmDataDist &datadist, const std::string &comm_name,
@@ -177,13 +190,17 @@ Status LinkRankTable(LlmDataDist &datadist, const std::string &comm_name,
   const std::string what = "link('" + comm_name + "')";
   std::string listen;
   std::map<AscendString, AscendString> engine_options;
-  DataDistAccess::Listening(datadist, &listen, &engine_options);
+  // Held to the end: the peers reach this cluster where it listens now (or
+  // after the move below), so no other link moves it meanwhile.
+  s = DataDistAccess::HoldListener(datadist, instance, what.c_str(), &listen, &engine_options);
+  if (s != LLM_SUCCESS) return s;
+  const ListenerHold hold(datadist, instance);
   if (!mine->second.port_given && listen != mine->second.engine) {
     // vLLM-Ascend's flow: no listen address at Initialize, no port in the
     // rank table: this cluster listens where every peer derives it does.
     const std::string move = what + ": listening at " + mine->second.engine +
                              " (the port derived for this rank; a device_port in the rank table chooses another)";
-    s = MoveListener(datadist, mine->second.engine, engine_options, move.c_str());
+    s = DataDistAccess::MoveListener(datadist, mine->second.engine, engine_options, move.c_str(), instance);
     if (s != LLM_SUCCESS) return s;
   }
   s = LinkAll(datadist, what, peers, instance, Clock::now() + kDeadline);

@@ -19,6 +19,7 @@
 
 #include "error_lines.h"
 #include "free_port.h"
+#include "listening_probe.h"
 #include "llm_datadist/llm_datadist.h"
 #include "llm_datadist/llm_datadist_ext.h"
 #include "rank_table.h"
@@ -333,6 +334,46 @@ TEST(RankTableLink, AParticipantThatNeverListensFailsTheLinkAndUndoesTheOthers) 
   b.Finalize();
 }
 
+
+// Two links of one cluster at once, to different comms: the first moves the
+// listener to its derived port and waits there for its peer; the second,
+// whose comm derives another port, is refused at once (LLM_EXIST_LINK, one
+// line) instead of moving the listener from under the first, whose peer
+// then links to it where it expects it.
+TEST(RankTableLink, ASecondLinkCannotMoveTheListenerAFirstLinkWaitsOn) {
+  const std::string x = "held-listener-" + std::to_string(FreePort());
+  std::string y = x + "-y";
+  while (internal::RankPort(y, 0) == internal::RankPort(x, 0)) y += "+";
+  const std::string table = Table("127.0.0.1", "127.0.0.1");
+  LlmDataDist a(1, LlmRole::kPrompt), b(2, LlmRole::kDecoder);
+  ASSERT_EQ(InitializeEngine(a, "127.0.0.1", {}), LLM_SUCCESS);
+  ASSERT_EQ(InitializeEngine(b, "127.0.0.1", {}), LLM_SUCCESS);
+  uint64_t ca = 0, cb = 0;
+  Status sa = LLM_FAILED;
+  std::thread t([&] { sa = LinkRankTable(a, x, {{1, 0}, {2, 1}}, table, ca); });
+  // a listens at x's port and waits for b (up to 10 s).
+  ASSERT_TRUE(internal::WaitListening(LoopbackName(static_cast<uint16_t>(internal::RankPort(x, 0))),
+                                      std::chrono::steady_clock::now() + std::chrono::seconds(5)));
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = Refusal([&] {
+    uint64_t c = 9;
+    EXPECT_EQ(LinkRankTable(a, y, {{1, 0}, {3, 1}}, table, c), LLM_EXIST_LINK);
+    EXPECT_EQ(c, 0U);
+  });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ(r.first, 1) << r.second;
+  // (The move may still be finishing: refused as a move under way then.)
+  EXPECT_NE(r.second.find("link('" + y + "'): "), std::string::npos) << r.second;
+  EXPECT_EQ(LinkRankTable(b, x, {{1, 0}, {2, 1}}, table, cb), LLM_SUCCESS);
+  t.join();
+  EXPECT_EQ(sa, LLM_SUCCESS);
+  EXPECT_EQ(CheckLinkStatus(a, 2), LLM_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(PullOver(a, b));
+  EXPECT_EQ(UnlinkComm(a, ca), LLM_SUCCESS);
+  EXPECT_EQ(UnlinkComm(b, cb), LLM_SUCCESS);
+  a.Finalize();
+  b.Finalize();
+}
 
 // A link that waits for a peer across a Finalize and a new Initialize of its
 // own cluster ends LLM_FAILED: it links nothing in the new instance and
