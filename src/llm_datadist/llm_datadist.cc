@@ -12,8 +12,10 @@
 // Locks: Impl::mu guards the facade's own state (role, options, allocated
 // memory, the rank-table links' comms and their holds of the listener) and
 // is never held across a CacheManager call that talks to a peer or moves
-// the listener (a move is marked under way instead: BeginMove); CacheManager has its own locking
-// (cache_manager_impl.h).
+// the listener (a move is marked under way instead: BeginMove); the one
+// CacheManager call under it is Generation, a read (order: Impl::mu ->
+// CacheManager::Impl::mu; the cache layer never calls back).  CacheManager
+// has its own locking (cache_manager_impl.h).
 #include "llm_datadist/llm_datadist.h"
 
 #include <set>
@@ -176,13 +178,16 @@ class LlmDataDist::LlmDataDistImpl {
   // `what` when that instance no longer runs; LLM_EXIST_LINK with one while
   // a rank-table link other than the caller's holds the listener or another
   // move is under way.  Else marks the move under way and gives the instance
-  // it runs under, the listen address and the engine options.  EndMove ends
-  // it: with the move's status `moved_status`, records `moved` (the listen
-  // address, empty: client only) and `options` when it succeeded; when a
-  // Finalize came meanwhile records nothing and returns LLM_FAILED (one
-  // ERROR line: the move went with that instance).
-  Status BeginMove(const char *what, int own, uint64_t expected, uint64_t *started, std::string *listening,
-                   std::map<adxl::AscendString, adxl::AscendString> *options) ADXL_EXCLUDES(mu) {
+  // it runs under, the cache layer's generation of that instance (Rebind's,
+  // so that the move applies to it or to nothing), the listen address and
+  // the engine options.  EndMove ends it: with the move's status
+  // `moved_status`, records `moved` (the listen address, empty: client only)
+  // and `options` when it succeeded; when a Finalize came meanwhile records
+  // nothing and returns LLM_FAILED (one ERROR line unless the move wrote its
+  // own: the move went with that instance).
+  Status BeginMove(const char *what, int own, uint64_t expected, uint64_t *started, uint64_t *generation,
+                   std::string *listening, std::map<adxl::AscendString, adxl::AscendString> *options)
+      ADXL_EXCLUDES(mu) {
     adxl::MutexLock lock(&mu);
     if (!initialized || (expected != 0 && instance != expected)) {
       ADXL_ERROR("%s: finalized meanwhile", what);
@@ -197,6 +202,10 @@ class LlmDataDist::LlmDataDistImpl {
     }
     listener_moving = true;
     *started = instance;
+    // Read under mu (mu -> CacheManager::Impl::mu, a read only): Finalize
+    // clears `initialized` under mu before it finalizes the cache layer, so
+    // this is the generation of `instance`.
+    *generation = cm.Generation();
     *listening = listen;
     *options = engine_options;
     return LLM_SUCCESS;
@@ -205,7 +214,8 @@ class LlmDataDist::LlmDataDistImpl {
                  const std::map<adxl::AscendString, adxl::AscendString> &options) ADXL_EXCLUDES(mu) {
     adxl::MutexLock lock(&mu);
     if (!initialized || instance != started) {
-      if (moved_status != LLM_SUCCESS) return moved_status;  // its line is written
+      // Rebind's quiet LLM_FAILED (the instance it began under ended) gets the line.
+      if (moved_status != LLM_SUCCESS && moved_status != LLM_FAILED) return moved_status;
       ADXL_ERROR("%s: finalized while moving the listener", what);
       return LLM_FAILED;
     }
@@ -321,8 +331,8 @@ Status LlmDataDist::SetRole(LlmRole role, const std::map<AscendString, AscendStr
   // without it (only its Python package's v1 mode has the flag).
   std::string listen;
   std::map<adxl::AscendString, adxl::AscendString> engine_options;
-  uint64_t started = 0;
-  s = impl_->BeginMove(what, 0, 0, &started, &listen, &engine_options);
+  uint64_t started = 0, generation = 0;
+  s = impl_->BeginMove(what, 0, 0, &started, &generation, &listen, &engine_options);
   if (s != LLM_SUCCESS) return s;
   for (const auto &kv : o.engine) engine_options[kv.first] = kv.second;
   if (role == LlmRole::kPrompt && !o.listen && listen.empty()) {
@@ -332,7 +342,7 @@ Status LlmDataDist::SetRole(LlmRole role, const std::map<AscendString, AscendStr
     // As the vendor: llm.ListenIpInfo starts or moves the listener, a switch
     // without it stops listening; any link either way is LLM_EXIST_LINK.
     const std::string target = o.listen ? *o.listen : std::string(kClientOnlyName);
-    s = impl_->cm.Rebind(target, engine_options);
+    s = impl_->cm.Rebind(target, engine_options, what, generation);
   }
   s = impl_->EndMove(what, started, s, o.listen ? *o.listen : "", engine_options);
   if (s != LLM_SUCCESS) return s;
@@ -556,13 +566,13 @@ Status ext::DataDistAccess::MoveListener(LlmDataDist &datadist, const std::strin
                                          const std::map<AscendString, AscendString> &engine_options,
                                          const char *what, uint64_t instance) {
   LlmDataDist::LlmDataDistImpl &impl = *datadist.impl_;
-  uint64_t started = 0;
+  uint64_t started = 0, generation = 0;
   std::string listen;
   std::map<AscendString, AscendString> recorded;
   // A rank-table link (instance != 0) holds the listener itself.
-  Status s = impl.BeginMove(what, instance != 0 ? 1 : 0, instance, &started, &listen, &recorded);
+  Status s = impl.BeginMove(what, instance != 0 ? 1 : 0, instance, &started, &generation, &listen, &recorded);
   if (s != LLM_SUCCESS) return s;
-  s = impl.cm.Rebind(local_engine, engine_options, what);
+  s = impl.cm.Rebind(local_engine, engine_options, what, generation);
   return impl.EndMove(what, started, s, internal::Listens(local_engine) ? local_engine : "", engine_options);
 }
 

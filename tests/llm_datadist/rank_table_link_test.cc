@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "cache_manager.h"
+#include "datadist_access.h"
 #include "error_lines.h"
 #include "free_port.h"
 #include "listening_probe.h"
@@ -373,6 +375,40 @@ TEST(RankTableLink, ASecondLinkCannotMoveTheListenerAFirstLinkWaitsOn) {
   EXPECT_EQ(UnlinkComm(b, cb), LLM_SUCCESS);
   a.Finalize();
   b.Finalize();
+}
+
+// A listener move (MoveListener, as LinkRankTable's and SetRole's) whose
+// fresh engine starts across a Finalize and a new Initialize ends
+// LLM_FAILED with one line and leaves the new instance's engine alone: it
+// listens where its own Initialize put it, and nothing at the move's address.
+TEST(RankTableLink, AMoveAcrossFinalizeAndInitializeLeavesTheNewInstancesListener) {
+  const std::string old_name = LoopbackName(FreePort()), moved = LoopbackName(FreePort()),
+                    fresh = LoopbackName(FreePort());
+  LlmDataDist a(1, LlmRole::kPrompt);
+  ASSERT_EQ(InitializeEngine(a, old_name, {}), LLM_SUCCESS);
+  Status again = LLM_FAILED;
+  internal::rebind_window_for_test = [&] {
+    a.Finalize();
+    again = InitializeEngine(a, fresh, {});
+  };
+  const auto r = Refusal([&] { EXPECT_EQ(MoveListener(a, moved, {}), LLM_FAILED); });
+  internal::rebind_window_for_test = nullptr;
+  ASSERT_EQ(again, LLM_SUCCESS);
+  EXPECT_EQ(r.first, 1) << r.second;
+  std::string listen;
+  std::map<AscendString, AscendString> options;
+  DataDistAccess::Listening(a, &listen, &options);
+  EXPECT_EQ(listen, fresh);
+  const auto soon = [] { return std::chrono::steady_clock::now() + std::chrono::milliseconds(300); };
+  EXPECT_TRUE(internal::WaitListening(fresh, soon()));
+  EXPECT_FALSE(internal::WaitListening(moved, soon()));
+  // The new instance's engine works: a peer links to it at its address.
+  LlmDataDist b(2, LlmRole::kDecoder);
+  ASSERT_EQ(InitializeEngine(b, "127.0.0.1", {}), LLM_SUCCESS);
+  std::vector<Status> rets;
+  EXPECT_EQ(LinkClusters(b, {{1, fresh}}, rets, 3000), LLM_SUCCESS);
+  b.Finalize();
+  a.Finalize();
 }
 
 // A link that waits for a peer across a Finalize and a new Initialize of its
