@@ -127,9 +127,10 @@ ASCEND_FUNC_VISIBILITY Status CheckLinkStatus(LlmDataDist &datadist, uint64_t re
 //    device_port (else port) that is no port (1-65535), or a rank of
 //    cluster_rank_info with no device; LLM_FAILED when not initialized.
 //  - A failed link (a peer's status other than the two retried ones, or
-//    the deadline) unlinks, forced, the peers it linked and returns that
-//    status (LLM_LINK_FAILED at the deadline) with one ERROR line; a
-//    listener it moved stays moved.
+//    the deadline) unlinks, forced, the links it made to its peers (a link
+//    a peer made to this cluster on its own stays) and returns that status
+//    (LLM_LINK_FAILED at the deadline) with one ERROR line; a listener it
+//    moved stays moved.
 //  - No lock of the cache layer is held while it waits or retries.
 ASCEND_FUNC_VISIBILITY Status LinkRankTable(LlmDataDist &datadist, const std::string &comm_name,
                                             const std::vector<std::pair<uint64_t, uint32_t>> &cluster_rank_info,

@@ -119,6 +119,10 @@ class CacheManager {
   // info) LLM_PARAM_INVALID, nothing dropped.
   Status UnlinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
                         int32_t timeout_ms = 3000, bool force = false);
+  // Undoes links this side made (a failed rank-table link's): as a forced
+  // UnlinkClusters of the outgoing links only; a link the cluster made to
+  // this one (its own LinkClusters, unrelated) stays recorded.
+  Status UndoLinks(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets, int32_t timeout_ms);
 
   // Remote batch entry (by key) -> local cache `dst` at batch_index.  size:
   // bytes per tensor, -1 for the whole batch entry (both sides' entries must

@@ -204,9 +204,10 @@ Status AskPeerToUnlink(const OpContext &ctx, const ClusterInfo &c, int32_t timeo
 // an incoming link from the cluster goes too.  `force` (the vendor's
 // force_flag): the link is dropped here whatever the peer answers, and a
 // cluster with no link either way is LLM_SUCCESS, as the vendor's forced
-// unlink only destroys what exists locally.
+// unlink only destroys what exists locally.  `outgoing_only` (UndoLinks,
+// forced): the incoming link stays, made by the cluster and not ours to undo.
 Status UnlinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms,
-                  bool force) ADXL_EXCLUDES(impl->peers.mu) {
+                  bool force, bool outgoing_only = false) ADXL_EXCLUDES(impl->peers.mu) {
   LinkTable &peers = impl->peers;
   std::shared_ptr<RemoteLink> link;
   bool had_incoming = false;
@@ -226,7 +227,7 @@ Status UnlinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterI
       link = std::move(it->second);
       peers.links.erase(it);
     }
-    had_incoming = peers.incoming.erase(c.remote_cluster_id) != 0;
+    had_incoming = !outgoing_only && peers.incoming.erase(c.remote_cluster_id) != 0;
   }
   if (!link) {
     if (force || had_incoming) {
@@ -265,6 +266,14 @@ Status CacheManager::UnlinkClusters(const std::vector<ClusterInfo> &clusters, st
   return ForEachCluster(impl_.get(), "UnlinkClusters", clusters, rets, timeout_ms,
                         [force](CacheManager::Impl *impl, const OpContext &ctx, const ClusterInfo &c, int32_t t) {
                           return UnlinkStep(impl, ctx, c, t, force);
+                        });
+}
+
+Status CacheManager::UndoLinks(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
+                               int32_t timeout_ms) {
+  return ForEachCluster(impl_.get(), "UnlinkClusters", clusters, rets, timeout_ms,
+                        [](CacheManager::Impl *impl, const OpContext &ctx, const ClusterInfo &c, int32_t t) {
+                          return UnlinkStep(impl, ctx, c, t, /*force=*/true, /*outgoing_only=*/true);
                         });
 }
 

@@ -84,7 +84,8 @@ Status FinalizedWhileLinking(const std::string &what) {
 bool StillRunning(LlmDataDist &datadist, uint64_t instance) { return DataDistAccess::Instance(datadist) == instance; }
 
 // Links to every peer, retrying those that do not answer yet until
-// `deadline`; on failure unlinks (forced) those linked and returns the
+// `deadline`; on failure undoes the links it made (an incoming link of a
+// peer's own stays) and returns the
 // status, with one ERROR line.  `instance`: DataDistAccess::Instance when
 // the link started; each round of links first checks that it still runs, so
 // a link that waited across a Finalize and a new Initialize makes nothing in
@@ -131,7 +132,7 @@ Status LinkAll(LlmDataDist &datadist, const std::string &what, const std::vector
              done.size());
   if (!done.empty()) {
     std::vector<Status> rets;
-    UnlinkClusters(datadist, done, rets, kLinkTimeoutMs, true);
+    DataDistAccess::Manager(datadist).UndoLinks(done, rets, kLinkTimeoutMs);
   }
   return failed;
 }

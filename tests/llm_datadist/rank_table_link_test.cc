@@ -411,6 +411,35 @@ TEST(RankTableLink, AMoveAcrossFinalizeAndInitializeLeavesTheNewInstancesListene
   a.Finalize();
 }
 
+// A failed rank-table link undoes only what it made: the link B made to A
+// before, with its own LinkClusters, stays on both sides (A still counts it:
+// SetRole is refused; B still pulls over it).
+TEST(RankTableLink, AFailedLinkKeepsAnEarlierLinkThePeerMadeToThisCluster) {
+  const uint16_t pa = FreePort(), pb = FreePort(), nobody = FreePort();
+  LlmDataDist a(1, LlmRole::kPrompt), b(2, LlmRole::kDecoder);
+  ASSERT_EQ(InitializeEngine(a, LoopbackName(pa), {}), LLM_SUCCESS);
+  ASSERT_EQ(InitializeEngine(b, LoopbackName(pb), {}), LLM_SUCCESS);
+  std::vector<Status> rets;
+  ASSERT_EQ(LinkClusters(b, {{1, LoopbackName(pa)}}, rets, 3000), LLM_SUCCESS);
+  std::string table = R"({"server_list": [{"device": [)";
+  const uint16_t ports[] = {pa, pb, nobody};
+  for (int r = 0; r < 3; ++r) {
+    table += std::string(r == 0 ? "" : ",") + R"({"rank_id": )" + std::to_string(r) + R"(, "device_ip": "127.0.0.1:)" +
+             std::to_string(ports[r]) + R"("})";
+  }
+  table += "]}]}";
+  uint64_t ca = 9;
+  EXPECT_EQ(LinkRankTable(a, "keeps-b", {{1, 0}, {2, 1}, {3, 2}}, table, ca), LLM_LINK_FAILED);
+  EXPECT_EQ(ca, 0U);
+  EXPECT_EQ(CheckLinkStatus(a, 2), LLM_NOT_YET_LINK);  // a's own link to b is undone
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(a.SetRole(LlmRole::kDecoder, {}), LLM_EXIST_LINK); }), 1);
+  EXPECT_EQ(CheckLinkStatus(b, 1), LLM_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(PullOver(a, b));
+  EXPECT_EQ(UnlinkClusters(b, {{1, LoopbackName(pa)}}, rets, 3000, false), LLM_SUCCESS);
+  b.Finalize();
+  a.Finalize();
+}
+
 // A link that waits for a peer across a Finalize and a new Initialize of its
 // own cluster ends LLM_FAILED: it links nothing in the new instance and
 // records no comm there (it did both before the instance check).
