@@ -129,8 +129,11 @@ ASCEND_FUNC_VISIBILITY Status CheckLinkStatus(LlmDataDist &datadist, uint64_t re
 //  - A failed link (a peer's status other than the two retried ones, or
 //    the deadline) unlinks, forced, the links it made to its peers (a link
 //    a peer made to this cluster on its own stays) and returns that status
-//    (LLM_LINK_FAILED at the deadline) with one ERROR line; a listener it
-//    moved stays moved.
+//    (LLM_LINK_FAILED at the deadline) with one ERROR line of the cache
+//    layer (its retries write WARN lines); a listener it moved stays moved.
+//    A peer that never listens by the deadline is not connected to; one
+//    that listens but whose connect fails (a failed handshake, not an
+//    engine) adds the engine's own ERROR line for each try.
 //  - No lock of the cache layer is held while it waits or retries.
 ASCEND_FUNC_VISIBILITY Status LinkRankTable(LlmDataDist &datadist, const std::string &comm_name,
                                             const std::vector<std::pair<uint64_t, uint32_t>> &cluster_rank_info,

@@ -105,9 +105,12 @@ class CacheManager {
   Status UnregisterCache(int64_t cache_id);
 
   // rets gets one status per cluster; the result is LLM_SUCCESS when all
-  // succeeded, else the last failure (the vendor's).
+  // succeeded, else the last failure (the vendor's).  `quiet`: a cluster's
+  // failure is a WARN line of this layer (the engine's own lines stay), for
+  // a caller that retries and writes the one ERROR line itself (a rank-table
+  // link).
   Status LinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
-                      int32_t timeout_ms = 3000);
+                      int32_t timeout_ms = 3000, bool quiet = false);
   // By remote_cluster_id.  Drops the link to the cluster and the record of
   // its link to this one; tells the peer.  force: LLM_SUCCESS whatever the
   // peer answers, also for a cluster with no link either way (the vendor's

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "adxl/adxl_engine.h"
 #include "cache_manager.h"
 #include "datadist_access.h"
 #include "error_lines.h"
@@ -304,7 +305,8 @@ TEST(RankTableLink, PortsInTheTableAreUsedAsGiven) {
 }
 
 // A participant that never comes: after the 10 s deadline each side gets
-// LLM_LINK_FAILED, no comm id, and the link it made to the other is undone.
+// LLM_LINK_FAILED, no comm id, and the link it made to the other is undone;
+// one ERROR line each (nothing connects to the one that never listened).
 TEST(RankTableLink, AParticipantThatNeverListensFailsTheLinkAndUndoesTheOthers) {
   const uint16_t pa = FreePort(), pb = FreePort(), nobody = FreePort();
   LlmDataDist a(1, LlmRole::kPrompt), b(2, LlmRole::kDecoder);
@@ -321,9 +323,15 @@ TEST(RankTableLink, AParticipantThatNeverListensFailsTheLinkAndUndoesTheOthers) 
   uint64_t ca = 9, cb = 9;
   Status sa = LLM_SUCCESS, sb = LLM_SUCCESS;
   const auto start = std::chrono::steady_clock::now();
-  std::thread t([&] { sb = LinkRankTable(b, "nobody-comes", ranks, table, cb); });
-  sa = LinkRankTable(a, "nobody-comes", ranks, table, ca);
-  t.join();
+  const auto r = Refusal([&] {
+    std::thread t([&] { sb = LinkRankTable(b, "nobody-comes", ranks, table, cb); });
+    sa = LinkRankTable(a, "nobody-comes", ranks, table, ca);
+    t.join();
+  });
+  EXPECT_EQ(r.first, 2) << r.second;
+  EXPECT_NE(r.second.find("cluster 3 at 127.0.0.1:" + std::to_string(nobody) + " among them, not listening"),
+            std::string::npos)
+      << r.second;
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
   EXPECT_EQ(sa, LLM_LINK_FAILED);
   EXPECT_EQ(sb, LLM_LINK_FAILED);
@@ -429,7 +437,10 @@ TEST(RankTableLink, AFailedLinkKeepsAnEarlierLinkThePeerMadeToThisCluster) {
   }
   table += "]}]}";
   uint64_t ca = 9;
-  EXPECT_EQ(LinkRankTable(a, "keeps-b", {{1, 0}, {2, 1}, {3, 2}}, table, ca), LLM_LINK_FAILED);
+  EXPECT_EQ(ErrorLines([&] {
+              EXPECT_EQ(LinkRankTable(a, "keeps-b", {{1, 0}, {2, 1}, {3, 2}}, table, ca), LLM_LINK_FAILED);
+            }),
+            1);
   EXPECT_EQ(ca, 0U);
   EXPECT_EQ(CheckLinkStatus(a, 2), LLM_NOT_YET_LINK);  // a's own link to b is undone
   EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(a.SetRole(LlmRole::kDecoder, {}), LLM_EXIST_LINK); }), 1);
@@ -438,6 +449,28 @@ TEST(RankTableLink, AFailedLinkKeepsAnEarlierLinkThePeerMadeToThisCluster) {
   EXPECT_EQ(UnlinkClusters(b, {{1, LoopbackName(pa)}}, rets, 3000, false), LLM_SUCCESS);
   b.Finalize();
   a.Finalize();
+}
+
+// A peer that listens but never answers as a cache layer (an engine with no
+// cache table) is retried until the deadline: the retries write WARN lines,
+// the failed link one ERROR line.
+TEST(RankTableLink, RetriesOfAPeerThatNeverAnswersWriteNoErrorLines) {
+  const uint16_t pa = FreePort(), pc = FreePort();
+  LlmDataDist a(1, LlmRole::kPrompt);
+  ASSERT_EQ(InitializeEngine(a, LoopbackName(pa), {}), LLM_SUCCESS);
+  adxl::AdxlEngine c;
+  ASSERT_EQ(c.Initialize(LoopbackName(pc).c_str(), {}), adxl::SUCCESS);
+  const std::string table = R"({"server_list": [{"device": [)"
+                            R"({"rank_id": 0, "device_ip": "127.0.0.1:)" + std::to_string(pa) + R"("},)"
+                            R"({"rank_id": 1, "device_ip": "127.0.0.1:)" + std::to_string(pc) + R"("}]}]})";
+  uint64_t ca = 9;
+  const auto r = Refusal(
+      [&] { EXPECT_EQ(LinkRankTable(a, "no-cache-layer", {{1, 0}, {3, 1}}, table, ca), LLM_LINK_FAILED); });
+  EXPECT_EQ(r.first, 1) << r.second;
+  EXPECT_NE(r.second.find("publishes no cache-layer metadata"), std::string::npos) << r.second;  // as WARN
+  EXPECT_EQ(ca, 0U);
+  a.Finalize();
+  c.Finalize();
 }
 
 // A link that waits for a peer across a Finalize and a new Initialize of its
