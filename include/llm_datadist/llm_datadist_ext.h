@@ -53,8 +53,9 @@ ASCEND_FUNC_VISIBILITY Status InitializeEngine(LlmDataDist &datadist, const std:
 ASCEND_FUNC_VISIBILITY Status SetSyncTimeout(LlmDataDist &datadist, int32_t timeout_ms);
 // Moves the listener to local_engine (a bare ip: stop listening): a new
 // engine with engine_options, every cache re-registered under its id.
-// LLM_EXIST_LINK while a link exists either way, LLM_LINK_BUSY while an
-// operation is under way.  `what` names the caller's call in the ERROR line.
+// LLM_EXIST_LINK while a link exists either way or a LinkRankTable is under
+// way (it needs the listener where its peers reach it), LLM_LINK_BUSY while
+// an operation is under way.  `what` names the caller's call in the ERROR line.
 ASCEND_FUNC_VISIBILITY Status MoveListener(LlmDataDist &datadist, const std::string &local_engine,
                                            const std::map<AscendString, AscendString> &engine_options,
                                            const char *what = "MoveListener");
@@ -110,7 +111,11 @@ ASCEND_FUNC_VISIBILITY Status CheckLinkStatus(LlmDataDist &datadist, uint64_t re
 //    12000 + 4 * (crc32(comm_name) % 2000) + the rank's place in
 //    cluster_rank_info (crc32: zlib's), and a cluster whose own rank has no
 //    port and that does not listen there yet starts listening there
-//    (MoveListener: only while it has no link, else LLM_EXIST_LINK).
+//    (MoveListener: only while it has no link, else LLM_EXIST_LINK).  A
+//    LinkRankTable under way holds the listener until it returns: a second
+//    one that would move it meanwhile (another comm's derived port) is
+//    refused LLM_EXIST_LINK with one ERROR line, as are SetRole and
+//    MoveListener; links that need no move run side by side.
 //  - Waits up to 10 s from the start of the links (after the move) until
 //    each peer listens (a TCP probe), and retries LinkClusters (3 s each)
 //    while a peer answers LLM_LINK_FAILED or LLM_TIMEOUT until then.
@@ -122,9 +127,13 @@ ASCEND_FUNC_VISIBILITY Status CheckLinkStatus(LlmDataDist &datadist, uint64_t re
 //    device_port (else port) that is no port (1-65535), or a rank of
 //    cluster_rank_info with no device; LLM_FAILED when not initialized.
 //  - A failed link (a peer's status other than the two retried ones, or
-//    the deadline) unlinks, forced, the peers it linked and returns that
-//    status (LLM_LINK_FAILED at the deadline) with one ERROR line; a
-//    listener it moved stays moved.
+//    the deadline) unlinks, forced, the links it made to its peers (a link
+//    a peer made to this cluster on its own stays) and returns that status
+//    (LLM_LINK_FAILED at the deadline) with one ERROR line of the cache
+//    layer (its retries write WARN lines); a listener it moved stays moved.
+//    A peer that never listens by the deadline is not connected to; one
+//    that listens but whose connect fails (a failed handshake, not an
+//    engine) adds the engine's own ERROR line for each try.
 //  - No lock of the cache layer is held while it waits or retries.
 ASCEND_FUNC_VISIBILITY Status LinkRankTable(LlmDataDist &datadist, const std::string &comm_name,
                                             const std::vector<std::pair<uint64_t, uint32_t>> &cluster_rank_info,

@@ -103,6 +103,7 @@ Status CacheManager::Impl::Start(const char *what) {
     return s;
   }
   live = true;
+  ++generation;
   return LLM_SUCCESS;
 }
 

@@ -61,6 +61,7 @@
 #ifndef LLM_DATADIST_CACHE_MANAGER_H_
 #define LLM_DATADIST_CACHE_MANAGER_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -104,9 +105,12 @@ class CacheManager {
   Status UnregisterCache(int64_t cache_id);
 
   // rets gets one status per cluster; the result is LLM_SUCCESS when all
-  // succeeded, else the last failure (the vendor's).
+  // succeeded, else the last failure (the vendor's).  `quiet`: a cluster's
+  // failure is a WARN line of this layer (the engine's own lines stay), for
+  // a caller that retries and writes the one ERROR line itself (a rank-table
+  // link).
   Status LinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
-                      int32_t timeout_ms = 3000);
+                      int32_t timeout_ms = 3000, bool quiet = false);
   // By remote_cluster_id.  Drops the link to the cluster and the record of
   // its link to this one; tells the peer.  force: LLM_SUCCESS whatever the
   // peer answers, also for a cluster with no link either way (the vendor's
@@ -118,6 +122,10 @@ class CacheManager {
   // info) LLM_PARAM_INVALID, nothing dropped.
   Status UnlinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
                         int32_t timeout_ms = 3000, bool force = false);
+  // Undoes links this side made (a failed rank-table link's): as a forced
+  // UnlinkClusters of the outgoing links only; a link the cluster made to
+  // this one (its own LinkClusters, unrelated) stays recorded.
+  Status UndoLinks(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets, int32_t timeout_ms);
 
   // Remote batch entry (by key) -> local cache `dst` at batch_index.  size:
   // bytes per tensor, -1 for the whole batch entry (both sides' entries must
@@ -181,9 +189,16 @@ class CacheManager {
   // while a link exists either way, whatever the name (the vendor's rule);
   // LLM_LINK_BUSY while an operation is under way; LLM_FEATURE_NOT_ENABLED
   // with a shared engine.  `what` names the caller's call in the ERROR line
-  // of a refusal (a rank-table link moves the listener too).
+  // of a refusal (a rank-table link moves the listener too).  LLM_FAILED
+  // (no line: the caller says what it was doing) when not initialized, when
+  // `generation` (0: whichever runs) is no longer the one running, or when a
+  // Finalize came while the fresh engine started: a move that began under
+  // one Initialize never replaces the engine of the next.
   Status Rebind(const std::string &local_engine, const std::map<adxl::AscendString, adxl::AscendString> &options,
-                const char *what = "SetRole");
+                const char *what = "SetRole", uint64_t generation = 0);
+  // Which Initialize runs: a number every Initialize moves on (0 when not
+  // initialized or finalizing), for Rebind's `generation`.
+  uint64_t Generation() const;
   // ---- end of LlmDataDist additions ----
 
   // Notifies of the engine other than the cache layer's own (see above).
@@ -201,6 +216,11 @@ class CacheManager {
 
   std::unique_ptr<Impl> impl_;
 };
+
+// Test seam: when set, Rebind calls it with no lock held once its fresh
+// engine started, before it takes the manager's lock again to swap it in
+// (the window a Finalize and a new Initialize can fall into).  Tests only.
+extern std::function<void()> rebind_window_for_test;
 
 // Does the engine name "ip:port" / "[ipv6]:port" listen (a port > 0)?  The
 // one rule for the cache layer and the public LlmDataDist (client only else).

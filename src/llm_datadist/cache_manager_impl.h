@@ -74,6 +74,9 @@ class CacheManager::Impl {
   std::unique_ptr<adxl::AdxlEngine> owned ADXL_GUARDED_BY(mu);
   adxl::AdxlEngine *engine ADXL_GUARDED_BY(mu) = nullptr;
   int32_t timeout_ms ADXL_GUARDED_BY(mu) = 1000;
+  // Counts the Initializes that started (Start): a Rebind compares it across
+  // the start of its fresh engine, made with no lock held.
+  uint64_t generation ADXL_GUARDED_BY(mu) = 0;
 
   // The parts, each with its own lock.
   LocalCaches store;

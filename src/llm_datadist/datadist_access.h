@@ -24,9 +24,24 @@ struct DataDistAccess {
   // class's other calls see the same state.
   static Status InitializeEngine(LlmDataDist &datadist, const std::string &local_engine,
                                  const std::map<AscendString, AscendString> &engine_options);
-  // CacheManager::Rebind, then the same record.
+  // CacheManager::Rebind, then the same record.  LLM_EXIST_LINK with one
+  // ERROR line while a rank-table link holds the listener (HoldListener) or
+  // another move is under way.  `instance` 0: a move of its own
+  // (ext::MoveListener); else the instance of the rank-table link that
+  // moves the listener it holds (LLM_FAILED when that instance has ended).
   static Status MoveListener(LlmDataDist &datadist, const std::string &local_engine,
-                             const std::map<AscendString, AscendString> &engine_options, const char *what);
+                             const std::map<AscendString, AscendString> &engine_options, const char *what,
+                             uint64_t instance = 0);
+  // A rank-table link holds the listener from before its move to its end,
+  // so that no other link, SetRole or MoveListener moves it from where its
+  // peers reach this cluster meanwhile: gives where the cluster listens and
+  // the engine options a move reuses (as Listening).  LLM_FAILED when
+  // `instance` no longer runs, LLM_EXIST_LINK while a move is under way,
+  // each with one ERROR line naming `what`.  ReleaseListener ends a hold
+  // (nothing when its instance has ended: Finalize dropped every hold).
+  static Status HoldListener(LlmDataDist &datadist, uint64_t instance, const char *what, std::string *listen,
+                             std::map<AscendString, AscendString> *engine_options);
+  static void ReleaseListener(LlmDataDist &datadist, uint64_t instance);
   // LLM_FAILED with one ERROR line naming `what` unless initialized.
   static Status Ready(LlmDataDist &datadist, const char *what);
   // Where the cluster listens as recorded by Initialize and the listener's

@@ -16,30 +16,43 @@
 namespace llm_datadist::internal {
 namespace {
 
+// An ERROR line, or a WARN line when `quiet` (a caller that retries writes
+// the one ERROR line of its failure itself).
+#define LINK_LOG(quiet, ...)   \
+  do {                         \
+    if (quiet) {               \
+      ADXL_WARN(__VA_ARGS__);  \
+    } else {                   \
+      ADXL_ERROR(__VA_ARGS__); \
+    }                          \
+  } while (0)
+
 // Decodes the table the engine holds of link's peer (asking the peer for
-// its current one first with `refresh`) when its version moved.
-Status RefreshLocked(const OpContext &ctx, RemoteLink &rc, bool refresh) ADXL_REQUIRES(rc.mu) {
+// its current one first with `refresh`) when its version moved.  `quiet`:
+// a failure is a WARN line (LinkClusters' quiet).
+Status RefreshLocked(const OpContext &ctx, RemoteLink &rc, bool refresh, bool quiet = false)
+    ADXL_REQUIRES(rc.mu) {
   std::string blob;
   uint64_t version = 0;
   Status s = adxl::ext::GetPeerMetadata(*ctx.engine, rc.engine.c_str(), kMetadataName, blob, version,
                                         refresh ? ctx.timeout_ms : 0);
   if (s != adxl::SUCCESS) {
-    ADXL_ERROR("metadata of %s: engine status %u", rc.engine.c_str(), s);
+    LINK_LOG(quiet, "metadata of %s: engine status %u", rc.engine.c_str(), s);
     return FromEngine(s);
   }
   if (version == 0) {
-    ADXL_ERROR("%s publishes no cache-layer metadata (not a cache layer, or not initialized)", rc.engine.c_str());
+    LINK_LOG(quiet, "%s publishes no cache-layer metadata (not a cache layer, or not initialized)", rc.engine.c_str());
     return LLM_FAILED;
   }
   if (version == rc.version) return LLM_SUCCESS;
   uint64_t owner = 0;
   auto records = std::make_shared<std::vector<CacheRecord>>();
   if (!DecodeTable(blob, &owner, records.get())) {
-    ADXL_ERROR("metadata of %s is malformed", rc.engine.c_str());
+    LINK_LOG(quiet, "metadata of %s is malformed", rc.engine.c_str());
     return LLM_FAILED;
   }
   if (owner != rc.cluster) {
-    ADXL_ERROR("%s is cluster %lu, not %lu", rc.engine.c_str(), static_cast<unsigned long>(owner),
+    LINK_LOG(quiet, "%s is cluster %lu, not %lu", rc.engine.c_str(), static_cast<unsigned long>(owner),
                static_cast<unsigned long>(rc.cluster));
     return LLM_PARAM_INVALID;
   }
@@ -71,16 +84,16 @@ namespace {
 
 // Connect + metadata probe of one cluster, no lock of the manager held.
 // `announce`: tell the peer it was linked (a LinkClusters); a reverse link
-// (EnsureReverse) is not announced.
+// (EnsureReverse) is not announced.  `quiet`: LinkClusters' (WARN lines).
 Status LinkOne(const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms, bool announce,
-               std::shared_ptr<RemoteLink> *out) {
+               std::shared_ptr<RemoteLink> *out, bool quiet = false) {
   Status s = ctx.engine->Connect(c.remote_engine.c_str(), timeout_ms);
   const bool connected_here = s == adxl::SUCCESS;
   if (s == adxl::ALREADY_CONNECTED) s = adxl::SUCCESS;  // a shared engine's existing link
   if (s != adxl::SUCCESS) {
     if (announce) {
-      ADXL_ERROR("LinkClusters: connecting to %s (cluster %lu) failed: engine status %u", c.remote_engine.c_str(),
-                 static_cast<unsigned long>(c.remote_cluster_id), s);
+      LINK_LOG(quiet, "LinkClusters: connecting to %s (cluster %lu) failed: engine status %u",
+               c.remote_engine.c_str(), static_cast<unsigned long>(c.remote_cluster_id), s);
     } else {  // the caller's refusal is the one ERROR line
       ADXL_WARN("connecting back to %s (cluster %lu, which linked to this one) failed: engine status %u",
                 c.remote_engine.c_str(), static_cast<unsigned long>(c.remote_cluster_id), s);
@@ -96,7 +109,7 @@ Status LinkOne(const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms, b
     // The table came with the handshake; asked for once more when the link
     // existed already (a shared engine), so it is current.
     adxl::MutexLock lock(&rc->mu);  // nobody else has it yet; RefreshLocked wants it
-    s = RefreshLocked(probe, *rc, !connected_here);
+    s = RefreshLocked(probe, *rc, !connected_here, quiet);
   }
   if (s == LLM_SUCCESS) {
     if (announce) {
@@ -108,7 +121,7 @@ Status LinkOne(const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms, b
     return s;
   }
   if (announce) {
-    ADXL_ERROR("LinkClusters: %s: its cache table is not usable (status %u)", c.remote_engine.c_str(), s);
+    LINK_LOG(quiet, "LinkClusters: %s: its cache table is not usable (status %u)", c.remote_engine.c_str(), s);
   } else {
     ADXL_WARN("connecting back to %s: its cache table is not usable (status %u)", c.remote_engine.c_str(), s);
   }
@@ -153,9 +166,9 @@ Status ForEachCluster(CacheManager::Impl *impl, const char *what, const std::vec
 
 // Reserves the cluster id (so that a concurrent call sees it as linked),
 // connects and reads the peer's table without the lock, then records the
-// link or drops the reservation.
-Status LinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms)
-    ADXL_EXCLUDES(impl->peers.mu) {
+// link or drops the reservation.  `quiet`: LinkClusters'.
+Status LinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms,
+                bool quiet) ADXL_EXCLUDES(impl->peers.mu) {
   LinkTable &peers = impl->peers;
   {
     adxl::MutexLock lock(&peers.mu);
@@ -165,13 +178,13 @@ Status LinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterInf
       return LLM_PARAM_INVALID;
     }
     if (peers.links.count(c.remote_cluster_id) != 0 || peers.linking.count(c.remote_cluster_id) != 0) {
-      ADXL_ERROR("LinkClusters: cluster %lu is already linked", static_cast<unsigned long>(c.remote_cluster_id));
+      LINK_LOG(quiet, "LinkClusters: cluster %lu is already linked", static_cast<unsigned long>(c.remote_cluster_id));
       return LLM_ALREADY_LINK;
     }
     peers.linking.insert(c.remote_cluster_id);  // reserved while we connect without the lock
   }
   std::shared_ptr<RemoteLink> rc;
-  Status s = LinkOne(ctx, c, timeout_ms, /*announce=*/true, &rc);
+  Status s = LinkOne(ctx, c, timeout_ms, /*announce=*/true, &rc, quiet);
   adxl::MutexLock lock(&peers.mu);
   peers.linking.erase(c.remote_cluster_id);
   if (s == LLM_SUCCESS) peers.links.emplace(c.remote_cluster_id, std::move(rc));
@@ -204,9 +217,10 @@ Status AskPeerToUnlink(const OpContext &ctx, const ClusterInfo &c, int32_t timeo
 // an incoming link from the cluster goes too.  `force` (the vendor's
 // force_flag): the link is dropped here whatever the peer answers, and a
 // cluster with no link either way is LLM_SUCCESS, as the vendor's forced
-// unlink only destroys what exists locally.
+// unlink only destroys what exists locally.  `outgoing_only` (UndoLinks,
+// forced): the incoming link stays, made by the cluster and not ours to undo.
 Status UnlinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterInfo &c, int32_t timeout_ms,
-                  bool force) ADXL_EXCLUDES(impl->peers.mu) {
+                  bool force, bool outgoing_only = false) ADXL_EXCLUDES(impl->peers.mu) {
   LinkTable &peers = impl->peers;
   std::shared_ptr<RemoteLink> link;
   bool had_incoming = false;
@@ -226,7 +240,7 @@ Status UnlinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterI
       link = std::move(it->second);
       peers.links.erase(it);
     }
-    had_incoming = peers.incoming.erase(c.remote_cluster_id) != 0;
+    had_incoming = !outgoing_only && peers.incoming.erase(c.remote_cluster_id) != 0;
   }
   if (!link) {
     if (force || had_incoming) {
@@ -255,9 +269,12 @@ Status UnlinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterI
 }  // namespace
 
 Status CacheManager::LinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
-                                  int32_t timeout_ms) {
+                                  int32_t timeout_ms, bool quiet) {
   ListenToBeReachedBack(clusters);
-  return ForEachCluster(impl_.get(), "LinkClusters", clusters, rets, timeout_ms, LinkStep);
+  return ForEachCluster(impl_.get(), "LinkClusters", clusters, rets, timeout_ms,
+                        [quiet](CacheManager::Impl *impl, const OpContext &ctx, const ClusterInfo &c, int32_t t) {
+                          return LinkStep(impl, ctx, c, t, quiet);
+                        });
 }
 
 Status CacheManager::UnlinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
@@ -265,6 +282,14 @@ Status CacheManager::UnlinkClusters(const std::vector<ClusterInfo> &clusters, st
   return ForEachCluster(impl_.get(), "UnlinkClusters", clusters, rets, timeout_ms,
                         [force](CacheManager::Impl *impl, const OpContext &ctx, const ClusterInfo &c, int32_t t) {
                           return UnlinkStep(impl, ctx, c, t, force);
+                        });
+}
+
+Status CacheManager::UndoLinks(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
+                               int32_t timeout_ms) {
+  return ForEachCluster(impl_.get(), "UnlinkClusters", clusters, rets, timeout_ms,
+                        [](CacheManager::Impl *impl, const OpContext &ctx, const ClusterInfo &c, int32_t t) {
+                          return UnlinkStep(impl, ctx, c, t, /*force=*/true, /*outgoing_only=*/true);
                         });
 }
 

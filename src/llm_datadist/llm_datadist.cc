@@ -10,9 +10,12 @@
 // ext::DataDistAccess, defined at the end of this file.
 //
 // Locks: Impl::mu guards the facade's own state (role, options, allocated
-// memory, the rank-table links' comms) and is never held across a
-// CacheManager call that talks to a peer; CacheManager has its own locking
-// (cache_manager_impl.h).
+// memory, the rank-table links' comms and their holds of the listener) and
+// is never held across a CacheManager call that talks to a peer or moves
+// the listener (a move is marked under way instead: BeginMove); the one
+// CacheManager call under it is Generation, a read (order: Impl::mu ->
+// CacheManager::Impl::mu; the cache layer never calls back).  CacheManager
+// has its own locking (cache_manager_impl.h).
 #include "llm_datadist/llm_datadist.h"
 
 #include <set>
@@ -169,6 +172,60 @@ class LlmDataDist::LlmDataDistImpl {
     return s == LLM_SUCCESS ? Local(what, dst_cache.cache_id, dst) : s;
   }
 
+  // The listener's moves (SetRole, MoveListener, a rank-table link's): a
+  // move under `expected` (an instance, 0: the one running) that holds
+  // `own` of listener_holds itself.  LLM_FAILED with one ERROR line naming
+  // `what` when that instance no longer runs; LLM_EXIST_LINK with one while
+  // a rank-table link other than the caller's holds the listener or another
+  // move is under way.  Else marks the move under way and gives the instance
+  // it runs under, the cache layer's generation of that instance (Rebind's,
+  // so that the move applies to it or to nothing), the listen address and
+  // the engine options.  EndMove ends it: with the move's status
+  // `moved_status`, records `moved` (the listen address, empty: client only)
+  // and `options` when it succeeded; when a Finalize came meanwhile records
+  // nothing and returns LLM_FAILED (one ERROR line unless the move wrote its
+  // own: the move went with that instance).
+  Status BeginMove(const char *what, int own, uint64_t expected, uint64_t *started, uint64_t *generation,
+                   std::string *listening, std::map<adxl::AscendString, adxl::AscendString> *options)
+      ADXL_EXCLUDES(mu) {
+    adxl::MutexLock lock(&mu);
+    if (!initialized || (expected != 0 && instance != expected)) {
+      ADXL_ERROR("%s: finalized meanwhile", what);
+      return LLM_FAILED;
+    }
+    if (listener_holds > own || listener_moving) {
+      ADXL_ERROR("%s: %s; the listener stays at %s", what,
+                 listener_moving ? "another move of the listener is under way"
+                                 : "a rank-table link under way (LinkRankTable) uses it",
+                 listen.empty() ? "none (client only)" : listen.c_str());
+      return LLM_EXIST_LINK;
+    }
+    listener_moving = true;
+    *started = instance;
+    // Read under mu (mu -> CacheManager::Impl::mu, a read only): Finalize
+    // clears `initialized` under mu before it finalizes the cache layer, so
+    // this is the generation of `instance`.
+    *generation = cm.Generation();
+    *listening = listen;
+    *options = engine_options;
+    return LLM_SUCCESS;
+  }
+  Status EndMove(const char *what, uint64_t started, Status moved_status, const std::string &moved,
+                 const std::map<adxl::AscendString, adxl::AscendString> &options) ADXL_EXCLUDES(mu) {
+    adxl::MutexLock lock(&mu);
+    if (!initialized || instance != started) {
+      // Rebind's quiet LLM_FAILED (the instance it began under ended) gets the line.
+      if (moved_status != LLM_SUCCESS && moved_status != LLM_FAILED) return moved_status;
+      ADXL_ERROR("%s: finalized while moving the listener", what);
+      return LLM_FAILED;
+    }
+    listener_moving = false;
+    if (moved_status != LLM_SUCCESS) return moved_status;
+    listen = moved;
+    engine_options = options;
+    return LLM_SUCCESS;
+  }
+
   // Records a started engine: initialized, listening at `local` (empty:
   // client only), with `engine` as the options a listener move reuses.
   void Started(const std::string &local, const std::map<adxl::AscendString, adxl::AscendString> &engine)
@@ -199,6 +256,15 @@ class LlmDataDist::LlmDataDistImpl {
   // Counts Initializes: a rank-table link that waited across a Finalize and
   // a new Initialize sees the number move (DataDistAccess::Instance).
   uint64_t instance ADXL_GUARDED_BY(mu) = 0;
+  // Rank-table links under way (LinkRankTable, from before its move of the
+  // listener to its end): each needs the listener where it found or moved
+  // it, since its peers reach this cluster there; a move by anyone else
+  // waits for none of them and is refused (BeginMove).  listener_moving: a
+  // move is under way (a link starting meanwhile is refused, HoldListener).
+  // Both start again with each instance (Finalize resets them; a link or a
+  // move of an older instance releases nothing).
+  int listener_holds ADXL_GUARDED_BY(mu) = 0;
+  bool listener_moving ADXL_GUARDED_BY(mu) = false;
 };
 
 LlmDataDist::LlmDataDist(uint64_t cluster_id, LlmRole role)
@@ -242,6 +308,8 @@ void LlmDataDist::Finalize() {
     memory.swap(impl_->allocated);
     impl_->comms.clear();  // Finalize drops every link, so every comm
     impl_->next_comm = 1;
+    impl_->listener_holds = 0;  // their links end, LLM_FAILED (the instance moved on)
+    impl_->listener_moving = false;
   }
   // Unlinks and deregisters (peer I/O: no lock of ours held); the memory is
   // freed after, when nothing refers to it any more.
@@ -259,31 +327,28 @@ Status LlmDataDist::SetRole(LlmRole role, const std::map<AscendString, AscendStr
   internal::DataDistOptions o;
   s = internal::ParseOptions(what, options, &o);
   if (s != LLM_SUCCESS) return s;
+  // llm.EnableSwitchRole is not required: the vendor's C++ layer switches
+  // without it (only its Python package's v1 mode has the flag).
   std::string listen;
   std::map<adxl::AscendString, adxl::AscendString> engine_options;
-  {
-    // llm.EnableSwitchRole is not required: the vendor's C++ layer switches
-    // without it (only its Python package's v1 mode has the flag).
-    adxl::MutexLock lock(&impl_->mu);
-    listen = impl_->listen;
-    engine_options = impl_->engine_options;
-  }
+  uint64_t started = 0, generation = 0;
+  s = impl_->BeginMove(what, 0, 0, &started, &generation, &listen, &engine_options);
+  if (s != LLM_SUCCESS) return s;
   for (const auto &kv : o.engine) engine_options[kv.first] = kv.second;
   if (role == LlmRole::kPrompt && !o.listen && listen.empty()) {
     ADXL_ERROR("SetRole: the Prompt role needs llm.ListenIpInfo (ip:port); this cluster does not listen yet");
-    return LLM_PARAM_INVALID;
+    s = LLM_PARAM_INVALID;
+  } else {
+    // As the vendor: llm.ListenIpInfo starts or moves the listener, a switch
+    // without it stops listening; any link either way is LLM_EXIST_LINK.
+    const std::string target = o.listen ? *o.listen : std::string(kClientOnlyName);
+    s = impl_->cm.Rebind(target, engine_options, what, generation);
   }
-  // As the vendor: llm.ListenIpInfo starts or moves the listener, a switch
-  // without it stops listening; any link either way is LLM_EXIST_LINK.
-  const std::string target = o.listen ? *o.listen : std::string(kClientOnlyName);
-  s = impl_->cm.Rebind(target, engine_options);
+  s = impl_->EndMove(what, started, s, o.listen ? *o.listen : "", engine_options);
   if (s != LLM_SUCCESS) return s;
-  listen = o.listen ? *o.listen : "";
   if (o.sync_timeout_ms) (void)impl_->cm.SetSyncTimeout(*o.sync_timeout_ms);
   adxl::MutexLock lock(&impl_->mu);
   impl_->role = role;
-  impl_->listen = listen;
-  impl_->engine_options = std::move(engine_options);
   return LLM_SUCCESS;
 }
 
@@ -499,14 +564,41 @@ Status ext::DataDistAccess::InitializeEngine(LlmDataDist &datadist, const std::s
 
 Status ext::DataDistAccess::MoveListener(LlmDataDist &datadist, const std::string &local_engine,
                                          const std::map<AscendString, AscendString> &engine_options,
-                                         const char *what) {
+                                         const char *what, uint64_t instance) {
   LlmDataDist::LlmDataDistImpl &impl = *datadist.impl_;
-  const Status s = impl.cm.Rebind(local_engine, engine_options, what);
+  uint64_t started = 0, generation = 0;
+  std::string listen;
+  std::map<AscendString, AscendString> recorded;
+  // A rank-table link (instance != 0) holds the listener itself.
+  Status s = impl.BeginMove(what, instance != 0 ? 1 : 0, instance, &started, &generation, &listen, &recorded);
   if (s != LLM_SUCCESS) return s;
-  adxl::MutexLock lock(&impl.mu);  // as SetRole records a move
-  impl.listen = internal::Listens(local_engine) ? local_engine : "";
-  impl.engine_options = engine_options;
+  s = impl.cm.Rebind(local_engine, engine_options, what, generation);
+  return impl.EndMove(what, started, s, internal::Listens(local_engine) ? local_engine : "", engine_options);
+}
+
+Status ext::DataDistAccess::HoldListener(LlmDataDist &datadist, uint64_t instance, const char *what,
+                                         std::string *listen, std::map<AscendString, AscendString> *engine_options) {
+  LlmDataDist::LlmDataDistImpl &impl = *datadist.impl_;
+  adxl::MutexLock lock(&impl.mu);
+  if (!impl.initialized || impl.instance != instance) {
+    ADXL_ERROR("%s: finalized while linking", what);
+    return LLM_FAILED;
+  }
+  if (impl.listener_moving) {
+    ADXL_ERROR("%s: the listener is being moved (SetRole, MoveListener or another link); link once it is done",
+               what);
+    return LLM_EXIST_LINK;
+  }
+  ++impl.listener_holds;
+  *listen = impl.listen;
+  *engine_options = impl.engine_options;
   return LLM_SUCCESS;
+}
+
+void ext::DataDistAccess::ReleaseListener(LlmDataDist &datadist, uint64_t instance) {
+  LlmDataDist::LlmDataDistImpl &impl = *datadist.impl_;
+  adxl::MutexLock lock(&impl.mu);
+  if (impl.initialized && impl.instance == instance && impl.listener_holds > 0) --impl.listener_holds;
 }
 
 void ext::DataDistAccess::Listening(LlmDataDist &datadist, std::string *listen,

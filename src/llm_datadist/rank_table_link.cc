@@ -84,9 +84,12 @@ Status FinalizedWhileLinking(const std::string &what) {
 bool StillRunning(LlmDataDist &datadist, uint64_t instance) { return DataDistAccess::Instance(datadist) == instance; }
 
 // Links to every peer, retrying those that do not answer yet until
-// `deadline`; on failure unlinks (forced) those linked and returns the
-// status, with one ERROR line.  `instance`: DataDistAccess::Instance when
-// the link started; each round of links first checks that it still runs, so
+// `deadline`; on failure undoes the links it made (an incoming link of a
+// peer's own stays) and returns the status, with one ERROR line: the
+// retries' lines are WARN (LinkClusters' quiet), and a peer that never
+// listened is not connected to (the engine's Connect would write ERROR
+// lines of its own).  `instance`: DataDistAccess::Instance when the link
+// started; each round of links first checks that it still runs, so
 // a link that waited across a Finalize and a new Initialize makes nothing in
 // the new one and undoes nothing there.  (A Finalize and an Initialize that
 // both fall between that check and the round's own start, microseconds, are
@@ -95,14 +98,17 @@ bool StillRunning(LlmDataDist &datadist, uint64_t instance) { return DataDistAcc
 Status LinkAll(LlmDataDist &datadist, const std::string &what, const std::vector<ClusterEngine> &peers,
                uint64_t instance, Clock::time_point deadline) {
   // Quietly first: a link to a port nobody listens on yet logs every try.
-  for (const ClusterEngine &p : peers) internal::WaitListening(p.remote_engine, deadline);
-  std::vector<ClusterEngine> todo = peers, done;
+  // Those that do not listen by the deadline (`silent`) are not tried.
+  std::vector<ClusterEngine> todo, done, silent;
+  for (const ClusterEngine &p : peers) {
+    (internal::WaitListening(p.remote_engine, deadline) ? todo : silent).push_back(p);
+  }
   Status failed = LLM_SUCCESS;
   ClusterEngine failed_peer{};  // the peer whose status ended the link (named in the ERROR line)
-  while (true) {
+  while (!todo.empty()) {
     if (!StillRunning(datadist, instance)) return FinalizedWhileLinking(what);
     std::vector<Status> rets;
-    LinkClusters(datadist, todo, rets, kLinkTimeoutMs);
+    DataDistAccess::Manager(datadist).LinkClusters(todo, rets, kLinkTimeoutMs, /*quiet=*/true);
     std::vector<ClusterEngine> again;
     for (size_t i = 0; i < todo.size(); ++i) {
       const Status r = i < rets.size() ? rets[i] : LLM_FAILED;
@@ -119,22 +125,36 @@ Status LinkAll(LlmDataDist &datadist, const std::string &what, const std::vector
     if (todo.empty() || failed != LLM_SUCCESS || Clock::now() > deadline) break;
     std::this_thread::sleep_for(kRetryPause);
   }
-  if (todo.empty() && failed == LLM_SUCCESS) return LLM_SUCCESS;
+  if (todo.empty() && silent.empty() && failed == LLM_SUCCESS) return LLM_SUCCESS;
   if (!StillRunning(datadist, instance)) return FinalizedWhileLinking(what);
+  const bool none_listened = failed == LLM_SUCCESS && !silent.empty();
   if (failed == LLM_SUCCESS) {
     failed = LLM_LINK_FAILED;  // the deadline passed with peers still not answering
-    failed_peer = todo[0];
+    failed_peer = none_listened ? silent[0] : todo[0];
   }
-  ADXL_ERROR("%s: %zu of %zu peers not linked (%s; cluster %lu at %s among them); the %zu links made are undone",
+  ADXL_ERROR("%s: %zu of %zu peers not linked (%s; cluster %lu at %s among them%s); the %zu links made are undone",
              what.c_str(), peers.size() - done.size(), peers.size(), StatusName(failed),
              static_cast<unsigned long>(failed_peer.remote_cluster_id), failed_peer.remote_engine.c_str(),
-             done.size());
+             none_listened ? ", not listening by the deadline" : "", done.size());
   if (!done.empty()) {
     std::vector<Status> rets;
-    UnlinkClusters(datadist, done, rets, kLinkTimeoutMs, true);
+    DataDistAccess::Manager(datadist).UndoLinks(done, rets, kLinkTimeoutMs);
   }
   return failed;
 }
+
+// Ends a LinkRankTable's hold of the listener (DataDistAccess::HoldListener).
+class ListenerHold {
+ public:
+  ListenerHold(LlmDataDist &datadist, uint64_t instance) : datadist_(datadist), instance_(instance) {}
+  ~ListenerHold() { DataDistAccess::ReleaseListener(datadist_, instance_); }
+  ListenerHold(const ListenerHold &) = delete;
+  ListenerHold &operator=(const ListenerHold &) = delete;
+
+ private:
+  LlmDataDist &datadist_;
+  const uint64_t instance_;
+};
 
 }  // namespace
 
@@ -177,13 +197,17 @@ Status LinkRankTable(LlmDataDist &datadist, const std::string &comm_name,
   const std::string what = "link('" + comm_name + "')";
   std::string listen;
   std::map<AscendString, AscendString> engine_options;
-  DataDistAccess::Listening(datadist, &listen, &engine_options);
+  // Held to the end: the peers reach this cluster where it listens now (or
+  // after the move below), so no other link moves it meanwhile.
+  s = DataDistAccess::HoldListener(datadist, instance, what.c_str(), &listen, &engine_options);
+  if (s != LLM_SUCCESS) return s;
+  const ListenerHold hold(datadist, instance);
   if (!mine->second.port_given && listen != mine->second.engine) {
     // vLLM-Ascend's flow: no listen address at Initialize, no port in the
     // rank table: this cluster listens where every peer derives it does.
     const std::string move = what + ": listening at " + mine->second.engine +
                              " (the port derived for this rank; a device_port in the rank table chooses another)";
-    s = MoveListener(datadist, mine->second.engine, engine_options, move.c_str());
+    s = DataDistAccess::MoveListener(datadist, mine->second.engine, engine_options, move.c_str(), instance);
     if (s != LLM_SUCCESS) return s;
   }
   s = LinkAll(datadist, what, peers, instance, Clock::now() + kDeadline);

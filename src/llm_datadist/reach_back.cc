@@ -71,6 +71,7 @@ unsigned FreePort(const std::string &ip) {
 void CacheManager::ListenToBeReachedBack(const std::vector<ClusterInfo> &clusters) {
   std::string remote;
   std::map<adxl::AscendString, adxl::AscendString> options;
+  uint64_t generation = 0;  // the move is for this Initialize only
   {
     adxl::MutexLock lock(&impl_->mu);
     // Rebind needs no link either way and nothing under way; otherwise this
@@ -89,6 +90,7 @@ void CacheManager::ListenToBeReachedBack(const std::vector<ClusterInfo> &cluster
     }
     remote = clusters[0].remote_engine;
     options = impl_->engine_options;
+    generation = impl_->generation;
   }
   const std::string ip = SourceAddressFor(remote);
   if (ip.empty()) {
@@ -100,7 +102,7 @@ void CacheManager::ListenToBeReachedBack(const std::vector<ClusterInfo> &cluster
     const unsigned port = FreePort(ip);
     if (port == 0) break;
     const std::string name = ip + ":" + std::to_string(port);
-    const Status s = Rebind(name, options, "LinkClusters");
+    const Status s = Rebind(name, options, "LinkClusters", generation);
     if (s == LLM_SUCCESS) {
       ADXL_INFO("LinkClusters: listening at %s so that the linked clusters can reach this one back", name.c_str());
       return;

@@ -3,6 +3,7 @@
 // move a cluster's listener: the engine's local name is fixed at
 // Initialize, so a new name needs a new engine, and peers address caches by
 // id, so every cache keeps its id across the move.
+#include <functional>
 #include <utility>
 
 #include "cache_manager.h"
@@ -10,6 +11,13 @@
 #include "common/log.h"
 
 namespace llm_datadist::internal {
+
+std::function<void()> rebind_window_for_test;
+
+uint64_t CacheManager::Generation() const {
+  adxl::MutexLock lock(&impl_->mu);
+  return impl_->live && !impl_->stopping ? impl_->generation : 0;
+}
 
 Status CacheManager::GetCache(int64_t cache_id, Cache &cache) const {
   {
@@ -44,12 +52,14 @@ size_t TaskCount(const TaskWorkers &tasks) ADXL_EXCLUDES(tasks.mu) {
 }  // namespace
 
 Status CacheManager::Rebind(const std::string &local_engine,
-                            const std::map<adxl::AscendString, adxl::AscendString> &options_in, const char *what) {
+                            const std::map<adxl::AscendString, adxl::AscendString> &options_in, const char *what,
+                            uint64_t generation) {
   {
     // The vendor's switch needs no link either way, whatever it changes; the
     // same name keeps the engine.
     adxl::MutexLock lock(&impl_->mu);
-    if (!impl_->live || impl_->stopping) return LLM_FAILED;
+    if (!impl_->live || impl_->stopping || (generation != 0 && generation != impl_->generation)) return LLM_FAILED;
+    generation = impl_->generation;
     if (LinksExist(what, *impl_->engine, impl_->peers)) return LLM_EXIST_LINK;
     if (local_engine == impl_->local_name) return LLM_SUCCESS;
   }
@@ -64,12 +74,15 @@ Status CacheManager::Rebind(const std::string &local_engine,
     ADXL_ERROR("%s: an engine on %s failed to initialize: engine status %u", what, local_engine.c_str(), es);
     return FromEngine(es);
   }
+  if (rebind_window_for_test) rebind_window_for_test();
   std::unique_ptr<adxl::AdxlEngine> old;
   std::map<int64_t, std::vector<adxl::MemHandle>> old_handles;
   Status s = LLM_SUCCESS;
   {
     adxl::MutexLock lock(&impl_->mu);
-    if (!impl_->live || impl_->stopping) {
+    if (!impl_->live || impl_->stopping || impl_->generation != generation) {
+      // Finalized meanwhile, perhaps initialized again: the engine there is
+      // the new Initialize's, with its own name and options.
       s = LLM_FAILED;
     } else if (!impl_->owned) {
       ADXL_ERROR("%s: this cache layer uses an engine it does not own; it cannot move it", what);

@@ -17,8 +17,12 @@
 #include <utility>
 #include <vector>
 
+#include "adxl/adxl_engine.h"
+#include "cache_manager.h"
+#include "datadist_access.h"
 #include "error_lines.h"
 #include "free_port.h"
+#include "listening_probe.h"
 #include "llm_datadist/llm_datadist.h"
 #include "llm_datadist/llm_datadist_ext.h"
 #include "rank_table.h"
@@ -301,7 +305,8 @@ TEST(RankTableLink, PortsInTheTableAreUsedAsGiven) {
 }
 
 // A participant that never comes: after the 10 s deadline each side gets
-// LLM_LINK_FAILED, no comm id, and the link it made to the other is undone.
+// LLM_LINK_FAILED, no comm id, and the link it made to the other is undone;
+// one ERROR line each (nothing connects to the one that never listened).
 TEST(RankTableLink, AParticipantThatNeverListensFailsTheLinkAndUndoesTheOthers) {
   const uint16_t pa = FreePort(), pb = FreePort(), nobody = FreePort();
   LlmDataDist a(1, LlmRole::kPrompt), b(2, LlmRole::kDecoder);
@@ -318,9 +323,15 @@ TEST(RankTableLink, AParticipantThatNeverListensFailsTheLinkAndUndoesTheOthers) 
   uint64_t ca = 9, cb = 9;
   Status sa = LLM_SUCCESS, sb = LLM_SUCCESS;
   const auto start = std::chrono::steady_clock::now();
-  std::thread t([&] { sb = LinkRankTable(b, "nobody-comes", ranks, table, cb); });
-  sa = LinkRankTable(a, "nobody-comes", ranks, table, ca);
-  t.join();
+  const auto r = Refusal([&] {
+    std::thread t([&] { sb = LinkRankTable(b, "nobody-comes", ranks, table, cb); });
+    sa = LinkRankTable(a, "nobody-comes", ranks, table, ca);
+    t.join();
+  });
+  EXPECT_EQ(r.first, 2) << r.second;
+  EXPECT_NE(r.second.find("cluster 3 at 127.0.0.1:" + std::to_string(nobody) + " among them, not listening"),
+            std::string::npos)
+      << r.second;
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
   EXPECT_EQ(sa, LLM_LINK_FAILED);
   EXPECT_EQ(sb, LLM_LINK_FAILED);
@@ -333,6 +344,134 @@ TEST(RankTableLink, AParticipantThatNeverListensFailsTheLinkAndUndoesTheOthers) 
   b.Finalize();
 }
 
+
+// Two links of one cluster at once, to different comms: the first moves the
+// listener to its derived port and waits there for its peer; the second,
+// whose comm derives another port, is refused at once (LLM_EXIST_LINK, one
+// line) instead of moving the listener from under the first, whose peer
+// then links to it where it expects it.
+TEST(RankTableLink, ASecondLinkCannotMoveTheListenerAFirstLinkWaitsOn) {
+  const std::string x = "held-listener-" + std::to_string(FreePort());
+  std::string y = x + "-y";
+  while (internal::RankPort(y, 0) == internal::RankPort(x, 0)) y += "+";
+  const std::string table = Table("127.0.0.1", "127.0.0.1");
+  LlmDataDist a(1, LlmRole::kPrompt), b(2, LlmRole::kDecoder);
+  ASSERT_EQ(InitializeEngine(a, "127.0.0.1", {}), LLM_SUCCESS);
+  ASSERT_EQ(InitializeEngine(b, "127.0.0.1", {}), LLM_SUCCESS);
+  uint64_t ca = 0, cb = 0;
+  Status sa = LLM_FAILED;
+  std::thread t([&] { sa = LinkRankTable(a, x, {{1, 0}, {2, 1}}, table, ca); });
+  // a listens at x's port and waits for b (up to 10 s).
+  ASSERT_TRUE(internal::WaitListening(LoopbackName(static_cast<uint16_t>(internal::RankPort(x, 0))),
+                                      std::chrono::steady_clock::now() + std::chrono::seconds(5)));
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = Refusal([&] {
+    uint64_t c = 9;
+    EXPECT_EQ(LinkRankTable(a, y, {{1, 0}, {3, 1}}, table, c), LLM_EXIST_LINK);
+    EXPECT_EQ(c, 0U);
+  });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ(r.first, 1) << r.second;
+  // (The move may still be finishing: refused as a move under way then.)
+  EXPECT_NE(r.second.find("link('" + y + "'): "), std::string::npos) << r.second;
+  EXPECT_EQ(LinkRankTable(b, x, {{1, 0}, {2, 1}}, table, cb), LLM_SUCCESS);
+  t.join();
+  EXPECT_EQ(sa, LLM_SUCCESS);
+  EXPECT_EQ(CheckLinkStatus(a, 2), LLM_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(PullOver(a, b));
+  EXPECT_EQ(UnlinkComm(a, ca), LLM_SUCCESS);
+  EXPECT_EQ(UnlinkComm(b, cb), LLM_SUCCESS);
+  a.Finalize();
+  b.Finalize();
+}
+
+// A listener move (MoveListener, as LinkRankTable's and SetRole's) whose
+// fresh engine starts across a Finalize and a new Initialize ends
+// LLM_FAILED with one line and leaves the new instance's engine alone: it
+// listens where its own Initialize put it, and nothing at the move's address.
+TEST(RankTableLink, AMoveAcrossFinalizeAndInitializeLeavesTheNewInstancesListener) {
+  const std::string old_name = LoopbackName(FreePort()), moved = LoopbackName(FreePort()),
+                    fresh = LoopbackName(FreePort());
+  LlmDataDist a(1, LlmRole::kPrompt);
+  ASSERT_EQ(InitializeEngine(a, old_name, {}), LLM_SUCCESS);
+  Status again = LLM_FAILED;
+  internal::rebind_window_for_test = [&] {
+    a.Finalize();
+    again = InitializeEngine(a, fresh, {});
+  };
+  const auto r = Refusal([&] { EXPECT_EQ(MoveListener(a, moved, {}), LLM_FAILED); });
+  internal::rebind_window_for_test = nullptr;
+  ASSERT_EQ(again, LLM_SUCCESS);
+  EXPECT_EQ(r.first, 1) << r.second;
+  std::string listen;
+  std::map<AscendString, AscendString> options;
+  DataDistAccess::Listening(a, &listen, &options);
+  EXPECT_EQ(listen, fresh);
+  const auto soon = [] { return std::chrono::steady_clock::now() + std::chrono::milliseconds(300); };
+  EXPECT_TRUE(internal::WaitListening(fresh, soon()));
+  EXPECT_FALSE(internal::WaitListening(moved, soon()));
+  // The new instance's engine works: a peer links to it at its address.
+  LlmDataDist b(2, LlmRole::kDecoder);
+  ASSERT_EQ(InitializeEngine(b, "127.0.0.1", {}), LLM_SUCCESS);
+  std::vector<Status> rets;
+  EXPECT_EQ(LinkClusters(b, {{1, fresh}}, rets, 3000), LLM_SUCCESS);
+  b.Finalize();
+  a.Finalize();
+}
+
+// A failed rank-table link undoes only what it made: the link B made to A
+// before, with its own LinkClusters, stays on both sides (A still counts it:
+// SetRole is refused; B still pulls over it).
+TEST(RankTableLink, AFailedLinkKeepsAnEarlierLinkThePeerMadeToThisCluster) {
+  const uint16_t pa = FreePort(), pb = FreePort(), nobody = FreePort();
+  LlmDataDist a(1, LlmRole::kPrompt), b(2, LlmRole::kDecoder);
+  ASSERT_EQ(InitializeEngine(a, LoopbackName(pa), {}), LLM_SUCCESS);
+  ASSERT_EQ(InitializeEngine(b, LoopbackName(pb), {}), LLM_SUCCESS);
+  std::vector<Status> rets;
+  ASSERT_EQ(LinkClusters(b, {{1, LoopbackName(pa)}}, rets, 3000), LLM_SUCCESS);
+  std::string table = R"({"server_list": [{"device": [)";
+  const uint16_t ports[] = {pa, pb, nobody};
+  for (int r = 0; r < 3; ++r) {
+    table += std::string(r == 0 ? "" : ",") + R"({"rank_id": )" + std::to_string(r) + R"(, "device_ip": "127.0.0.1:)" +
+             std::to_string(ports[r]) + R"("})";
+  }
+  table += "]}]}";
+  uint64_t ca = 9;
+  EXPECT_EQ(ErrorLines([&] {
+              EXPECT_EQ(LinkRankTable(a, "keeps-b", {{1, 0}, {2, 1}, {3, 2}}, table, ca), LLM_LINK_FAILED);
+            }),
+            1);
+  EXPECT_EQ(ca, 0U);
+  EXPECT_EQ(CheckLinkStatus(a, 2), LLM_NOT_YET_LINK);  // a's own link to b is undone
+  EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(a.SetRole(LlmRole::kDecoder, {}), LLM_EXIST_LINK); }), 1);
+  EXPECT_EQ(CheckLinkStatus(b, 1), LLM_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(PullOver(a, b));
+  EXPECT_EQ(UnlinkClusters(b, {{1, LoopbackName(pa)}}, rets, 3000, false), LLM_SUCCESS);
+  b.Finalize();
+  a.Finalize();
+}
+
+// A peer that listens but never answers as a cache layer (an engine with no
+// cache table) is retried until the deadline: the retries write WARN lines,
+// the failed link one ERROR line.
+TEST(RankTableLink, RetriesOfAPeerThatNeverAnswersWriteNoErrorLines) {
+  const uint16_t pa = FreePort(), pc = FreePort();
+  LlmDataDist a(1, LlmRole::kPrompt);
+  ASSERT_EQ(InitializeEngine(a, LoopbackName(pa), {}), LLM_SUCCESS);
+  adxl::AdxlEngine c;
+  ASSERT_EQ(c.Initialize(LoopbackName(pc).c_str(), {}), adxl::SUCCESS);
+  const std::string table = R"({"server_list": [{"device": [)"
+                            R"({"rank_id": 0, "device_ip": "127.0.0.1:)" + std::to_string(pa) + R"("},)"
+                            R"({"rank_id": 1, "device_ip": "127.0.0.1:)" + std::to_string(pc) + R"("}]}]})";
+  uint64_t ca = 9;
+  const auto r = Refusal(
+      [&] { EXPECT_EQ(LinkRankTable(a, "no-cache-layer", {{1, 0}, {3, 1}}, table, ca), LLM_LINK_FAILED); });
+  EXPECT_EQ(r.first, 1) << r.second;
+  EXPECT_NE(r.second.find("publishes no cache-layer metadata"), std::string::npos) << r.second;  // as WARN
+  EXPECT_EQ(ca, 0U);
+  a.Finalize();
+  c.Finalize();
+}
 
 // A link that waits for a peer across a Finalize and a new Initialize of its
 // own cluster ends LLM_FAILED: it links nothing in the new instance and
