@@ -185,12 +185,15 @@ class ControlConn {
 
   // Bound on the bytes queued behind the frame being written, each frame
   // counted with kFrameCost more (what holding it costs besides its bytes:
-  // a flood of tiny answers costs what it takes in memory).  Far above what
-  // a reading peer ever has waiting (answers, heartbeats, region pushes
-  // behind a handshake answer, which itself - up to wire::kMaxPayload - does
-  // not count while it is being written); a peer that sends and does not
-  // read reaches it within a few reads of the loop.
-  static constexpr size_t kMaxQueuedBehind = 1u << 20;
+  // a flood of tiny answers costs what it takes in memory).  One frame of
+  // the largest size (wire::kMaxPayload: a metadata blob of up to
+  // wire::kMaxMetadataBlob, a table) and 1 MiB more: far above what a
+  // reading peer ever has waiting (answers, heartbeats, region pushes, one
+  // large frame behind another, which is not yet written out), while a peer
+  // that sends and does not read reaches it within a few reads of the loop.
+  // At 1 MiB alone, one published 1 MiB blob queued behind any frame cut a
+  // healthy peer off.
+  static constexpr size_t kMaxQueuedBehind = wire::kMaxPayload + (1u << 20);
   static constexpr size_t kFrameCost = 64;
 
   // Loop-thread state.

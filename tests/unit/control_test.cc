@@ -120,6 +120,41 @@ TEST_F(ControlQueueTest, QueuedBytesAreBounded) {
   EXPECT_LE(sent, ControlConn::kMaxQueuedBehind + 3 * frame);
 }
 
+// A frame of the largest metadata blob queued behind one being written is
+// what a reading peer may have waiting, not a peer that does not read: the
+// connection stays (at a 1 MiB bound it was closed at once).
+TEST_F(ControlQueueTest, ALargestMetadataFrameBehindAnotherKeepsTheConnection) {
+  Pair p;
+  ASSERT_TRUE(loop_.Add(p.conn));
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  ASSERT_TRUE(p.conn->Send(Big(60000, 'x'), 1, deadline));  // the socket takes some; the rest is being written
+  for (int i = 0; i < 40 && p.conn->queued(); ++i) {
+    if (!p.conn->Send(Big(60000, 'y'), 2 + i, deadline)) break;
+  }
+  ASSERT_TRUE(p.conn->queued()) << "the peer's socket took everything: nothing is being written";
+  wire::MetadataUpdate update;
+  update.entry.name = "kv";
+  update.entry.version = 1;
+  update.entry.blob.assign(wire::kMaxMetadataBlob, 'm');
+  EXPECT_TRUE(p.conn->Send(update, 100, deadline));
+  EXPECT_FALSE(p.conn->closed()) << "a frame a reading peer may have waiting cut the connection";
+  // The peer reads: every frame arrives, the 1 MiB blob whole.
+  wire::FrameReader reader;
+  bool got_blob = false, eof = false;
+  const auto t0 = Clock::now();
+  while (!got_blob && !eof && MsSince(t0) < adxl_test::ScaledMs(5000)) {
+    p.Drain(50, &reader, &eof);
+    wire::Message m;
+    std::string why;
+    while (reader.Next(&m, &why) == wire::FrameReader::Result::kMessage) {
+      if (const auto *u = std::get_if<wire::MetadataUpdate>(&m.body)) {
+        got_blob = u->entry.blob.size() == wire::kMaxMetadataBlob;
+      }
+    }
+  }
+  EXPECT_TRUE(got_blob);
+}
+
 // Frames of many threads arrive whole and, per thread, in Send order, while
 // the peer reads slowly; the handshake answer is first.
 TEST_F(ControlQueueTest, FramesArriveWholeAndInOrder) {
