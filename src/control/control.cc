@@ -32,6 +32,9 @@ bool ControlLoop::Start(Fd listen_fd, ControlHandler *handler, int tick_ms, int 
   wake_fd_ = Fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!epoll_fd_.valid() || !wake_fd_.valid()) {
     *why = std::string("epoll/eventfd: ") + strerror(errno);
+    listen_fd_ = Fd();  // a failed Initialize leaves its port free (contract §3.2)
+    epoll_fd_ = Fd();
+    wake_fd_ = Fd();
     return false;
   }
   epoll_event ev{};

@@ -5,10 +5,14 @@
 // Each test drives one end of a socketpair and reads (or does not read) the
 // other end by hand.
 #include "control/control.h"
+#include "control/socket.h"
 #include "time_scale.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -222,6 +226,37 @@ TEST_F(ControlQueueTest, FramesArriveWholeAndInOrder) {
 
 // Without a loop (a client's handshake) Send writes its frame out itself: it
 // returns once a slow reader took it, or closes at the deadline.
+// A loop that cannot start (out of descriptors) closes the listening
+// socket it was given: the port of a failed Initialize is free again.
+TEST(ControlLoopStart, AFailedStartLeavesThePortFree) {
+  std::string why;
+  Fd listen = ListenTcp("127.0.0.1", false, 0, &why);
+  ASSERT_TRUE(listen.valid()) << why;
+  sockaddr_in addr{};
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(listen.get(), reinterpret_cast<sockaddr *>(&addr), &len), 0);
+  const uint16_t port = ntohs(addr.sin_port);
+  // Room for the epoll descriptor, none for the eventfd: a new descriptor
+  // takes the lowest free number, and none at or above the limit is given.
+  std::vector<int> free_fds;
+  for (int fd = 0; fd < 4096 && free_fds.size() < 2; ++fd) {
+    if (fcntl(fd, F_GETFD) == -1) free_fds.push_back(fd);
+  }
+  ASSERT_EQ(free_fds.size(), 2u);
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit low = saved;
+  low.rlim_cur = static_cast<rlim_t>(free_fds[1]);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  Handler handler;
+  ControlLoop loop;
+  const bool started = loop.Start(std::move(listen), &handler, 20, 1000, &why);
+  setrlimit(RLIMIT_NOFILE, &saved);
+  ASSERT_FALSE(started) << "the loop started with no descriptor to spare";
+  Fd again = ListenTcp("127.0.0.1", false, port, &why);
+  EXPECT_TRUE(again.valid()) << "port " << port << " still bound after the failed start: " << why;
+}
+
 TEST(ControlConnNoLoop, SendWritesItsFrameOutUntilItsDeadline) {
   {
     Pair p;
