@@ -148,6 +148,15 @@ Status Connector::Connect(const std::string &remote, int32_t timeout_ms) {
       continue;  // the other attempt failed: try ourselves
     }
     Status st = ConnectOnce(link, peer, deadline);
+    if (st == SUCCESS) {
+      link->connected_ns.store(Link::NowNs());
+      if (!link->SetConnected()) {
+        // Failed between the loop taking its connection and here (the peer
+        // said Bye or closed): a failed connect, not a connected dead link.
+        ADXL_ERROR("Connect to '%s': the link failed as it was set up", remote.c_str());
+        st = FAILED;
+      }
+    }
     link->stats->RecordConnect(st == SUCCESS);  // stats hook (link_stats.h)
     if (st != SUCCESS) {
       links_->Remove(link);
@@ -155,8 +164,6 @@ Status Connector::Connect(const std::string &remote, int32_t timeout_ms) {
       link->Shutdown();
       return st;
     }
-    link->connected_ns.store(Link::NowNs());
-    link->SetConnected();
     return SUCCESS;
   }
 }

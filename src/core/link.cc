@@ -130,10 +130,12 @@ void Link::GetMetadata(const std::string &name, std::string *blob, uint64_t *ver
   *blob = it == metadata_.end() ? std::string() : it->second.blob;
 }
 
-void Link::SetConnected() {
+bool Link::SetConnected() {
   MutexLock l(&state_mu_);
-  state_.store(LinkState::kConnected);
+  LinkState expected = LinkState::kConnecting;
+  const bool connected = state_.compare_exchange_strong(expected, LinkState::kConnected);
   state_cv_.NotifyAll();
+  return connected;
 }
 
 void Link::Fail(const std::string &why) {

@@ -142,8 +142,11 @@ class Link {
   static constexpr std::chrono::milliseconds kFenceDrain{30};
 
   // ---- State.
-  // Publishes the outcome of Connect to concurrent callers.
-  void SetConnected() ADXL_EXCLUDES(state_mu_);
+  // Publishes the outcome of Connect to concurrent callers: connected,
+  // unless the link failed meanwhile (its control connection is in the
+  // loop before Connect returns, so a Bye or EOF can fail it first), which
+  // stays.  Whether it is connected now.
+  bool SetConnected() ADXL_EXCLUDES(state_mu_);
   // Marks the link failed (idempotent): cancels the endpoint so that every
   // batch in flight ends now, and logs why once.
   void Fail(const std::string &why) ADXL_EXCLUDES(state_mu_);

@@ -26,11 +26,20 @@ TEST(LinkTest, StartsConnecting) {
 
 TEST(LinkTest, ConnectingThenConnectedThenFailed) {
   Link link("peer");
-  link.SetConnected();
+  EXPECT_TRUE(link.SetConnected());
   EXPECT_EQ(link.state(), LinkState::kConnected);
   link.Fail("heartbeat lost");
   EXPECT_EQ(link.state(), LinkState::kFailed);
   EXPECT_FALSE(link.disconnected()) << "a failed link is not a disconnected one";
+}
+
+// A link that failed before its Connect published the outcome (a Bye or an
+// EOF read by the loop as soon as it had the connection) stays failed.
+TEST(LinkTest, AFailureBeforeConnectedIsNotOverwritten) {
+  Link link("peer");
+  link.Fail("the peer said Bye during the set-up");
+  EXPECT_FALSE(link.SetConnected());
+  EXPECT_EQ(link.state(), LinkState::kFailed);
 }
 
 TEST(LinkTest, AConnectThatFailsSettlesAsFailed) {
