@@ -1,7 +1,7 @@
 // ext::DataDistAccess: how our extension (include/llm_datadist/llm_datadist_ext.h,
 // llm_datadist_ext.cc) reaches the cache layer behind a vendor's
 // LlmDataDist, whose header befriends it (the class layout stays the
-// vendor's).  Defined in llm_datadist.cc, beside LlmDataDistImpl.
+// vendor's).  Defined in datadist_access.cc, over llm_datadist_impl.h.
 #ifndef LLM_DATADIST_SRC_DATADIST_ACCESS_H_
 #define LLM_DATADIST_SRC_DATADIST_ACCESS_H_
 
