@@ -12,8 +12,8 @@ namespace {
 // The client's side of the socket, before the control loop reads it.
 class ClientChannel {
  public:
-  ClientChannel(int fd, const std::string &remote, Clock::time_point deadline)
-      : fd_(fd), remote_(remote), deadline_(deadline) {}
+  ClientChannel(int fd, const std::string &remote, Clock::time_point deadline, int cancel_fd)
+      : fd_(fd), remote_(remote), deadline_(deadline), cancel_fd_(cancel_fd) {}
 
   Status Send(const wire::Body &body, uint64_t seq, const char *what) {
     std::string frame;
@@ -21,13 +21,13 @@ class ClientChannel {
       ADXL_ERROR("Connect to '%s': %s over the wire limits", remote_.c_str(), what);
       return FAILED;
     }
-    return IoStatus(what, SendAll(fd_, frame.data(), frame.size(), deadline_));
+    return IoStatus(what, SendAll(fd_, frame.data(), frame.size(), deadline_, cancel_fd_));
   }
 
   // Reads exactly one frame; anything after it stays in the socket.
   Status Read(wire::Message *msg) {
     std::string frame(wire::kHeaderSize, '\0');
-    Status st = IoStatus("handshake", RecvExact(fd_, frame.data(), frame.size(), deadline_));
+    Status st = IoStatus("handshake", RecvExact(fd_, frame.data(), frame.size(), deadline_, cancel_fd_));
     if (st != SUCCESS) return st;
     uint32_t len = 0;
     memcpy(&len, frame.data() + 8, sizeof(len));  // the header's length field (wire.h), little-endian
@@ -36,7 +36,7 @@ class ClientChannel {
       return FAILED;
     }
     frame.resize(wire::kHeaderSize + len);
-    st = IoStatus("handshake", RecvExact(fd_, frame.data() + wire::kHeaderSize, len, deadline_));
+    st = IoStatus("handshake", RecvExact(fd_, frame.data() + wire::kHeaderSize, len, deadline_, cancel_fd_));
     if (st != SUCCESS) return st;
     wire::FrameReader reader;
     reader.Feed(frame.data(), frame.size());
@@ -51,6 +51,11 @@ class ClientChannel {
  private:
   Status IoStatus(const char *what, NetResult r) {
     if (r == NetResult::kOk) return SUCCESS;
+    if (r == NetResult::kCancelled) {
+      // Finalize ended the Connect (Connector::Stop): a failure, not a timeout.
+      ADXL_ERROR("Connect to '%s': %s cancelled, Finalize is running", remote_.c_str(), what);
+      return FAILED;
+    }
     const bool late = r == NetResult::kTimeout || Clock::now() >= deadline_;
     ADXL_ERROR("Connect to '%s': %s %s", remote_.c_str(), what, late ? "timed out" : "failed (peer closed?)");
     return late ? TIMEOUT : FAILED;
@@ -58,13 +63,14 @@ class ClientChannel {
   const int fd_;
   const std::string &remote_;
   const Clock::time_point deadline_;
+  const int cancel_fd_;
 };
 
 }  // namespace
 
 Status RunClientHandshake(int fd, const HandshakeIdentity &self, const std::string &remote,
-                          Clock::time_point deadline, wire::HelloAck *ack_out) {
-  ClientChannel ch(fd, remote, deadline);
+                          Clock::time_point deadline, wire::HelloAck *ack_out, int cancel_fd) {
+  ClientChannel ch(fd, remote, deadline, cancel_fd);
   // With a token, Hello carries our nonce, the server challenges with its
   // own, we prove first, and the server's HelloAck must carry its proof
   // before anything of it is used.

@@ -40,10 +40,12 @@ struct HandshakeIdentity {
 // when `self.token` is set, and reads the answer into *ack.  SUCCESS only
 // for an answer that admits us, from an engine named `remote`, proven when
 // authenticated.  TIMEOUT when the deadline passes, RESOURCE_EXHAUSTED when
-// the peer is at its inbound cap (adxl.MaxInboundPeers), FAILED otherwise; logs
-// one ERROR line saying why ("Connect to '<remote>': ...").
+// the peer is at its inbound cap (adxl.MaxInboundPeers), FAILED otherwise
+// (also when `cancel_fd`, polled beside the socket as in socket.h, becomes
+// readable: the handshake ends at once); logs one ERROR line saying why
+// ("Connect to '<remote>': ...").
 Status RunClientHandshake(int fd, const HandshakeIdentity &self, const std::string &remote,
-                          Clock::time_point deadline, wire::HelloAck *ack);
+                          Clock::time_point deadline, wire::HelloAck *ack, int cancel_fd = -1);
 
 // Server side, for a server end whose Hello was not yet accepted.
 class HandshakeServer {

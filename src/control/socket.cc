@@ -36,11 +36,14 @@ int MsLeft(Clock::time_point deadline) {
   return left > 1000000 ? 1000000 : static_cast<int>(left);
 }
 
-NetResult WaitFor(int fd, short events, Clock::time_point deadline) {
+// Waits for `events` on fd, or for cancel_fd (when >= 0) to become
+// readable, whichever comes first; cancellation wins a tie.
+NetResult WaitFor(int fd, short events, Clock::time_point deadline, int cancel_fd) {
   while (true) {
-    pollfd p{fd, events, 0};
+    pollfd p[2] = {{fd, events, 0}, {cancel_fd, POLLIN, 0}};
     int ms = MsLeft(deadline);
-    int rc = poll(&p, 1, ms);
+    int rc = poll(p, cancel_fd >= 0 ? 2 : 1, ms);
+    if (rc > 0 && cancel_fd >= 0 && p[1].revents != 0) return NetResult::kCancelled;
     if (rc > 0) return NetResult::kOk;
     if (rc == 0) return NetResult::kTimeout;
     if (errno != EINTR) return NetResult::kError;
@@ -71,7 +74,7 @@ Fd ListenTcp(const std::string &host, bool ipv6, uint16_t port, std::string *why
 }
 
 NetResult ConnectTcp(const std::string &host, bool ipv6, uint16_t port, Clock::time_point deadline, Fd *out,
-                     std::string *why) {
+                     std::string *why, int cancel_fd) {
   sockaddr_storage ss;
   socklen_t len = MakeAddr(host, ipv6, port, &ss);
   Fd fd(socket(ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
@@ -90,9 +93,13 @@ NetResult ConnectTcp(const std::string &host, bool ipv6, uint16_t port, Clock::t
       *why = std::string("connect: ") + strerror(errno);
       return NetResult::kError;
     }
-    NetResult r = WaitFor(fd.get(), POLLOUT, deadline);
+    NetResult r = WaitFor(fd.get(), POLLOUT, deadline, cancel_fd);
     if (r == NetResult::kTimeout) {
       *why = "no answer before the deadline";
+      return r;
+    }
+    if (r == NetResult::kCancelled) {
+      *why = "cancelled";
       return r;
     }
     int err = 0;
@@ -107,7 +114,7 @@ NetResult ConnectTcp(const std::string &host, bool ipv6, uint16_t port, Clock::t
   return NetResult::kOk;
 }
 
-NetResult SendAll(int fd, const void *data, size_t len, Clock::time_point deadline) {
+NetResult SendAll(int fd, const void *data, size_t len, Clock::time_point deadline, int cancel_fd) {
   const char *p = static_cast<const char *>(data);
   while (len > 0) {
     ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
@@ -118,7 +125,7 @@ NetResult SendAll(int fd, const void *data, size_t len, Clock::time_point deadli
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      NetResult r = WaitFor(fd, POLLOUT, deadline);
+      NetResult r = WaitFor(fd, POLLOUT, deadline, cancel_fd);
       if (r != NetResult::kOk) return r;
       continue;
     }
@@ -127,7 +134,7 @@ NetResult SendAll(int fd, const void *data, size_t len, Clock::time_point deadli
   return NetResult::kOk;
 }
 
-NetResult RecvExact(int fd, void *data, size_t len, Clock::time_point deadline) {
+NetResult RecvExact(int fd, void *data, size_t len, Clock::time_point deadline, int cancel_fd) {
   char *p = static_cast<char *>(data);
   while (len > 0) {
     ssize_t n = recv(fd, p, len, 0);
@@ -139,7 +146,7 @@ NetResult RecvExact(int fd, void *data, size_t len, Clock::time_point deadline) 
     if (n == 0) return NetResult::kError;
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      NetResult r = WaitFor(fd, POLLIN, deadline);
+      NetResult r = WaitFor(fd, POLLIN, deadline, cancel_fd);
       if (r != NetResult::kOk) return r;
       continue;
     }

@@ -1,7 +1,11 @@
 #include "core/connector.h"
 
+#include <sys/eventfd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <climits>
+#include <cstring>
 #include <thread>
 
 #include "common/log.h"
@@ -24,7 +28,15 @@ Connector::Connector(HandshakeIdentity self, const EngineOptions &options, std::
                      : options.pool_max_channel),
       pool_low_(options.pool_low_waterline > 0
                     ? static_cast<size_t>(options.pool_low_waterline * options.pool_max_channel)
-                    : options.pool_max_channel) {}
+                    : options.pool_max_channel) {
+  // Without it (no descriptors left) Finalize still refuses new Connects,
+  // but one in its handshake runs to its own deadline, as before.
+  stop_fd_ = Fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!stop_fd_.valid()) {
+    ADXL_WARN("eventfd: %s; a Connect in its handshake when Finalize comes runs to its own deadline",
+              strerror(errno));
+  }
+}
 
 void Connector::CloseLink(const std::shared_ptr<Link> &link, Clock::time_point deadline) {
   if (link->state() == LinkState::kConnected) link->conn->Send(wire::Bye{}, 0, deadline);
@@ -34,6 +46,16 @@ void Connector::CloseLink(const std::shared_ptr<Link> &link, Clock::time_point d
 
 void Connector::Stop(Clock::time_point deadline) {
   stopping_.store(true);
+  // Ends every Connect in its TCP connect or handshake (they poll stop_fd_
+  // beside their socket), now and later: the eventfd is never read, so it
+  // stays readable.  One write, no lock and no socket of theirs touched.
+  if (stop_fd_.valid()) {
+    const uint64_t one = 1;
+    if (write(stop_fd_.get(), &one, sizeof(one)) != static_cast<ssize_t>(sizeof(one))) {
+      ADXL_WARN("Finalize: waking the Connects in their handshake failed (%s); they end at their deadline",
+                strerror(errno));
+    }
+  }
   for (const auto &link : links_->Connected()) CloseLink(link, deadline);
 }
 
@@ -155,6 +177,14 @@ Status Connector::Connect(const std::string &remote, int32_t timeout_ms) {
         // said Bye or closed): a failed connect, not a connected dead link.
         ADXL_ERROR("Connect to '%s': the link failed as it was set up", remote.c_str());
         st = FAILED;
+      } else if (stopping_.load()) {
+        // Finalize came while the link was being made: Stop may have looked
+        // for connected links before this one was, so it is undone here (the
+        // calls in flight end with an error, docs/contract.md §3.3).  Set
+        // connected first, then this check: Stop sets stopping_ before it
+        // looks, so one of the two always sees the other.
+        ADXL_ERROR("Connect to '%s': Finalize came before the link was ready; closed", remote.c_str());
+        st = FAILED;
       }
     }
     link->stats->RecordConnect(st == SUCCESS);  // stats hook (link_stats.h)
@@ -180,14 +210,17 @@ Status Connector::ConnectOnce(const std::shared_ptr<Link> &link, const EngineNam
     link->stats->RecordPhase(phase, now - phase_start);
     phase_start = now;
   };
-  NetResult nr = ConnectTcp(peer.host, peer.ipv6, peer.port, deadline, &fd, &why);
+  // The TCP connect and the handshake poll stop_fd_ too: Finalize ends
+  // them at once (Stop), FAILED.
+  NetResult nr = ConnectTcp(peer.host, peer.ipv6, peer.port, deadline, &fd, &why, stop_fd_.get());
   if (nr != NetResult::kOk) {
-    ADXL_ERROR("Connect to '%s': %s", remote.c_str(), why.c_str());
+    ADXL_ERROR("Connect to '%s': %s%s", remote.c_str(), why.c_str(),
+               nr == NetResult::kCancelled ? ", Finalize is running" : "");
     return nr == NetResult::kTimeout ? TIMEOUT : FAILED;
   }
   phase_done(ConnectPhase::kTcp);
   wire::HelloAck ack;
-  Status st = RunClientHandshake(fd.get(), self_, remote, deadline, &ack);
+  Status st = RunClientHandshake(fd.get(), self_, remote, deadline, &ack, stop_fd_.get());
   auto conn = std::make_shared<ControlConn>(std::move(fd), ControlConn::Role::kClient, remote);
   link->conn = conn;
   if (st != SUCCESS) return st;
@@ -226,6 +259,12 @@ Status Connector::ConnectOnce(const std::shared_ptr<Link> &link, const EngineNam
     // their wire-ups.
     auto pause = std::chrono::microseconds(20);
     while (rc == ADXL_PLUGIN_OK && flush->Test() == ADXL_PLUGIN_IN_PROGRESS) {
+      if (stopping_.load()) {
+        // Finalize: it must not wait for this Connect's deadline.  The
+        // endpoint goes to the reaper below, as for a timeout.
+        ADXL_ERROR("Connect to '%s': transport wire-up cancelled, Finalize is running", remote.c_str());
+        return FAILED;
+      }
       if (Clock::now() >= deadline) {
         ADXL_ERROR("Connect to '%s': transport wire-up timed out", remote.c_str());
         return TIMEOUT;

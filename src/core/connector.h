@@ -12,7 +12,7 @@
 // peer admits its next client then, core/admission.h).  A failed Connect
 // gives an endpoint in mid wire-up to the WireupReaper instead of closing
 // it.  Everything runs on the caller's thread and waits at most until its
-// deadline.
+// deadline, or until Finalize (Stop) ends it.
 //
 // The channel pool (GlobalResourceConfig channel_pool.*, docs/contract.md
 // §5.10): with it on, the links this engine opened (outgoing; inbound peers
@@ -29,7 +29,8 @@
 //
 // Thread-safety: any thread.  Its own state is the set of evicted peers
 // under evicted_mu_, a leaf (never held across a call out of this class);
-// the LinkTable and the WireupReaper lock themselves.
+// the LinkTable and the WireupReaper lock themselves; Stop's signal to the
+// Connects in flight (stopping_, stop_fd_) takes no lock.
 #ifndef ADXL_SRC_CORE_CONNECTOR_H_
 #define ADXL_SRC_CORE_CONNECTOR_H_
 
@@ -40,6 +41,7 @@
 
 #include "adxl/adxl_types.h"
 #include "common/engine_name.h"
+#include "common/fd.h"
 #include "common/thread_annotations.h"
 #include "config/options.h"
 #include "control/control.h"
@@ -62,8 +64,12 @@ class Connector {
   // connected link is closed as Disconnect closes it (Bye within
   // `deadline`, the control connection closed, so that a SendNotify or a
   // metadata refresh waiting for the peer's answer wakes; the endpoint
-  // cancelled, which ends every transfer on it).  A Connect still in its
-  // handshake ends at its own deadline.
+  // cancelled, which ends every transfer on it).  A Connect in flight ends
+  // at once with FAILED: one in its TCP connect or handshake is woken
+  // through stop_fd_, one waiting for its transport wire-up sees stopping_
+  // within a millisecond (its endpoint goes to the reaper), one waiting
+  // for a concurrent Connect wakes when that one ends, and one whose link
+  // got ready meanwhile closes it again.  Does not block but for the Byes.
   void Stop(Clock::time_point deadline);
   Status Disconnect(const std::string &remote, int32_t timeout_ms);
   // The link a transfer or notify uses.  Without AutoConnect: NOT_CONNECTED
@@ -96,6 +102,12 @@ class Connector {
 
   // Set by Stop; never cleared (a new Initialize makes a new Connector).
   std::atomic<bool> stopping_{false};
+  // An eventfd that Stop writes once and nobody reads: readable from then
+  // on, so every wait of a Connect's TCP connect and handshake, which poll
+  // it beside their socket (control/socket.h), ends at once.  Invalid when
+  // eventfd failed (those waits then run to their deadline).  Set in the
+  // constructor only.
+  Fd stop_fd_;
   // Whether Stop ran; logs `api`'s refusal when it did.
   bool Stopping(const char *api, const std::string &remote) const;
 

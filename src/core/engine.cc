@@ -149,9 +149,10 @@ void Engine::Finalize() {
   // Calls that start from now on fail (call_gate.h), and those in flight end
   // now: every link is closed as Disconnect closes it (its endpoint
   // cancelled, which ends every request on it; its control connection
-  // closed, which wakes a call waiting for the peer's answer), and no Connect
-  // or AutoConnect makes a new one (Connector::Stop).  The modules go once
-  // the last call has left.
+  // closed, which wakes a call waiting for the peer's answer), no Connect
+  // or AutoConnect makes a new one, and one in flight ends at once, even in
+  // its handshake with a peer that never answers (Connector::Stop).  The
+  // modules go once the last call has left.
   if (!gate_.Close()) return;
   connector_->Stop(Clock::now() + kByeDeadline);
   gate_.WaitEmpty();

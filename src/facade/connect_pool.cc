@@ -100,8 +100,7 @@ std::map<std::string, AsyncConnectStatus> ConnectPool::GetAll() {
   return out;
 }
 
-void ConnectPool::Stop() {
-  MutexLock once(&stop_mu_);
+void ConnectPool::Close() {
   {
     MutexLock l(&mu_);
     stop_ = true;
@@ -109,7 +108,12 @@ void ConnectPool::Stop() {
     for (auto &kv : remotes_) kv.second.queue.clear();
     queued_ = 0;
   }
-  cv_.NotifyAll();
+  cv_.NotifyAll();  // idle workers leave; busy ones once their task ends
+}
+
+void ConnectPool::Stop() {
+  MutexLock once(&stop_mu_);
+  Close();
   for (auto &t : threads_) t.join();
   threads_.clear();
   MutexLock l(&mu_);

@@ -13,8 +13,11 @@
 //  - A CONNECTED remote whose link is gone since (Disconnect, or dropped by
 //    AutoConnect) leaves the map when queried; one whose link failed reads
 //    CONNECT_FAILED.
-//  - Stop() drops queued tasks, waits for running ones and forgets all
-//    states; Submit() afterwards is FAILED.  The destructor stops.
+//  - Close() drops queued tasks and makes Submit() FAILED from then on;
+//    running tasks go on, and it does not wait for them (so that a caller
+//    can end them, e.g. by finalizing the engine, before joining).
+//  - Stop() closes, waits for running tasks and forgets all states.  The
+//    destructor stops.
 // Thread-safe.  The pool knows nothing of the engine: it calls `Ops`.
 #ifndef ADXL_SRC_FACADE_CONNECT_POOL_H_
 #define ADXL_SRC_FACADE_CONNECT_POOL_H_
@@ -52,7 +55,8 @@ class ConnectPool {
   Status Submit(const std::string &remote, bool connect, int32_t timeout_ms);
   hixl::AsyncConnectStatus Get(const std::string &remote);
   std::map<std::string, hixl::AsyncConnectStatus> GetAll();
-  void Stop();
+  void Close() ADXL_EXCLUDES(mu_);
+  void Stop() ADXL_EXCLUDES(stop_mu_, mu_);
 
  private:
   struct Task {

@@ -38,7 +38,26 @@ class Hixl::HixlImpl {
   ~HixlImpl() { Finalize(); }
 
   Status Initialize(const AscendString &local_engine, const std::map<AscendString, AscendString> &options) {
-    adxl::WriterLock l(&mu_);
+    // A Finalize still joining the old pool's workers (with no lock held)
+    // ends first: its tasks must not reach the engine's next life.  Checked
+    // again under mu_, which every Finalize takes to count itself in, so
+    // none can begin after the check while this Initialize runs.
+    for (;;) {
+      {
+        adxl::MutexLock f(&life_mu_);
+        life_cv_.Wait(&life_mu_, [&]() ADXL_REQUIRES(life_mu_) { return finalizing_ == 0; });
+      }
+      adxl::WriterLock l(&mu_);
+      {
+        adxl::MutexLock f(&life_mu_);
+        if (finalizing_ != 0) continue;
+      }
+      return InitializeLocked(local_engine, options);
+    }
+  }
+
+  Status InitializeLocked(const AscendString &local_engine, const std::map<AscendString, AscendString> &options)
+      ADXL_REQUIRES(mu_) {
     Status st = core_.Initialize(local_engine, options);
     if (st != SUCCESS) return st;
     local_name_ = local_engine.GetString();
@@ -55,10 +74,29 @@ class Hixl::HixlImpl {
     return SUCCESS;
   }
 
+  // No lock of ours is held while it waits (for the core's Finalize and for
+  // the pool's workers): GetAsyncConnectStatus and Submit meanwhile find no
+  // pool and return FAILED at once instead of queueing behind the join.
   void Finalize() {
-    adxl::WriterLock l(&mu_);
-    pool_.reset();  // drops queued tasks, waits for running ones
+    std::unique_ptr<ConnectPool> pool;
+    {
+      adxl::WriterLock l(&mu_);
+      pool = std::move(pool_);
+      adxl::MutexLock f(&life_mu_);
+      ++finalizing_;
+    }
+    if (pool) pool->Close();  // queued tasks are dropped, not run against a finalized engine
+    // Ends the running tasks' Connects at once (FAILED, docs/contract.md
+    // §3.3), so the join below is short; joining first would wait for each
+    // task's own timeout.
     core_.Finalize();
+    pool.reset();  // joins the workers
+    adxl::MutexLock f(&life_mu_);
+    --finalizing_;
+    life_cv_.NotifyAll();
+    // A concurrent Finalize returns only once the other's workers are
+    // joined too, as when they queued on one lock.
+    life_cv_.Wait(&life_mu_, [&]() ADXL_REQUIRES(life_mu_) { return finalizing_ == 0; });
   }
 
   Status Submit(const char *api, const AscendString &remote_engine, bool connect, int32_t timeout_ms) {
@@ -133,12 +171,21 @@ class Hixl::HixlImpl {
   adxl::Engine core_;
 
  private:
-  // The pool's lifetime: shared by calls, exclusive in Initialize /
-  // Finalize.  Taken before any lock of the core or the pool; held across
-  // Finalize's wait for running connect tasks, which take no lock of ours.
+  // The pool's lifetime: shared by calls, exclusive in Initialize and for
+  // the moment Finalize takes the pool out.  Taken before any lock of the
+  // core or the pool.  Held across the core's Initialize, never across a
+  // wait on a peer or a join (Finalize joins the pool it took out without
+  // it).
   adxl::SharedMutex mu_;
   std::unique_ptr<ConnectPool> pool_ ADXL_GUARDED_BY(mu_);
   std::string local_name_ ADXL_GUARDED_BY(mu_);
+  // life_mu_ guards finalizing_, the Finalize calls that took the pool out
+  // and have not yet joined its workers; Initialize waits on life_cv_ until
+  // there are none.  A leaf, taken alone or under mu_, held for a few
+  // instructions (its waits release it).
+  adxl::Mutex life_mu_ ADXL_ACQUIRED_AFTER(mu_);
+  adxl::CondVar life_cv_;
+  int finalizing_ ADXL_GUARDED_BY(life_mu_) = 0;
 };
 
 Hixl::Hixl() : impl_(std::make_unique<HixlImpl>()) {}

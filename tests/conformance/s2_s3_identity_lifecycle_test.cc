@@ -1,4 +1,8 @@
 // docs/contract.md §2 (engine identity) and §3 (lifecycle), on every lane.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <csignal>
 #include <thread>
@@ -245,6 +249,48 @@ TEST_P(Conformance, S3_3_FinalizeEndsANotifyWaitingForAStoppedTarget) {
   const double notify_end_ms = std::chrono::duration<double, std::milli>(ended - t0).count();
   EXPECT_LT(notify_end_ms, ScaledMs(kFinalizeBoundMs)) << "the notify outlived Finalize";
   peer_->KillAndWait();
+}
+
+// §3.3, the same for a Connect in its handshake: a socket that accepts (the
+// kernel's backlog) but never answers holds a Connect with a 20 s timeout
+// in its wait for the HelloAck.  Finalize must end it (FAILED, within the
+// bound) instead of waiting for its deadline.
+TEST_P(Conformance, S3_3_FinalizeEndsAConnectInItsHandshake) {
+  constexpr double kFinalizeBoundMs = 2000;
+  InitLocal();
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
+  ASSERT_EQ(listen(fd, 4), 0);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len), 0);
+  const std::string silent = LoopbackName(ntohs(a.sin_port));
+  std::atomic<bool> started{false};
+  Status connect = SUCCESS;
+  std::chrono::steady_clock::time_point ended;
+  std::thread t([&] {
+    started = true;
+    connect = engine_.Connect(silent.c_str(), 20000);
+    ended = std::chrono::steady_clock::now();
+  });
+  ASSERT_TRUE(WaitUntil([&] { return started.load(); }, ScaledMs(5000)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the Connect waits for the HelloAck
+  const auto t0 = std::chrono::steady_clock::now();
+  engine_.Finalize();
+  const double finalize_ms = MsSince(t0);
+  t.join();
+  close(fd);
+  RecordProperty("finalize_ms", std::to_string(finalize_ms));
+  EXPECT_LT(finalize_ms, ScaledMs(kFinalizeBoundMs)) << "Finalize waited for a Connect in its handshake";
+  EXPECT_EQ(connect, FAILED);
+  const double connect_end_ms = std::chrono::duration<double, std::milli>(ended - t0).count();
+  EXPECT_LT(connect_end_ms, ScaledMs(kFinalizeBoundMs)) << "the Connect outlived Finalize";
+  // This object initializes and connects again.
+  InitLocal();
+  EXPECT_EQ(Connect(), SUCCESS);
 }
 
 // §3.4 "All methods are thread-safe and may be called from any thread."

@@ -1,6 +1,11 @@
 // What only the HIXL facade has, against real peer processes: async connect
 // (queue bound, per-remote order, parallel remotes, latest submission wins,
 // disconnected remotes leave the map) and the batch GetTransferStatus.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <csignal>
 #include <cstring>
 #include <thread>
@@ -174,6 +179,47 @@ TEST_F(HixlTest, FinalizeDropsQueuedTasks) {
   EXPECT_LT(MsSince(t0), ScaledMs(2000)) << "Finalize ran the queued connect instead of dropping it";
   stopped->Signal(SIGCONT);
   queued_peer->Signal(SIGCONT);
+}
+
+// Finalize with a ConnectAsync task in its handshake (a socket that accepts
+// and never answers; the task's timeout is 20 s): Finalize ends the task's
+// Connect and joins its worker within the bound of docs/contract.md §3.3,
+// and a GetAsyncConnectStatus meanwhile does not queue behind that join
+// (the facade's lock was held across it, so the query waited the 20 s out;
+// it now finds no pool and says FAILED at once).  When Finalize is quick
+// the query may come after it: FAILED at once as well.
+TEST_F(HixlTest, FinalizeEndsAConnectTaskInItsHandshakeAndStatusQueriesDoNotWait) {
+  Init({{"GlobalResourceConfig", R"({"connect_pool.thread_num": 1})"}});
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
+  ASSERT_EQ(listen(fd, 4), 0);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len), 0);
+  const std::string silent = LoopbackName(ntohs(a.sin_port));
+  ASSERT_EQ(engine_.ConnectAsync(silent.c_str(), 20000), hixl::SUCCESS);
+  ASSERT_EQ(WaitState(silent, AsyncConnectStatus::CONNECTING), AsyncConnectStatus::CONNECTING);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the task waits for the HelloAck
+  std::atomic<double> finalize_ms{-1};
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread fin([&] {
+    engine_.Finalize();
+    finalize_ms = MsSince(t0);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto t1 = std::chrono::steady_clock::now();
+  AsyncConnectStatus st = AsyncConnectStatus::CONNECTED;
+  const hixl::Status got = engine_.GetAsyncConnectStatus(silent.c_str(), st);
+  const double query_ms = MsSince(t1);
+  fin.join();
+  close(fd);
+  EXPECT_LT(query_ms, ScaledMs(500)) << "GetAsyncConnectStatus waited for Finalize";
+  EXPECT_EQ(got, hixl::FAILED);
+  EXPECT_GE(finalize_ms.load(), 0);
+  EXPECT_LT(finalize_ms.load(), ScaledMs(2000)) << "Finalize waited for a connect task's own timeout";
 }
 
 TEST_F(HixlTest, BatchStatusInSubmissionOrderWithUserData) {

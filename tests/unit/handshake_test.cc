@@ -5,7 +5,9 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -144,6 +146,34 @@ TEST(HandshakeTest, AServerThatNeverAnswersTimesOutOnTheClientsDeadline) {
   EXPECT_EQ(st, TIMEOUT);
   EXPECT_GE(took, 190);
   EXPECT_LE(took, 200 + adxl_test::ScaledMs(100));
+}
+
+// Finalize ends a Connect in its handshake (Connector::Stop writes the
+// cancel eventfd): the client's wait for a server that never answers ends
+// at once with FAILED, not at its 20 s deadline with TIMEOUT.
+TEST(HandshakeTest, ACancelledHandshakeEndsAtOnceFailed) {
+  SocketPair sp;  // nobody serves sp.server
+  const int cancel = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  ASSERT_GE(cancel, 0);
+  wire::HelloAck ack;
+  const auto t0 = Clock::now();
+  std::thread stop([&] {
+    std::this_thread::sleep_for(milliseconds(100));
+    const uint64_t one = 1;
+    EXPECT_EQ(write(cancel, &one, sizeof(one)), static_cast<ssize_t>(sizeof(one)));
+  });
+  const Status st = RunClientHandshake(sp.client.get(), HandshakeIdentity{"10.0.0.1:4000", "node-a", ""},
+                                       "10.0.0.2:5000", t0 + milliseconds(20000), &ack, cancel);
+  const auto took = std::chrono::duration_cast<milliseconds>(Clock::now() - t0).count();
+  stop.join();
+  EXPECT_EQ(st, FAILED);
+  EXPECT_LE(took, 100 + adxl_test::ScaledMs(500));
+  // Once written, every later wait on it ends at once too.
+  EXPECT_EQ(RunClientHandshake(sp.client.get(), HandshakeIdentity{"10.0.0.1:4000", "node-a", ""}, "10.0.0.2:5000",
+                               Clock::now() + milliseconds(20000), &ack, cancel),
+            FAILED);
+  EXPECT_LE(std::chrono::duration_cast<milliseconds>(Clock::now() - t0).count(), 100 + adxl_test::ScaledMs(500));
+  close(cancel);
 }
 
 TEST(HandshakeTest, AServerThatAnswersSomethingElseIsRefusedByTheClient) {
