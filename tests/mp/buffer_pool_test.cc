@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "error_lines.h"
 #include "facade_fixture.h"
 
 using namespace adxl_test;
@@ -94,6 +95,27 @@ TYPED_TEST(BufferPoolTest, RefusedCallsMoveNothing) {
   // Zero-length descriptors are refused as ever.
   EXPECT_EQ(this->Sync(adxl::WRITE, {{p, this->remote_, 4096}, {p, this->remote_, 0}}), adxl::PARAM_INVALID);
   EXPECT_EQ(this->RemoteHash(0, this->kRemoteSize), before);
+}
+
+// A descriptor whose local address + length wraps, beside an unregistered
+// one: the call would be staged, and the pool must never copy from or to the
+// wrapped range.  PARAM_INVALID with one ERROR line, nothing moved, and the
+// link still works.
+TYPED_TEST(BufferPoolTest, AnOverflowingLocalRangeIsRefusedBeforeStaging) {
+  this->Init({});  // BufferPool not given: on
+  ASSERT_EQ(this->engine_.Connect(this->peer_name_.c_str(), 5000), adxl::SUCCESS);
+  std::vector<uint8_t> plain(4096);
+  FillPattern(plain.data(), plain.size(), 71);
+  const uintptr_t p = reinterpret_cast<uintptr_t>(plain.data());
+  const uint64_t before = this->RemoteHash(0, this->kRemoteSize);
+  for (adxl::TransferOp op : {adxl::WRITE, adxl::READ}) {
+    const std::vector<TransferOpDesc> descs = {{p, this->remote_, 4096},
+                                               {UINTPTR_MAX - 0xFFF, this->remote_, 0x2000}};
+    EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(this->Sync(op, descs), adxl::PARAM_INVALID); }), 1) << "op " << op;
+  }
+  EXPECT_EQ(this->RemoteHash(0, this->kRemoteSize), before);
+  EXPECT_EQ(this->Sync(adxl::WRITE, {{p, this->remote_, 4096}}), adxl::SUCCESS);
+  EXPECT_EQ(this->RemoteHash(0, 4096), Hash(plain.data(), 4096));
 }
 
 TYPED_TEST(BufferPoolTest, ConcurrentStagedCallsShareThePool) {
