@@ -220,7 +220,8 @@ Status BufferPool::Run(const std::shared_ptr<Link> &link, TransferOp op, const s
   }
   if (result == SUCCESS) return SUCCESS;
   if (result == TIMEOUT || result == FAILED) {
-    // Nothing of this call in flight (no buffer came free in time): nothing to fence.
+    // Nothing of this call in flight (no buffer came free in time): nothing
+    // to fence; the caller still fails the link (buffer_pool.h).
     if (!inflight.empty()) abort(result);
     return result;
   }

@@ -172,4 +172,34 @@ TYPED_TEST(BufferPoolTest, OneDeadlineCoversTheWholeStagedCall) {
   EXPECT_EQ(this->RemoteHash(0, plain.size()), Hash(plain.data(), plain.size()));
 }
 
+// §6.4 "The link is then failed", also after a staged call that timed out
+// waiting for a buffer with nothing of its own in flight: another call holds
+// the pool's only buffer on a chunk the stopped target never takes.
+TYPED_TEST(BufferPoolTest, ATimeoutWaitingForABufferFailsTheLink) {
+  this->StartPeer(RemoteTcpPeerEnv());
+  // The stopped target is not judged dead meanwhile: only a TIMEOUT may
+  // fail the link here.
+  this->Init({{TypeParam::BufferPoolKey(), "1:1"}, {"adxl.HeartbeatTimeoutMs", "20000"}});
+  ASSERT_EQ(this->engine_.Connect(this->peer_name_.c_str(), 5000), adxl::SUCCESS);
+  std::vector<uint8_t> holder(this->kRemoteSize), waiter(4096);
+  ASSERT_TRUE(StopProcess(this->peer_->pid()));
+  Status held = adxl::SUCCESS;
+  std::thread first([&] {
+    held = this->Sync(adxl::WRITE, {{reinterpret_cast<uintptr_t>(holder.data()), this->remote_, holder.size()}}, 3000);
+  });
+  // Long enough for `first` to take the buffer and post into it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(ScaledMs(500))));
+  EXPECT_EQ(this->Sync(adxl::WRITE, {{reinterpret_cast<uintptr_t>(waiter.data()), this->remote_, waiter.size()}}, 200),
+            adxl::TIMEOUT);
+  // Failed at once, not posted to the stopped target and timed out.
+  EXPECT_EQ(this->Sync(adxl::WRITE, {{this->local_.addr(), this->remote_, 64}}, 500), adxl::FAILED);
+  this->peer_->Signal(SIGCONT);
+  first.join();
+  EXPECT_NE(held, adxl::SUCCESS);
+  EXPECT_EQ(this->engine_.Disconnect(this->peer_name_.c_str(), 1000), adxl::SUCCESS);
+  ASSERT_EQ(this->engine_.Connect(this->peer_name_.c_str(), 5000), adxl::SUCCESS);
+  EXPECT_EQ(this->Sync(adxl::WRITE, {{reinterpret_cast<uintptr_t>(waiter.data()), this->remote_, waiter.size()}}),
+            adxl::SUCCESS);
+}
+
 }  // namespace
