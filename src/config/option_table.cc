@@ -196,8 +196,9 @@ std::vector<OptionSpec> BuildTable() {
                     "returns `RESOURCE_EXHAUSTED`; a transfer or notify to an evicted peer reconnects by itself "
                     "(contract §5.10)"));
   t.push_back(IntField<&EngineOptions::max_registrations>(
-      "adxl.MaxRegistrations", K::kProject, "ADXL_MAX_REGISTRATIONS", false, false, 1, kU32, 0,
-      "most memory registrations this engine holds at once"));
+      "adxl.MaxRegistrations", K::kProject, "ADXL_MAX_REGISTRATIONS", false, false, 1, kMaxRegistrationsLimit, 0,
+      "most memory registrations this engine holds at once; no more than a handshake answer carries (4096 "
+      "regions), or inbound Connects would fail"));
   t.push_back(IntField<&EngineOptions::max_device_bytes>(
       "adxl.MaxDeviceMemory", K::kProject, "ADXL_MAX_DEVICE_MEMORY", false, true, 0, kI64, 0,
       "most bytes of device memory registered at once"));

@@ -28,6 +28,11 @@ namespace adxl {
 
 // Defaults shared with Registry::Limits (src/memory/registry.h).
 constexpr uint32_t kDefaultMaxRegistrations = 256;
+// adxl.MaxRegistrations' upper bound: a handshake answer (HelloAck) carries
+// at most this many regions (wire::kMaxRegions; the two are held equal in
+// core/registrar.cc).  More registrations could be made, but every inbound
+// Connect would then be refused.
+constexpr uint32_t kMaxRegistrationsLimit = 4096;
 constexpr uint64_t kDefaultMaxDeviceBytes = 50ull << 30;
 constexpr uint64_t kDefaultMaxHostBytes = 1ull << 40;
 constexpr uint32_t kDefaultHeartbeatMs = 10000;

@@ -126,9 +126,12 @@ std::vector<std::vector<Piece>> Chunk(const std::vector<TransferOpDesc> &descs, 
 Status BufferPool::Run(const std::shared_ptr<Link> &link, TransferOp op, const std::vector<TransferOpDesc> &descs,
                        Clock::time_point deadline, const PostFn &post, const AbortFn &abort, uint64_t *bytes,
                        uint64_t *ops, std::string *why) {
-  // 1. Every remote range lies in the peer's registered memory.
+  // 1. No range wraps (the copies below would touch the wrapped address;
+  // ClassifyLocal let such a descriptor through for the checks to report),
+  // and every remote range lies in the peer's registered memory.
   for (size_t i = 0; i < descs.size(); ++i) {
     const TransferOpDesc &d = descs[i];
+    if (DescriptorOverflows(i, d, why)) return PARAM_INVALID;
     if (!link->CoversRemote(d.remote_addr, d.len)) {
       char buf[160];
       snprintf(buf, sizeof(buf), "descriptor %zu {remote 0x%" PRIxPTR ", len %zu}: ", i, d.remote_addr, d.len);
@@ -217,7 +220,8 @@ Status BufferPool::Run(const std::shared_ptr<Link> &link, TransferOp op, const s
   }
   if (result == SUCCESS) return SUCCESS;
   if (result == TIMEOUT || result == FAILED) {
-    // Nothing of this call in flight (no buffer came free in time): nothing to fence.
+    // Nothing of this call in flight (no buffer came free in time): nothing
+    // to fence; the caller still fails the link (buffer_pool.h).
     if (!inflight.empty()) abort(result);
     return result;
   }

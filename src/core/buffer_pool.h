@@ -19,6 +19,9 @@
 //    flight, and must make sure nothing more moves on the link (fence / fail
 //    it); only then are the buffers given back.  For READ the caller's memory
 //    is written only by Run itself, so nothing lands there after it returned.
+//    A TIMEOUT with nothing of the call in flight (no buffer came free in
+//    time) runs no `abort`: the caller ends it as any TIMEOUT (fails the link,
+//    docs/contract.md §6.4) without a fence.
 // Thread-safe.
 #ifndef ADXL_SRC_CORE_BUFFER_POOL_H_
 #define ADXL_SRC_CORE_BUFFER_POOL_H_

@@ -12,6 +12,10 @@
 
 namespace adxl {
 
+// Every registration is one region of the handshake answer (EncodeAnswer):
+// the option's bound is what that answer carries, or inbound Connects fail.
+static_assert(kMaxRegistrationsLimit == wire::kMaxRegions, "adxl.MaxRegistrations must fit a HelloAck");
+
 Registrar::Registrar(std::shared_ptr<Transport> transport, const EngineOptions &options)
     : transport_(std::move(transport)),
       fabric_mem_(options.fabric_mem),

@@ -72,7 +72,9 @@ Status StagedTransfers::Run(const std::string &remote, TransferOp op, const std:
   auto post = [&](const TransferPlan &plan, std::unique_ptr<Batch> *batch) {
     return link->Post(op, plan.iov.data(), plan.iov.size(), batch, deadline);
   };
+  bool aborted = false;
   auto abort = [&](Status why) {
+    aborted = true;
     if (why == TIMEOUT) {
       link->FenceAfterTimeout();
     } else {
@@ -85,6 +87,12 @@ Status StagedTransfers::Run(const std::string &remote, TransferOp op, const std:
   (op == READ ? link->bytes_read : link->bytes_written).fetch_add(bytes, std::memory_order_relaxed);
   link->ops.fetch_add(ops, std::memory_order_relaxed);
   *bytes_out = bytes;
+  if (st == TIMEOUT && !aborted) {
+    // No buffer came free in time: nothing of this call is in flight, so
+    // there is nothing to fence, but the call ends as every TIMEOUT does
+    // (docs/contract.md §6.4: the link is then failed).
+    link->Fail("a transfer timed out");
+  }
   if (st == TIMEOUT) {
     ADXL_ERROR("TransferSync %s to '%s' (staged): timed out after %d ms (%s)%s", op_name, remote.c_str(), timeout_ms,
                why.c_str(), link->state() == LinkState::kFailed ? "; the link is failed until reconnected" : "");

@@ -16,6 +16,12 @@ std::string Describe(size_t i, const TransferOpDesc &d) {
 
 }  // namespace
 
+bool DescriptorOverflows(size_t i, const TransferOpDesc &d, std::string *why) {
+  if (d.local_addr + d.len >= d.local_addr && d.remote_addr + d.len >= d.remote_addr) return false;
+  *why = Describe(i, d) + ": address + length overflows";
+  return true;
+}
+
 Status BuildTransferPlan(const std::vector<TransferOpDesc> &descs, const Registry &local,
                          const RemoteRegionTable &remote, TransferPlan *plan, std::string *why) {
   plan->iov.reserve(descs.size());
@@ -25,10 +31,7 @@ Status BuildTransferPlan(const std::vector<TransferOpDesc> &descs, const Registr
   const RemoteRegion *last_remote = nullptr;
   for (size_t i = 0; i < descs.size(); ++i) {
     const TransferOpDesc &d = descs[i];
-    if (d.local_addr + d.len < d.local_addr || d.remote_addr + d.len < d.remote_addr) {
-      *why = Describe(i, d) + ": address + length overflows";
-      return PARAM_INVALID;
-    }
+    if (DescriptorOverflows(i, d, why)) return PARAM_INVALID;
     lp.clear();
     rp.clear();
     if (!local.Resolve(d.local_addr, d.len, &lp)) {

@@ -31,6 +31,12 @@ struct TransferPlan {
   uint64_t bytes = 0;
 };
 
+// True when descriptor `i`'s local or remote address + length overflows,
+// with *why naming it.  BuildTransferPlan's first check, shared with the
+// buffer pool (buffer_pool.h), which copies the caller's local ranges itself
+// and plans only its own buffers: one rule and one wording for both paths.
+bool DescriptorOverflows(size_t i, const TransferOpDesc &d, std::string *why);
+
 // Builds *plan; PARAM_INVALID with *why naming the descriptor otherwise.
 // `local` and `remote` must not change during the call (see above).
 Status BuildTransferPlan(const std::vector<TransferOpDesc> &descs, const Registry &local,

@@ -13,6 +13,7 @@
 
 #include "adxl/adxl_engine.h"
 #include "adxl/adxl_ext.h"
+#include "error_lines.h"
 #include "mp_fixture.h"
 
 using namespace adxl;
@@ -31,7 +32,9 @@ TEST(TableSnapshotTest, ConcurrentConnectsNeverHoldAWithdrawnRegion) {
   constexpr int kStatic = 2000, kChurn = 4000;
   const std::string owner_name = LoopbackName(FreePort());
   AdxlEngine owner, reader;
-  ASSERT_EQ(owner.Initialize(owner_name.c_str(), {{"adxl.MaxRegistrations", "8192"}}), SUCCESS);
+  // The most the option accepts (the regions a handshake answer carries);
+  // the test holds at most kStatic + 1 at once.
+  ASSERT_EQ(owner.Initialize(owner_name.c_str(), {{"adxl.MaxRegistrations", "4096"}}), SUCCESS);
   ASSERT_EQ(reader.Initialize("127.0.0.1", {}), SUCCESS);
   AlignedBuffer fixed(kStatic * kPage), churn(kChurn * kPage);
   for (int i = 0; i < kStatic; ++i) {
@@ -88,6 +91,39 @@ TEST(TableSnapshotTest, ConcurrentConnectsNeverHoldAWithdrawnRegion) {
               withdrawn.load() + 1);
   EXPECT_GE(connects, 20);
   EXPECT_GE(withdrawn.load(), 20);
+  reader.Finalize();
+  owner.Finalize();
+}
+
+// adxl.MaxRegistrations is bounded by what a handshake answer carries:
+// above it Initialize refuses with one ERROR line; at it, an engine holding
+// every registration it may still answers a Connect with the whole table.
+TEST(TableSnapshotTest, AnEngineAtItsRegistrationLimitCanStillBeConnectedTo) {
+  constexpr size_t kPage = 4096;
+  constexpr int kLimit = 4096;
+  {
+    AdxlEngine refused;
+    const std::string over = std::to_string(kLimit + 1);
+    EXPECT_EQ(ErrorLines([&] {
+                EXPECT_EQ(refused.Initialize("127.0.0.1", {{"adxl.MaxRegistrations", over.c_str()}}), PARAM_INVALID);
+              }),
+              1);
+  }
+  const std::string owner_name = LoopbackName(FreePort());
+  AdxlEngine owner, reader;
+  ASSERT_EQ(owner.Initialize(owner_name.c_str(), {{"adxl.MaxRegistrations", std::to_string(kLimit).c_str()}}),
+            SUCCESS);
+  ASSERT_EQ(reader.Initialize("127.0.0.1", {}), SUCCESS);
+  AlignedBuffer pages(kLimit * kPage);
+  for (int i = 0; i < kLimit; ++i) {
+    MemHandle h = nullptr;
+    ASSERT_EQ(owner.RegisterMem({pages.addr() + i * kPage, kPage}, MEM_HOST, h), SUCCESS) << "page " << i;
+  }
+  ASSERT_EQ(reader.Connect(owner_name.c_str(), 10000), SUCCESS);
+  std::vector<ext::LinkRegion> regions;
+  ASSERT_EQ(ext::GetLinkRegions(reader, owner_name.c_str(), regions), SUCCESS);
+  EXPECT_EQ(regions.size(), static_cast<size_t>(kLimit));
+  EXPECT_EQ(reader.Disconnect(owner_name.c_str(), 5000), SUCCESS);
   reader.Finalize();
   owner.Finalize();
 }

@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "error_lines.h"
 #include "facade_fixture.h"
 
 using namespace adxl_test;
@@ -96,6 +97,27 @@ TYPED_TEST(BufferPoolTest, RefusedCallsMoveNothing) {
   EXPECT_EQ(this->RemoteHash(0, this->kRemoteSize), before);
 }
 
+// A descriptor whose local address + length wraps, beside an unregistered
+// one: the call would be staged, and the pool must never copy from or to the
+// wrapped range.  PARAM_INVALID with one ERROR line, nothing moved, and the
+// link still works.
+TYPED_TEST(BufferPoolTest, AnOverflowingLocalRangeIsRefusedBeforeStaging) {
+  this->Init({});  // BufferPool not given: on
+  ASSERT_EQ(this->engine_.Connect(this->peer_name_.c_str(), 5000), adxl::SUCCESS);
+  std::vector<uint8_t> plain(4096);
+  FillPattern(plain.data(), plain.size(), 71);
+  const uintptr_t p = reinterpret_cast<uintptr_t>(plain.data());
+  const uint64_t before = this->RemoteHash(0, this->kRemoteSize);
+  for (adxl::TransferOp op : {adxl::WRITE, adxl::READ}) {
+    const std::vector<TransferOpDesc> descs = {{p, this->remote_, 4096},
+                                               {UINTPTR_MAX - 0xFFF, this->remote_, 0x2000}};
+    EXPECT_EQ(ErrorLines([&] { EXPECT_EQ(this->Sync(op, descs), adxl::PARAM_INVALID); }), 1) << "op " << op;
+  }
+  EXPECT_EQ(this->RemoteHash(0, this->kRemoteSize), before);
+  EXPECT_EQ(this->Sync(adxl::WRITE, {{p, this->remote_, 4096}}), adxl::SUCCESS);
+  EXPECT_EQ(this->RemoteHash(0, 4096), Hash(plain.data(), 4096));
+}
+
 TYPED_TEST(BufferPoolTest, ConcurrentStagedCallsShareThePool) {
   this->Init({{TypeParam::BufferPoolKey(), "3:1"}});
   ASSERT_EQ(this->engine_.Connect(this->peer_name_.c_str(), 5000), adxl::SUCCESS);
@@ -148,6 +170,36 @@ TYPED_TEST(BufferPoolTest, OneDeadlineCoversTheWholeStagedCall) {
   EXPECT_EQ(this->Sync(adxl::WRITE, {{reinterpret_cast<uintptr_t>(plain.data()), this->remote_, plain.size()}}, 10000),
             adxl::SUCCESS);
   EXPECT_EQ(this->RemoteHash(0, plain.size()), Hash(plain.data(), plain.size()));
+}
+
+// §6.4 "The link is then failed", also after a staged call that timed out
+// waiting for a buffer with nothing of its own in flight: another call holds
+// the pool's only buffer on a chunk the stopped target never takes.
+TYPED_TEST(BufferPoolTest, ATimeoutWaitingForABufferFailsTheLink) {
+  this->StartPeer(RemoteTcpPeerEnv());
+  // The stopped target is not judged dead meanwhile: only a TIMEOUT may
+  // fail the link here.
+  this->Init({{TypeParam::BufferPoolKey(), "1:1"}, {"adxl.HeartbeatTimeoutMs", "20000"}});
+  ASSERT_EQ(this->engine_.Connect(this->peer_name_.c_str(), 5000), adxl::SUCCESS);
+  std::vector<uint8_t> holder(this->kRemoteSize), waiter(4096);
+  ASSERT_TRUE(StopProcess(this->peer_->pid()));
+  Status held = adxl::SUCCESS;
+  std::thread first([&] {
+    held = this->Sync(adxl::WRITE, {{reinterpret_cast<uintptr_t>(holder.data()), this->remote_, holder.size()}}, 3000);
+  });
+  // Long enough for `first` to take the buffer and post into it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(ScaledMs(500))));
+  EXPECT_EQ(this->Sync(adxl::WRITE, {{reinterpret_cast<uintptr_t>(waiter.data()), this->remote_, waiter.size()}}, 200),
+            adxl::TIMEOUT);
+  // Failed at once, not posted to the stopped target and timed out.
+  EXPECT_EQ(this->Sync(adxl::WRITE, {{this->local_.addr(), this->remote_, 64}}, 500), adxl::FAILED);
+  this->peer_->Signal(SIGCONT);
+  first.join();
+  EXPECT_NE(held, adxl::SUCCESS);
+  EXPECT_EQ(this->engine_.Disconnect(this->peer_name_.c_str(), 1000), adxl::SUCCESS);
+  ASSERT_EQ(this->engine_.Connect(this->peer_name_.c_str(), 5000), adxl::SUCCESS);
+  EXPECT_EQ(this->Sync(adxl::WRITE, {{reinterpret_cast<uintptr_t>(waiter.data()), this->remote_, waiter.size()}}),
+            adxl::SUCCESS);
 }
 
 }  // namespace

@@ -516,6 +516,15 @@ TEST_F(OptionsTest, LargeMemoryLimitsAccepted) {
   EXPECT_EQ(o.max_host_bytes, 9223372036854775807ull);
 }
 
+// A handshake answer carries at most 4096 regions (wire::kMaxRegions): more
+// registrations would make every inbound Connect fail, so more is refused.
+TEST_F(OptionsTest, MaxRegistrationsIsAtMostWhatAHandshakeCarries) {
+  EXPECT_EQ(Accept({{"adxl.MaxRegistrations", "4096"}}).max_registrations, 4096u);
+  Reject({{"adxl.MaxRegistrations", "4097"}});
+  setenv("ADXL_MAX_REGISTRATIONS", "8192", 1);
+  Reject({});
+}
+
 TEST_F(OptionsTest, InvalidProjectOptionsRejected) {
   Reject({{"adxl.MaxRegistrations", "0"}});
   Reject({{"adxl.MaxRegistrations", "-1"}});
