@@ -258,16 +258,9 @@ TEST_P(Conformance, S3_3_FinalizeEndsANotifyWaitingForAStoppedTarget) {
 TEST_P(Conformance, S3_3_FinalizeEndsAConnectInItsHandshake) {
   constexpr double kFinalizeBoundMs = 2000;
   InitLocal();
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
-  ASSERT_EQ(listen(fd, 4), 0);
-  socklen_t len = sizeof(a);
-  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len), 0);
-  const std::string silent = LoopbackName(ntohs(a.sin_port));
+  const adxl_test::SilentListener listener(4);
+  ASSERT_TRUE(listener.ok());
+  const std::string silent = listener.name();
   std::atomic<bool> started{false};
   Status connect = SUCCESS;
   std::chrono::steady_clock::time_point ended;
@@ -282,7 +275,6 @@ TEST_P(Conformance, S3_3_FinalizeEndsAConnectInItsHandshake) {
   engine_.Finalize();
   const double finalize_ms = MsSince(t0);
   t.join();
-  close(fd);
   RecordProperty("finalize_ms", std::to_string(finalize_ms));
   EXPECT_LT(finalize_ms, ScaledMs(kFinalizeBoundMs)) << "Finalize waited for a Connect in its handshake";
   EXPECT_EQ(connect, FAILED);

@@ -28,18 +28,11 @@ TEST_P(Conformance, S5_1_ConnectStatuses) {
   EXPECT_EQ(server.Connect(own.c_str(), 1000), PARAM_INVALID);
   EXPECT_EQ(engine_.Connect(LoopbackName(FreePort()).c_str(), 1000), FAILED);
   // A socket that accepts (kernel backlog) but never answers the handshake.
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
-  ASSERT_EQ(listen(fd, 4), 0);
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
+  const adxl_test::SilentListener listener(4);
+  ASSERT_TRUE(listener.ok());
   const auto t0 = std::chrono::steady_clock::now();
-  EXPECT_EQ(engine_.Connect(LoopbackName(ntohs(a.sin_port)).c_str(), 300), TIMEOUT);
+  EXPECT_EQ(engine_.Connect(listener.name().c_str(), 300), TIMEOUT);
   EXPECT_LT(MsSince(t0), 300 + ScaledMs(1700));
-  close(fd);
   ASSERT_EQ(Connect(), SUCCESS);
   EXPECT_EQ(Connect(), ALREADY_CONNECTED);
 }

@@ -350,15 +350,9 @@ TEST_F(LayerwiseTest, FinalizeEndsRunningTask) {
 // serves) stalls LinkClusters to it until its timeout; a caller on another
 // link keeps pulling meanwhile.
 TEST_F(LayerwiseTest, SlowPeerDoesNotStallOtherLink) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
-  ASSERT_EQ(listen(fd, 16), 0);
-  socklen_t n = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr *>(&a), &n);
-  const std::string silent = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  const adxl_test::SilentListener listener;
+  ASSERT_TRUE(listener.ok());
+  const std::string silent = listener.name();
 
   std::atomic<bool> linking_done{false};
   Status link_status = LLM_SUCCESS;
@@ -379,7 +373,6 @@ TEST_F(LayerwiseTest, SlowPeerDoesNotStallOtherLink) {
   }
   const bool still_linking = !linking_done;
   slow.join();
-  close(fd);
   const auto link_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
   EXPECT_NE(link_status, LLM_SUCCESS);
   // The peer really was slow (the link waited for it), and meanwhile the

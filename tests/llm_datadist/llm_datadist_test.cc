@@ -249,14 +249,8 @@ TEST(LlmDataDist, AllocateCopyAndDeallocate) {
 // link to end); its cache-layer half is called directly, as
 // LlmDataDist::Finalize calls it once DeallocateCache has passed its checks.
 TEST(LlmDataDist, DeallocateCacheDuringAFinalizeLeavesTheMemoryToIt) {
-  const int silent = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(silent, reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
-  ASSERT_EQ(listen(silent, 16), 0);
-  socklen_t len = sizeof(a);
-  ASSERT_EQ(getsockname(silent, reinterpret_cast<sockaddr *>(&a), &len), 0);
+  const adxl_test::SilentListener silent;
+  ASSERT_TRUE(silent.ok());
   LlmDataDist dd(1, LlmRole::kDecoder);
   ASSERT_EQ(dd.Initialize({}), LLM_SUCCESS);
   Cache c{};
@@ -267,7 +261,7 @@ TEST(LlmDataDist, DeallocateCacheDuringAFinalizeLeavesTheMemoryToIt) {
   internal::CacheManager &cm = ext::DataDistAccess::Manager(dd);
   std::thread link([&] {
     std::vector<Status> rets;
-    (void)cm.LinkClusters({{2, Listen(ntohs(a.sin_port))}}, rets, 2000);
+    (void)cm.LinkClusters({{2, Listen(silent.port())}}, rets, 2000);
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the link is under way
   std::atomic<bool> finalized{false};
@@ -293,7 +287,6 @@ TEST(LlmDataDist, DeallocateCacheDuringAFinalizeLeavesTheMemoryToIt) {
   dd.Finalize();
   EXPECT_EQ(ErrorLines([&] { EXPECT_NE(adxl::AdxlEngine::ExportToShareableHandle(mem, handle), adxl::SUCCESS); }),
             1);  // freed now
-  close(silent);
 }
 
 // A Prompt holding a cache, a Decoder pulling from it and pushing into it.

@@ -190,16 +190,9 @@ TEST_F(HixlTest, FinalizeDropsQueuedTasks) {
 // the query may come after it: FAILED at once as well.
 TEST_F(HixlTest, FinalizeEndsAConnectTaskInItsHandshakeAndStatusQueriesDoNotWait) {
   Init({{"GlobalResourceConfig", R"({"connect_pool.thread_num": 1})"}});
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
-  ASSERT_EQ(listen(fd, 4), 0);
-  socklen_t len = sizeof(a);
-  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len), 0);
-  const std::string silent = LoopbackName(ntohs(a.sin_port));
+  const adxl_test::SilentListener listener(4);
+  ASSERT_TRUE(listener.ok());
+  const std::string silent = listener.name();
   ASSERT_EQ(engine_.ConnectAsync(silent.c_str(), 20000), hixl::SUCCESS);
   ASSERT_EQ(WaitState(silent, AsyncConnectStatus::CONNECTING), AsyncConnectStatus::CONNECTING);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the task waits for the HelloAck
@@ -215,7 +208,6 @@ TEST_F(HixlTest, FinalizeEndsAConnectTaskInItsHandshakeAndStatusQueriesDoNotWait
   const hixl::Status got = engine_.GetAsyncConnectStatus(silent.c_str(), st);
   const double query_ms = MsSince(t1);
   fin.join();
-  close(fd);
   EXPECT_LT(query_ms, ScaledMs(500)) << "GetAsyncConnectStatus waited for Finalize";
   EXPECT_EQ(got, hixl::FAILED);
   EXPECT_GE(finalize_ms.load(), 0);
