@@ -250,7 +250,9 @@ Status Connector::ConnectOnce(const std::shared_ptr<Link> &link, const EngineNam
     for (const wire::Region &r : ack.regions) {
       if (link->AddRegion(r) != SUCCESS) return FAILED;
     }
-    for (wire::Metadata &m : ack.metadata) link->SetMetadata(std::move(m));
+    for (wire::Metadata &m : ack.metadata) {
+      if (link->SetMetadata(std::move(m)) != SUCCESS) return FAILED;
+    }
     // The plugin's progress thread drives the wire-up (it sleeps on the
     // worker's events): this thread only looks, with a growing pause and
     // without progressing the transport itself.  Hundreds of peers

@@ -119,6 +119,8 @@ Status Engine::Initialize(const AscendString &local_engine, const std::map<Ascen
   heartbeat_ = std::make_unique<Heartbeat>(o.heartbeat_ms, DeadAfterMs(o), HeartbeatTickMs(o), &links_,
                                            registrar_.get(), connector_.get(), &worker_);
   stats_log_ = std::make_unique<StatsLog>(o.stats_interval_ms);
+  fences_ = std::make_unique<FenceDrains>([transport](Clock::time_point d) { return transport->Drain(d); }, &worker_,
+                                          Link::kFenceDrain);
   worker_.Start();
   // A Hello must come within 3 ticks (at least 1 s) of the connection.
   const uint32_t tick_ms = HeartbeatTickMs(o);
@@ -126,6 +128,7 @@ Status Engine::Initialize(const AscendString &local_engine, const std::map<Ascen
   if (!loop_.Start(std::move(listen_fd), this, static_cast<int>(tick_ms), hello_timeout_ms, &why)) {
     ADXL_ERROR("Initialize: %s", why.c_str());
     worker_.Stop();
+    fences_.reset();
     heartbeat_.reset();
     admission_.reset();
     stats_log_.reset();
@@ -178,6 +181,7 @@ void Engine::Finalize() {
   }
   loop_.Stop();     // closes the server ends: their clients see the link fail
   worker_.Stop();   // runs what the control thread left for it
+  fences_.reset();
   heartbeat_.reset();
   admission_.reset();
   stats_log_.reset();
@@ -408,22 +412,13 @@ void Engine::HandleServer(const std::shared_ptr<ControlConn> &conn, wire::Messag
   } else if (std::holds_alternative<wire::Ping>(msg.body)) {
     conn->Send(wire::Pong{}, msg.seq, deadline);
   } else if (std::holds_alternative<wire::Fence>(msg.body)) {
-    // Drain what the peer's transport already put in flight towards us, off
-    // this thread; the peer waits for the Ack (Link::kFenceWait), so the
-    // drain ends before that.  The Ack says whether everything ended.
-    // The drain's deadline counts from the Fence's arrival: fences of
-    // several initiators that timed out together queue on the one worker,
-    // and each must still be answered within its initiator's wait.
-    std::shared_ptr<Transport> transport = transport_;
+    // Drain what the peers' transports already put in flight towards us,
+    // off this thread (fence_drains.h); the peer waits for the Ack
+    // (Link::kFenceWait), so the drain ends before that.  The Ack says
+    // whether everything ended.
     const uint64_t seq = msg.seq;
-    const Clock::time_point drain_deadline = Clock::now() + Link::kFenceDrain;
-    worker_.Post([transport, conn, seq, drain_deadline] {
-      const bool drained = transport->Drain(drain_deadline);
-      if (!drained) {
-        ADXL_WARN("fence from '%s': requests it had started here were still running after %lld ms",
-                  conn->peer_name().c_str(), static_cast<long long>(Link::kFenceDrain.count()));
-      }
-      conn->Send(wire::Ack{drained ? SUCCESS : TIMEOUT}, seq, Clock::now() + kControlSendDeadline);
+    fences_->Add([conn, seq](uint32_t status) {
+      conn->Send(wire::Ack{status}, seq, Clock::now() + kControlSendDeadline);
     });
   } else if (std::holds_alternative<wire::TableRequest>(msg.body)) {
     registrar_->SendTable(conn, msg.seq, Clock::now() + kHandshakeAnswerDeadline);
@@ -489,7 +484,11 @@ void Engine::HandleClient(const std::shared_ptr<ControlConn> &conn, wire::Messag
   std::shared_ptr<Link> link = links_.FindByConn(conn.get());
   if (!link) return;  // disconnected meanwhile
   if (auto *add = std::get_if<wire::RegionAdd>(&msg.body)) {
-    conn->Send(wire::Ack{link->AddRegion(add->region)}, msg.seq, deadline);
+    const Status s = link->AddRegion(add->region);
+    conn->Send(wire::Ack{s}, msg.seq, deadline);
+    // Past the wire's limit (logged by the link): the peer breaks the
+    // protocol, and every further push would cost an error line.
+    if (s == RESOURCE_EXHAUSTED) conn->Close();
   } else if (auto *del = std::get_if<wire::RegionDel>(&msg.body)) {
     std::shared_ptr<RemoteRegion> region = link->WithdrawRegion(del->id);
     if (!region) {
@@ -503,10 +502,11 @@ void Engine::HandleClient(const std::shared_ptr<ControlConn> &conn, wire::Messag
       if (auto c = weak.lock()) c->Send(wire::Ack{SUCCESS}, seq, Clock::now() + kControlSendDeadline);
     };
   } else if (auto *meta = std::get_if<wire::MetadataUpdate>(&msg.body)) {
-    link->SetMetadata(std::move(meta->entry));
+    const Status s = link->SetMetadata(std::move(meta->entry));
     // Sent as a request by AwaitMetadataDelivered: applied, and so is
     // everything the peer sent before it.
-    if (msg.seq != 0) conn->Send(wire::Ack{SUCCESS}, msg.seq, deadline);
+    if (msg.seq != 0) conn->Send(wire::Ack{s}, msg.seq, deadline);
+    if (s != SUCCESS) conn->Close();  // past the wire's limit, as for regions
   } else if (std::holds_alternative<wire::Pong>(msg.body)) {
     // last_rx_ms is all a Pong is for
   } else if (std::holds_alternative<wire::Bye>(msg.body)) {

@@ -9,6 +9,8 @@
 //   notifier_    SendNotify / GetNotifies (notifier.h)
 //   handshake_   the server side of handshakes (control/handshake.h)
 //   heartbeat_   liveness (heartbeat.h)
+//   fences_      peers' fences: a drain of the transport, then the answers
+//                (fence_drains.h)
 //   admission_   how many clients wire up to us at once (admission.h)
 //   stats_log_   the periodic statistics line (stats_log.h); the counters
 //                live in links_ (link_stats.h)
@@ -31,7 +33,7 @@
 //   a batch (batch_wait.h), which hold no engine lock.
 //   Registrar::withdrawing_mu_ (after op_mu_ or alone), LinkTable,
 //   AsyncRequests, Notifier, StagedTransfers::pool_mu_,
-//   BufferPool::mu_, BackgroundWorker, WireupReaper, Link::state_mu_ and
+//   BufferPool::mu_, FenceDrains (-> BackgroundWorker), BackgroundWorker, WireupReaper, Link::state_mu_ and
 //   ControlConn locks are leaves.  UCP's worker lock lives
 //   inside the plugin, below all of them: the plugin never calls back into
 //   the engine (WireupReaper tests and closes endpoints outside its own
@@ -61,6 +63,7 @@
 #include "core/admission.h"
 #include "core/call_gate.h"
 #include "core/connector.h"
+#include "core/fence_drains.h"
 #include "core/heartbeat.h"
 #include "core/link_table.h"
 #include "core/notifier.h"
@@ -162,6 +165,7 @@ class Engine : public ControlHandler {
   std::unique_ptr<Heartbeat> heartbeat_;
   std::unique_ptr<Admission> admission_;  // control thread only
   std::unique_ptr<StatsLog> stats_log_;  // control thread only (OnTick)
+  std::unique_ptr<FenceDrains> fences_;  // peers' fences (control thread adds, worker_ drains)
   // Inbound cap (adxl.MaxInboundPeers): the server ends whose handshake
   // passed, with the client's name.  Control thread only; no lock.
   std::map<const ControlConn *, std::string> inbound_;

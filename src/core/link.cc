@@ -13,6 +13,10 @@ Status Link::AddRegion(const wire::Region &r) {
                remote_.c_str(), r.addr, r.len, r.mem_type);
     return PARAM_INVALID;
   }
+  // A peer never has more regions than a handshake carries (its own
+  // adxl.MaxRegistrations is capped there): more is a broken or hostile
+  // peer, refused before its key costs an unpack and our memory.
+  if (!HasRoomForRegion(r.id)) return RESOURCE_EXHAUSTED;
   auto region = std::make_shared<RemoteRegion>();
   region->id = r.id;
   region->mem_type = r.mem_type;
@@ -23,6 +27,7 @@ Status Link::AddRegion(const wire::Region &r) {
   }
   WriterLock l(&regions_mu_);
   if (region_addr_by_id_.count(r.id) != 0) return SUCCESS;  // seen in the handshake already
+  if (region_addr_by_id_.size() >= wire::kMaxRegions) return RegionsFull(r.id);  // raced past the check above
   if (regions_.Overlaps(r.addr, r.len)) {
     ADXL_ERROR("peer '%s' advertised region %" PRIu64 " overlapping another of its regions", remote_.c_str(), r.id);
     return PARAM_INVALID;
@@ -117,10 +122,35 @@ void Link::FenceAfterTimeout() {
   }
 }
 
-void Link::SetMetadata(wire::Metadata entry) {
+bool Link::HasRoomForRegion(uint64_t id) const {
+  ReaderLock l(&regions_mu_);
+  if (region_addr_by_id_.count(id) != 0 || region_addr_by_id_.size() < wire::kMaxRegions) return true;
+  RegionsFull(id);
+  return false;
+}
+
+Status Link::RegionsFull(uint64_t id) const {
+  ADXL_ERROR("peer '%s' advertised region %" PRIu64 " beyond the %zu regions an engine may have; refused",
+             remote_.c_str(), id, wire::kMaxRegions);
+  return RESOURCE_EXHAUSTED;
+}
+
+Status Link::SetMetadata(wire::Metadata entry) {
   WriterLock l(&regions_mu_);
-  wire::Metadata &e = metadata_[entry.name];
-  if (entry.version > e.version) e = std::move(entry);
+  auto it = metadata_.find(entry.name);
+  if (it == metadata_.end()) {
+    // A publisher keeps at most kMaxMetadataEntries names (its handshake
+    // carries no more); a peer pushing more would grow this table, of up to
+    // 1 MiB per entry, without bound.
+    if (metadata_.size() >= wire::kMaxMetadataEntries) {
+      ADXL_ERROR("peer '%s' published metadata '%s' beyond the %zu entries an engine may publish; refused",
+                 remote_.c_str(), entry.name.c_str(), wire::kMaxMetadataEntries);
+      return RESOURCE_EXHAUSTED;
+    }
+    it = metadata_.emplace(entry.name, wire::Metadata{}).first;
+  }
+  if (entry.version > it->second.version) it->second = std::move(entry);
+  return SUCCESS;
 }
 
 void Link::GetMetadata(const std::string &name, std::string *blob, uint64_t *version) const {

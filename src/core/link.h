@@ -68,7 +68,9 @@ class Link {
   // Adds a region the peer advertised (handshake or RegionAdd): validates
   // it, unpacks its key on `endpoint` (outside the lock) and inserts it.
   // SUCCESS also when it is known already; PARAM_INVALID for an invalid or
-  // overlapping region, FAILED when the key does not unpack (logged).
+  // overlapping region, RESOURCE_EXHAUSTED past wire::kMaxRegions regions
+  // (more than any engine may register), FAILED when the key does not unpack
+  // (each logged).
   Status AddRegion(const wire::Region &r) ADXL_EXCLUDES(regions_mu_);
   // Removes a region the peer withdrew; returns it (null when unknown) so
   // that the caller can acknowledge once the last transfer lets go of it.
@@ -116,7 +118,9 @@ class Link {
 
   // ---- The peer's published metadata (adxl_ext.h).
   // Keeps `entry` unless a newer version of its name is known already.
-  void SetMetadata(wire::Metadata entry) ADXL_EXCLUDES(regions_mu_);
+  // RESOURCE_EXHAUSTED (logged, nothing kept) for a new name past
+  // wire::kMaxMetadataEntries names, more than any engine publishes.
+  Status SetMetadata(wire::Metadata entry) ADXL_EXCLUDES(regions_mu_);
   // The latest version of `name` (0 and an empty blob: never published).
   void GetMetadata(const std::string &name, std::string *blob, uint64_t *version) const ADXL_EXCLUDES(regions_mu_);
 
@@ -170,6 +174,11 @@ class Link {
   }
 
  private:
+  // AddRegion's bound: true when `id` is known or one more region fits
+  // (else logged, RegionsFull).
+  bool HasRoomForRegion(uint64_t id) const ADXL_EXCLUDES(regions_mu_);
+  Status RegionsFull(uint64_t id) const;  // logs; RESOURCE_EXHAUSTED
+
   const std::string remote_;
   std::atomic<LinkState> state_{LinkState::kConnecting};
   std::atomic<bool> disconnected_{false};

@@ -1,0 +1,118 @@
+// FenceDrains (src/core/fence_drains.h): the target's answer to fences.  The
+// drain is a test double here (a transport whose requests end when the test
+// says); the worker is the engine's real BackgroundWorker.
+#include "core/fence_drains.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "adxl/adxl_types.h"
+
+namespace adxl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// What the answers were, in the order they came.
+struct Answers {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<uint32_t> statuses;
+  FenceDrains::AnswerFn Fn() {
+    return [this](uint32_t s) {
+      std::lock_guard<std::mutex> l(mu);
+      statuses.push_back(s);
+      cv.notify_all();
+    };
+  }
+  bool WaitFor(size_t n, milliseconds timeout) {
+    std::unique_lock<std::mutex> l(mu);
+    return cv.wait_for(l, timeout, [&] { return statuses.size() >= n; });
+  }
+};
+
+// A peer floods fences while a request of its own never ends here (each
+// drain waits out its deadline).  One drain per round answers every fence
+// that arrived before the round started: the flood costs a few drains and
+// at most one queued task, not a task and a transport drain per fence (a
+// queue as long as the flood), and work posted behind the flood runs soon
+// after it.
+TEST(FenceDrains, AFloodOfFencesIsAnsweredInAFewDrainsNotOneEach) {
+  BackgroundWorker worker;
+  worker.Start();
+  std::atomic<int> drains{0};
+  FenceDrains fences(
+      [&](Clock::time_point deadline) {
+        ++drains;
+        std::this_thread::sleep_until(deadline);
+        return false;
+      },
+      &worker, milliseconds(30));
+  Answers answers;
+  constexpr size_t kFences = 2000;
+  for (size_t i = 0; i < kFences; ++i) ASSERT_TRUE(fences.Add(answers.Fn()));
+  std::atomic<bool> behind{false};
+  const Clock::time_point posted = Clock::now();
+  ASSERT_TRUE(worker.Post([&] { behind = true; }));
+  ASSERT_TRUE(answers.WaitFor(kFences, milliseconds(5000)))
+      << answers.statuses.size() << " of " << kFences << " fences answered after 5 s (" << drains.load()
+      << " drains)";
+  for (uint32_t s : answers.statuses) EXPECT_EQ(s, TIMEOUT);
+  EXPECT_LE(drains.load(), 20) << "a drain per fence";
+  while (!behind && Clock::now() - posted < milliseconds(5000)) std::this_thread::sleep_for(milliseconds(1));
+  EXPECT_TRUE(behind.load()) << "the worker's next task waited behind the fences";
+  worker.Stop();
+}
+
+// Fences that wait for one round keep their own deadlines: the first times
+// out, and the second, whose deadline is later, sees the requests end.
+TEST(FenceDrains, EachFenceOfARoundIsAnsweredByItsOwnDeadline) {
+  BackgroundWorker worker;
+  worker.Start();
+  constexpr milliseconds kBudget(300);
+  std::atomic<int64_t> end_ns{INT64_MAX};  // when the peers' requests end
+  FenceDrains fences(
+      [&](Clock::time_point deadline) {
+        const Clock::time_point end{Clock::duration(end_ns.load())};
+        std::this_thread::sleep_until(std::min(deadline, end));
+        return Clock::now() >= end;
+      },
+      &worker, kBudget);
+  // Hold the worker so that both fences wait for the same round.
+  std::mutex hold;
+  std::unique_lock<std::mutex> held(hold);
+  ASSERT_TRUE(worker.Post([&] { std::lock_guard<std::mutex> l(hold); }));
+  Answers answers;
+  const Clock::time_point first = Clock::now();
+  ASSERT_TRUE(fences.Add(answers.Fn()));
+  std::this_thread::sleep_for(milliseconds(200));
+  ASSERT_TRUE(fences.Add(answers.Fn()));
+  // The requests end 100 ms after the first fence's deadline, about 100 ms
+  // before the second's.
+  end_ns = (first + kBudget + milliseconds(100)).time_since_epoch().count();
+  held.unlock();
+  ASSERT_TRUE(answers.WaitFor(2, milliseconds(5000)));
+  EXPECT_EQ(answers.statuses[0], TIMEOUT);
+  EXPECT_EQ(answers.statuses[1], SUCCESS);
+  worker.Stop();
+}
+
+TEST(FenceDrains, AfterTheWorkerStoppedAFenceIsRefused) {
+  BackgroundWorker worker;
+  worker.Start();
+  worker.Stop();
+  FenceDrains fences([](Clock::time_point) { return true; }, &worker, milliseconds(30));
+  Answers answers;
+  EXPECT_FALSE(fences.Add(answers.Fn()));
+  EXPECT_TRUE(answers.statuses.empty());
+}
+
+}  // namespace
+}  // namespace adxl
