@@ -86,6 +86,16 @@ Status Registrar::Register(const MemDesc &mem, MemType type, MemHandle *handle) 
                  wire::kMaxString);
       return FAILED;
     }
+    if (advert_bytes_ + region->advert.size() > kMaxAdvertBytes) {
+      registry_->Erase(region->id);
+      ADXL_ERROR("RegisterMem {addr 0x%" PRIxPTR ", len %zu}: the regions advertised to peers would take %zu bytes "
+                 "of the handshake answer, over its %zu (transport keys of %zu bytes): peers could no longer "
+                 "connect; register fewer, larger ranges",
+                 mem.addr, mem.len, advert_bytes_ + region->advert.size(), kMaxAdvertBytes,
+                 region->mem ? region->mem->packed_key().size() : size_t{0});
+      return RESOURCE_EXHAUSTED;
+    }
+    advert_bytes_ += region->advert.size();
     ++version_;
     peers.assign(subscribers_.begin(), subscribers_.end());
   }
@@ -187,6 +197,7 @@ Status Registrar::Deregister(MemHandle handle) {
         if (--region->refs > 0) return SUCCESS;
         registry_->Erase(id);
         if (region->local_only) return SUCCESS;  // no peer knows it
+        advert_bytes_ -= region->advert.size();
         ++version_;
         w.peers.assign(subscribers_.begin(), subscribers_.end());
       }

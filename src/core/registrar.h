@@ -186,9 +186,21 @@ class Registrar {
   std::set<std::shared_ptr<ControlConn>> subscribers_ ADXL_GUARDED_BY(mu_);
   // Bumped by every change of the registry or the metadata (see TableSnapshot).
   uint64_t version_ ADXL_GUARDED_BY(mu_) = 0;
-  // What the HelloAck may carry besides the region table (which is at most
-  // kMaxRegions entries, well under 1 MiB): the frame stays under 4 MiB.
+  // The HelloAck (one frame, at most wire::kMaxPayload, 4 MiB) carries the
+  // region table and the published metadata, each with a budget of its own,
+  // and the rest of the answer (node id, transport address, proof) in what
+  // is left.  A registration or a publish that would overrun its budget is
+  // refused (RESOURCE_EXHAUSTED), so that the answer always encodes: an
+  // engine whose answer did not would refuse every inbound Connect.
+  // Regions: at most kMaxRegions adverts of ~36 bytes plus the transport's
+  // key (52 bytes with UCX 1.22 over TCP here: 0.35 MiB for 4096 regions),
+  // so the budget binds only for keys of ~450 bytes and more.
   static constexpr size_t kMaxMetadataBytes = 2u << 20;
+  // The rest: node id and transport address (each at most wire::kMaxString,
+  // 64 KiB), the proof, the metadata entries' and the frame's own fields.
+  static constexpr size_t kAnswerRestBytes = 192u << 10;
+  static constexpr size_t kMaxAdvertBytes = wire::kMaxPayload - kMaxMetadataBytes - kAnswerRestBytes;
+  size_t advert_bytes_ ADXL_GUARDED_BY(mu_) = 0;  // the adverts of the registered, advertised regions
   std::map<std::string, wire::Metadata> metadata_ ADXL_GUARDED_BY(mu_);
   size_t metadata_bytes_ ADXL_GUARDED_BY(mu_) = 0;
 };
