@@ -195,7 +195,16 @@ int EpCreate(adxl_plugin_context_t *ctx, const void *address, size_t len, uint32
   auto ep = std::make_unique<adxl_plugin_ep>();
   ep->id = ctx->next_ep_id.fetch_add(1);
   ep->ctx = ctx;
-  const int st = BindEndpoint(ep.get(), a, lanes, EpError);
+  int st = ADXL_PLUGIN_OK;
+  try {
+    st = BindEndpoint(ep.get(), a, lanes, EpError);
+  } catch (...) {
+    // Out of memory part-way: the UCP endpoints made so far name `ep` as
+    // their error handler's argument, so they are force-closed (by the
+    // mover bound to `ep`, which knows what it made) before `ep` is freed.
+    if (Mover *m = ep->mover.load()) m->Cancel(ep.get(), true);
+    throw;  // Guarded: ERR_NO_RESOURCE
+  }
   if (st != ADXL_PLUGIN_OK) return st;
   *out = ep.release();
   return ADXL_PLUGIN_OK;
