@@ -268,6 +268,11 @@ uint64_t CacheManager::ClusterId() const {
 
 size_t CacheManager::RegisteredAddrCount() const { return impl_->store.AddrCount(); }
 
+void CacheManager::SetListenerMoves(ListenerMoves *moves) {
+  adxl::MutexLock lock(&impl_->mu);
+  impl_->listener_moves = moves;
+}
+
 Status CacheManager::Impl::Register(const char *what, const Registration &r, Cache &cache) {
   OpGuard guard(this);  // declared first: it ends the count after the lock is released
   std::vector<adxl::MemHandle> undo;

@@ -77,6 +77,9 @@ class CacheManager::Impl {
   // Counts the Initializes that started (Start): a Rebind compares it across
   // the start of its fresh engine, made with no lock held.
   uint64_t generation ADXL_GUARDED_BY(mu) = 0;
+  // The owner's say over the listener's moves (SetListenerMoves), asked by
+  // the listen-on-first-link move with mu released; nullptr: nobody's.
+  ListenerMoves *listener_moves ADXL_GUARDED_BY(mu) = nullptr;
 
   // The parts, each with its own lock.
   LocalCaches store;
