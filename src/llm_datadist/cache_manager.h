@@ -124,9 +124,9 @@ class CacheManager {
 
   // rets gets one status per cluster; the result is LLM_SUCCESS when all
   // succeeded, else the last failure (the vendor's).  `quiet`: a cluster's
-  // failure is a WARN line of this layer (the engine's own lines stay), for
-  // a caller that retries and writes the one ERROR line itself (a rank-table
-  // link).
+  // failure is a WARN line of this layer (the engine's own lines stay), and
+  // so is the refusal of a call that finds the layer finalized, for a caller
+  // that retries and writes the one ERROR line itself (a rank-table link).
   Status LinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
                       int32_t timeout_ms = 3000, bool quiet = false);
   // By remote_cluster_id.  Drops the link to the cluster and the record of

@@ -91,9 +91,11 @@ class CacheManager::Impl {
   // finalizing); else counts the call in busy (Finalize waits for it), fills
   // *ctx and arms *guard, which ends the count when it goes.  Begin takes
   // mu for the start alone; BeginLocked is for a call that goes on reading
-  // the manager's state under the same hold.
-  Status BeginLocked(const char *what, OpContext *ctx, OpGuard *guard) ADXL_REQUIRES(mu);
-  Status Begin(const char *what, OpContext *ctx, OpGuard *guard) ADXL_EXCLUDES(mu);
+  // the manager's state under the same hold.  `quiet`: the refusal is a
+  // WARN line (LinkClusters' quiet: a rank-table link that finds itself
+  // finalized writes the one ERROR line of its failure itself).
+  Status BeginLocked(const char *what, OpContext *ctx, OpGuard *guard, bool quiet = false) ADXL_REQUIRES(mu);
+  Status Begin(const char *what, OpContext *ctx, OpGuard *guard, bool quiet = false) ADXL_EXCLUDES(mu);
   void EndOp() ADXL_EXCLUDES(mu);
 
   // RegisterCache / RegisterBlocksCache: LocalCaches::Register under mu;

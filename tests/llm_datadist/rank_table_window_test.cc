@@ -1,7 +1,9 @@
 // The rank-table link (llm_datadist_ext.h LinkRankTable) in the windows
-// between its steps, opened by the test seams (rebind_window_for_test): a
-// first link's listen-on-first-link move and a rank-table link never both
-// move the listener.  Clusters of one process on loopback, real engines.
+// between its steps, opened by the test seams (rebind_window_for_test,
+// link_round_window_for_test): a first link's listen-on-first-link move
+// and a rank-table link never both move the listener, and a Finalize
+// between a round's check and the round gives the failed link one ERROR
+// line.  Clusters of one process on loopback, real engines.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -14,6 +16,7 @@
 
 #include "cache_manager.h"
 #include "datadist_access.h"
+#include "error_lines.h"
 #include "free_port.h"
 #include "listening_probe.h"
 #include "llm_datadist/llm_datadist.h"
@@ -23,6 +26,7 @@
 namespace llm_datadist::ext {
 namespace {
 
+using adxl_test::ErrorLinesAndText;
 using adxl_test::FreePort;
 using adxl_test::LoopbackName;
 using Clock = std::chrono::steady_clock;
@@ -90,6 +94,33 @@ TEST(RankTableLink, AFirstLinksMoveAndARankTableLinkNeverBothMoveTheListener) {
   EXPECT_EQ(CheckLinkStatus(a, 3), LLM_SUCCESS);
   a.Finalize();
   c.Finalize();
+}
+
+// A Finalize that falls between a round's check that the link's Initialize
+// still runs and the round's LinkClusters: the link ends LLM_FAILED with
+// one ERROR line of its own ("finalized while linking"); the round's
+// refusal is a WARN line, as its retries' are.
+TEST(RankTableLink, AFinalizeBetweenARoundsCheckAndTheRoundIsOneErrorLine) {
+  const uint16_t pa = FreePort(), pb = FreePort();
+  LlmDataDist a(1, LlmRole::kPrompt), b(2, LlmRole::kDecoder);
+  ASSERT_EQ(InitializeEngine(a, LoopbackName(pa), {}), LLM_SUCCESS);
+  ASSERT_EQ(InitializeEngine(b, LoopbackName(pb), {}), LLM_SUCCESS);
+  bool fired = false;
+  link_round_window_for_test = [&] {
+    if (fired) return;
+    fired = true;
+    a.Finalize();
+  };
+  uint64_t ca = 9;
+  const auto r = ErrorLinesAndText(
+      [&] { EXPECT_EQ(LinkRankTable(a, "finalize-in-round", {{1, 0}, {2, 1}}, Table(pa, pb), ca), LLM_FAILED); });
+  link_round_window_for_test = nullptr;
+  EXPECT_TRUE(fired) << "the premise: the round's window was reached";
+  EXPECT_EQ(r.first, 1) << r.second;
+  EXPECT_NE(r.second.find("finalized while linking"), std::string::npos) << r.second;
+  EXPECT_EQ(ca, 0U);
+  EXPECT_EQ(CheckLinkStatus(b, 1), LLM_NOT_YET_LINK);
+  b.Finalize();
 }
 
 }  // namespace
