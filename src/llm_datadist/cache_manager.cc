@@ -43,9 +43,13 @@ bool SameKey(const CacheKey &a, const CacheKey &b) {
   return a.req_id == b.req_id && a.model_id == b.model_id && a.prefix_id == b.prefix_id;
 }
 
-Status CacheManager::Impl::BeginLocked(const char *what, OpContext *ctx, OpGuard *guard) {
+Status CacheManager::Impl::BeginLocked(const char *what, OpContext *ctx, OpGuard *guard, bool quiet) {
   if (!live || stopping) {
-    ADXL_ERROR("%s: the cache layer is not initialized, or is finalizing", what);
+    if (quiet) {
+      ADXL_WARN("%s: the cache layer is not initialized, or is finalizing", what);
+    } else {
+      ADXL_ERROR("%s: the cache layer is not initialized, or is finalizing", what);
+    }
     return LLM_FAILED;
   }
   ++busy;
@@ -81,9 +85,9 @@ Status TakeLayerOptions(const char *what, std::map<adxl::AscendString, adxl::Asc
   return LLM_SUCCESS;
 }
 
-Status CacheManager::Impl::Begin(const char *what, OpContext *ctx, OpGuard *guard) {
+Status CacheManager::Impl::Begin(const char *what, OpContext *ctx, OpGuard *guard, bool quiet) {
   adxl::MutexLock lock(&mu);
-  return BeginLocked(what, ctx, guard);
+  return BeginLocked(what, ctx, guard, quiet);
 }
 
 void CacheManager::Impl::EndOp() {
@@ -267,6 +271,11 @@ uint64_t CacheManager::ClusterId() const {
 }
 
 size_t CacheManager::RegisteredAddrCount() const { return impl_->store.AddrCount(); }
+
+void CacheManager::SetListenerMoves(ListenerMoves *moves) {
+  adxl::MutexLock lock(&impl_->mu);
+  impl_->listener_moves = moves;
+}
 
 Status CacheManager::Impl::Register(const char *what, const Registration &r, Cache &cache) {
   OpGuard guard(this);  // declared first: it ends the count after the lock is released

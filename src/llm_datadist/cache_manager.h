@@ -73,6 +73,24 @@
 
 namespace llm_datadist::internal {
 
+// The owner's say over the listener's moves: LlmDataDist's
+// (llm_datadist_impl.h), whose SetRole, MoveListener and rank-table links
+// move the listener and hold it.  The listen-on-first-link move
+// (ListenToBeReachedBack) asks it first and tells it when it is done, so
+// that it never moves a listener a rank-table link holds, nor runs beside
+// another move.  Called with no lock of the manager held; an implementation
+// takes only its own lock and calls nothing of the manager that waits.
+class ListenerMoves {
+ public:
+  virtual ~ListenerMoves() = default;
+  // A token > 0 when no rank-table link holds the listener and no other
+  // move is under way: the move is then marked under way (others are
+  // refused) until EndFirstLinkMove(token).  0: refused, with no line (the
+  // move is best effort: the link is made as a client only).
+  virtual uint64_t BeginFirstLinkMove() = 0;
+  virtual void EndFirstLinkMove(uint64_t token) = 0;
+};
+
 class CacheManager {
  public:
   CacheManager();
@@ -106,9 +124,9 @@ class CacheManager {
 
   // rets gets one status per cluster; the result is LLM_SUCCESS when all
   // succeeded, else the last failure (the vendor's).  `quiet`: a cluster's
-  // failure is a WARN line of this layer (the engine's own lines stay), for
-  // a caller that retries and writes the one ERROR line itself (a rank-table
-  // link).
+  // failure is a WARN line of this layer (the engine's own lines stay), and
+  // so is the refusal of a call that finds the layer finalized, for a caller
+  // that retries and writes the one ERROR line itself (a rank-table link).
   Status LinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
                       int32_t timeout_ms = 3000, bool quiet = false);
   // By remote_cluster_id.  Drops the link to the cluster and the record of
@@ -201,6 +219,11 @@ class CacheManager {
   uint64_t Generation() const;
   // ---- end of LlmDataDist additions ----
 
+  // Who else moves the listener (see ListenerMoves); nullptr, the default:
+  // nobody (a manager used on its own).  Set by the owner before
+  // Initialize; `moves` must outlive this manager's last LinkClusters.
+  void SetListenerMoves(ListenerMoves *moves);
+
   // Notifies of the engine other than the cache layer's own (see above).
   Status GetNotifies(std::vector<adxl::NotifyDesc> &notifies);
   // Registered addresses over all caches (<= 240).
@@ -211,7 +234,8 @@ class CacheManager {
  private:
   // Two-way links need the linking side reachable: a cluster that does not
   // listen starts listening (Rebind) on an ephemeral port of the address it
-  // reaches clusters[0] from, before its first link (reach_back.cc).
+  // reaches clusters[0] from, before its first link (reach_back.cc), unless
+  // the owner's ListenerMoves refuses the move.
   void ListenToBeReachedBack(const std::vector<ClusterInfo> &clusters);
 
   std::unique_ptr<Impl> impl_;

@@ -77,6 +77,9 @@ class CacheManager::Impl {
   // Counts the Initializes that started (Start): a Rebind compares it across
   // the start of its fresh engine, made with no lock held.
   uint64_t generation ADXL_GUARDED_BY(mu) = 0;
+  // The owner's say over the listener's moves (SetListenerMoves), asked by
+  // the listen-on-first-link move with mu released; nullptr: nobody's.
+  ListenerMoves *listener_moves ADXL_GUARDED_BY(mu) = nullptr;
 
   // The parts, each with its own lock.
   LocalCaches store;
@@ -88,9 +91,11 @@ class CacheManager::Impl {
   // finalizing); else counts the call in busy (Finalize waits for it), fills
   // *ctx and arms *guard, which ends the count when it goes.  Begin takes
   // mu for the start alone; BeginLocked is for a call that goes on reading
-  // the manager's state under the same hold.
-  Status BeginLocked(const char *what, OpContext *ctx, OpGuard *guard) ADXL_REQUIRES(mu);
-  Status Begin(const char *what, OpContext *ctx, OpGuard *guard) ADXL_EXCLUDES(mu);
+  // the manager's state under the same hold.  `quiet`: the refusal is a
+  // WARN line (LinkClusters' quiet: a rank-table link that finds itself
+  // finalized writes the one ERROR line of its failure itself).
+  Status BeginLocked(const char *what, OpContext *ctx, OpGuard *guard, bool quiet = false) ADXL_REQUIRES(mu);
+  Status Begin(const char *what, OpContext *ctx, OpGuard *guard, bool quiet = false) ADXL_EXCLUDES(mu);
   void EndOp() ADXL_EXCLUDES(mu);
 
   // RegisterCache / RegisterBlocksCache: LocalCaches::Register under mu;

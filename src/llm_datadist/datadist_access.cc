@@ -52,8 +52,8 @@ Status ext::DataDistAccess::HoldListener(LlmDataDist &datadist, uint64_t instanc
     return LLM_FAILED;
   }
   if (impl.listener_moving) {
-    ADXL_ERROR("%s: the listener is being moved (SetRole, MoveListener or another link); link once it is done",
-               what);
+    ADXL_ERROR("%s: the listener is being moved (SetRole, MoveListener, or another link: a rank-table link's "
+               "move, or a first link's to listen); link once it is done", what);
     return LLM_EXIST_LINK;
   }
   ++impl.listener_holds;

@@ -6,6 +6,7 @@
 #define LLM_DATADIST_SRC_DATADIST_ACCESS_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -60,6 +61,12 @@ struct DataDistAccess {
   static bool TakeComm(LlmDataDist &datadist, uint64_t comm_id, std::vector<ClusterEngine> *peers);
   static bool HasComm(LlmDataDist &datadist, uint64_t comm_id);
 };
+
+// Test seam: when set, each round of a rank-table link's links
+// (rank_table_link.cc) calls it with no lock held, after the round checked
+// that its Initialize still runs and before the round's LinkClusters (the
+// window a Finalize can fall into).  Tests only.
+extern std::function<void()> link_round_window_for_test;
 
 }  // namespace llm_datadist::ext
 

@@ -135,14 +135,15 @@ using ClusterStep = std::function<Status(CacheManager::Impl *impl, const OpConte
 
 // What LinkClusters and UnlinkClusters share: the start of the call, the
 // timeout check, one `step` per cluster with its status in rets, and the
-// last failure as the result (as the vendor's LLMLinkManager).
+// last failure as the result (as the vendor's LLMLinkManager).  `quiet`:
+// LinkClusters' (a refused start is a WARN line).
 Status ForEachCluster(CacheManager::Impl *impl, const char *what, const std::vector<ClusterInfo> &clusters,
-                      std::vector<Status> &rets, int32_t timeout_ms, const ClusterStep &step)
+                      std::vector<Status> &rets, int32_t timeout_ms, const ClusterStep &step, bool quiet = false)
     ADXL_EXCLUDES(impl->mu, impl->peers.mu) {
   rets.assign(clusters.size(), LLM_FAILED);
   OpContext ctx;
   OpGuard guard(impl);
-  Status s = impl->Begin(what, &ctx, &guard);
+  Status s = impl->Begin(what, &ctx, &guard, quiet);
   if (s != LLM_SUCCESS) return s;
   if (timeout_ms <= 0) {
     ADXL_ERROR("%s: timeout %d ms must be > 0", what, timeout_ms);
@@ -274,7 +275,8 @@ Status CacheManager::LinkClusters(const std::vector<ClusterInfo> &clusters, std:
   return ForEachCluster(impl_.get(), "LinkClusters", clusters, rets, timeout_ms,
                         [quiet](CacheManager::Impl *impl, const OpContext &ctx, const ClusterInfo &c, int32_t t) {
                           return LinkStep(impl, ctx, c, t, quiet);
-                        });
+                        },
+                        quiet);
 }
 
 Status CacheManager::UnlinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,

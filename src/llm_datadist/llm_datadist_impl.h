@@ -7,9 +7,11 @@
 // Locks: Impl::mu guards that state and is never held across a
 // CacheManager call that talks to a peer or moves the listener (a move is
 // marked under way instead: BeginMove); the one CacheManager call under it
-// is Generation, a read (order: Impl::mu -> CacheManager::Impl::mu; the
-// cache layer never calls back).  CacheManager has its own locking
-// (cache_manager_impl.h).
+// is Generation, a read (order: Impl::mu -> CacheManager::Impl::mu).  The
+// cache layer calls back only through internal::ListenerMoves (its
+// listen-on-first-link move, BeginFirstLinkMove / EndFirstLinkMove), with
+// none of its own locks held, and those take Impl::mu alone.  CacheManager
+// has its own locking (cache_manager_impl.h).
 #ifndef LLM_DATADIST_SRC_LLM_DATADIST_IMPL_H_
 #define LLM_DATADIST_SRC_LLM_DATADIST_IMPL_H_
 
@@ -45,9 +47,11 @@ internal::CacheKeyByIdAndIndex ToKey(const CacheIndex &i);
 
 }  // namespace facade
 
-class LlmDataDist::LlmDataDistImpl {
+class LlmDataDist::LlmDataDistImpl : public internal::ListenerMoves {
  public:
-  LlmDataDistImpl(uint64_t cluster_id, LlmRole role) : cluster_id(cluster_id), role(role) {}
+  LlmDataDistImpl(uint64_t cluster_id, LlmRole role) : cluster_id(cluster_id), role(role) {
+    cm.SetListenerMoves(this);
+  }
 
   // LLM_FAILED with one ERROR line unless Initialize succeeded (and no Finalize since).
   Status Ready(const char *what) ADXL_EXCLUDES(mu) {
@@ -154,6 +158,27 @@ class LlmDataDist::LlmDataDistImpl {
     return LLM_SUCCESS;
   }
 
+  // The cache layer's listen-on-first-link move (ListenerMoves,
+  // reach_back.cc) is a move as the others: refused while a rank-table link
+  // holds the listener or another move is under way, and marked under way
+  // itself (a rank-table link or move starting meanwhile is refused, as
+  // during any move).  Unlike theirs, its refusal writes no line (the move
+  // is best effort; the link is made as a client only) and its listener is
+  // not recorded: it is the cache layer's, for the links' reach-back, not an
+  // address the cluster was given (Listening and SetRole see none).  The
+  // token is the instance, so that a move of an ended instance clears
+  // nothing of the next one.
+  uint64_t BeginFirstLinkMove() override ADXL_EXCLUDES(mu) {
+    adxl::MutexLock lock(&mu);
+    if (!initialized || listener_holds > 0 || listener_moving) return 0;
+    listener_moving = true;
+    return instance;  // > 0 once initialized
+  }
+  void EndFirstLinkMove(uint64_t started) override ADXL_EXCLUDES(mu) {
+    adxl::MutexLock lock(&mu);
+    if (initialized && instance == started) listener_moving = false;  // else Finalize reset it
+  }
+
   // Records a started engine: initialized, listening at `local` (empty:
   // client only), with `engine` as the options a listener move reuses.
   void Started(const std::string &local, const std::map<adxl::AscendString, adxl::AscendString> &engine)
@@ -187,8 +212,9 @@ class LlmDataDist::LlmDataDistImpl {
   // Rank-table links under way (LinkRankTable, from before its move of the
   // listener to its end): each needs the listener where it found or moved
   // it, since its peers reach this cluster there; a move by anyone else
-  // waits for none of them and is refused (BeginMove).  listener_moving: a
-  // move is under way (a link starting meanwhile is refused, HoldListener).
+  // waits for none of them and is refused (BeginMove, BeginFirstLinkMove).
+  // listener_moving: a move is under way (a link starting meanwhile is
+  // refused, HoldListener).
   // Both start again with each instance (Finalize resets them; a link or a
   // move of an older instance releases nothing).
   int listener_holds ADXL_GUARDED_BY(mu) = 0;

@@ -8,6 +8,7 @@
 // between the cache layer's own calls.
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <string>
 #include <thread>
@@ -22,6 +23,9 @@
 #include "rank_table.h"
 
 namespace llm_datadist::ext {
+
+std::function<void()> link_round_window_for_test;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -107,6 +111,7 @@ Status LinkAll(LlmDataDist &datadist, const std::string &what, const std::vector
   ClusterEngine failed_peer{};  // the peer whose status ended the link (named in the ERROR line)
   while (!todo.empty()) {
     if (!StillRunning(datadist, instance)) return FinalizedWhileLinking(what);
+    if (link_round_window_for_test) link_round_window_for_test();
     std::vector<Status> rets;
     DataDistAccess::Manager(datadist).LinkClusters(todo, rets, kLinkTimeoutMs, /*quiet=*/true);
     std::vector<ClusterEngine> again;

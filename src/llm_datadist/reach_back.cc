@@ -7,7 +7,10 @@
 // address starts listening before its first link: on an ephemeral port of
 // the local address it reaches the first cluster from.  Best effort: when
 // that cannot be done the link is made as before (client only; the other
-// side's push then says why it cannot reach back).
+// side's push then says why it cannot reach back).  The move is a move of
+// the listener as the owner's are (ListenerMoves: SetRole, MoveListener, a
+// rank-table link's): not made, the link then a client only, while a
+// rank-table link holds the listener or another move is under way.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -66,32 +69,69 @@ unsigned FreePort(const std::string &ip) {
   return port;
 }
 
+// The owner's mark of a first-link move (ListenerMoves), ended however the
+// move ends; nothing when there is no owner or the owner refused.
+class FirstLinkMove {
+ public:
+  explicit FirstLinkMove(ListenerMoves *moves)
+      : moves_(moves), token_(moves != nullptr ? moves->BeginFirstLinkMove() : 0) {}
+  ~FirstLinkMove() {
+    if (token_ != 0) moves_->EndFirstLinkMove(token_);
+  }
+  FirstLinkMove(const FirstLinkMove &) = delete;
+  FirstLinkMove &operator=(const FirstLinkMove &) = delete;
+  // The move may go ahead: no owner, or the owner marked it under way.
+  bool allowed() const { return moves_ == nullptr || token_ != 0; }
+
+ private:
+  ListenerMoves *const moves_;
+  const uint64_t token_;
+};
+
 }  // namespace
 
 void CacheManager::ListenToBeReachedBack(const std::vector<ClusterInfo> &clusters) {
   std::string remote;
   std::map<adxl::AscendString, adxl::AscendString> options;
   uint64_t generation = 0;  // the move is for this Initialize only
-  {
+  ListenerMoves *moves = nullptr;
+  // Whether to move: Rebind needs no link either way and nothing under way;
+  // otherwise this cluster stays as it is (a second link finds the listener
+  // of the first).
+  const auto wanted = [&]() -> bool {
     adxl::MutexLock lock(&impl_->mu);
-    // Rebind needs no link either way and nothing under way; otherwise this
-    // cluster stays as it is (a second link finds the listener of the first).
     if (!impl_->live || impl_->stopping || !impl_->owned || Listens(impl_->local_name) || clusters.empty() ||
         impl_->busy > 0) {
-      return;
+      return false;
     }
     {
       adxl::MutexLock links_lock(&impl_->peers.mu);
-      if (!impl_->peers.two_way || !impl_->peers.NoneLocked()) return;
+      if (!impl_->peers.two_way || !impl_->peers.NoneLocked()) return false;
     }
     {
       adxl::MutexLock tasks_lock(&impl_->tasks.mu);
-      if (!impl_->tasks.workers.empty()) return;
+      if (!impl_->tasks.workers.empty()) return false;
     }
     remote = clusters[0].remote_engine;
     options = impl_->engine_options;
     generation = impl_->generation;
+    moves = impl_->listener_moves;
+    return true;
+  };
+  if (!wanted()) return;
+  // The owner's moves and a rank-table link's hold of the listener exclude
+  // this move as they exclude each other (asked with no lock held): a
+  // rank-table link's peers reach this cluster where the link found or
+  // moved the listener.
+  const FirstLinkMove mark(moves);
+  if (!mark.allowed()) {
+    ADXL_INFO("LinkClusters: a rank-table link holds the listener or it is being moved; linking as a client only "
+              "(the linked cluster cannot reach this one back)");
+    return;
   }
+  // Again under the mark: a move that ended between the two (a rank-table
+  // link's) may have started a listener, which this one must not replace.
+  if (moves != nullptr && !wanted()) return;
   const std::string ip = SourceAddressFor(remote);
   if (ip.empty()) {
     ADXL_INFO("LinkClusters: no IPv4 route to %s to listen on; linking as a client only (the linked cluster "

@@ -76,7 +76,9 @@ Status CacheManager::Rebind(const std::string &local_engine,
   }
   if (rebind_window_for_test) rebind_window_for_test();
   std::unique_ptr<adxl::AdxlEngine> old;
-  std::map<int64_t, std::vector<adxl::MemHandle>> old_handles;
+  // Registered with the fresh engine (kept when the move fails part-way, to
+  // be deregistered below), and the old engine's once the fresh one is in.
+  std::map<int64_t, std::vector<adxl::MemHandle>> fresh_handles, old_handles;
   Status s = LLM_SUCCESS;
   {
     adxl::MutexLock lock(&impl_->mu);
@@ -101,7 +103,6 @@ Status CacheManager::Rebind(const std::string &local_engine,
       // and the engine change together.
       // Under Impl::mu with busy 0: no other caller uses the engine.
       adxl::MutexLock caches_lock(&impl_->store.mu);
-      std::map<int64_t, std::vector<adxl::MemHandle>> fresh_handles;
       for (const auto &c : impl_->store.caches) {
         const Cache &cache = c.second.cache;
         const uint64_t bytes = TensorBytes(cache.cache_desc);
@@ -120,9 +121,9 @@ Status CacheManager::Rebind(const std::string &local_engine,
         }
         if (s != LLM_SUCCESS) break;
       }
-      if (s != LLM_SUCCESS) {
-        for (auto &h : fresh_handles) Deregister(*fresh, h.second);
-      } else {
+      // A failed move leaves the table and the engine as they were: what
+      // the fresh engine registered is deregistered after the locks (below).
+      if (s == LLM_SUCCESS) {
         for (auto &c : impl_->store.caches) {
           old_handles[c.first] = std::move(c.second.handles);
           c.second.handles = std::move(fresh_handles[c.first]);
@@ -137,7 +138,15 @@ Status CacheManager::Rebind(const std::string &local_engine,
       }
     }
   }
-  if (fresh) fresh->Finalize();  // not used: failed before the swap
+  if (fresh) {
+    // Not used: failed before the swap.  Deregistered with no lock held:
+    // DeregisterMem waits for the acknowledgements of the peers that heard
+    // of the region (one may have connected to the fresh engine, which
+    // listens), and no lock of the manager is held across a wait on a peer.
+    // Nobody else sees these handles: the fresh engine was never swapped in.
+    for (auto &h : fresh_handles) Deregister(*fresh, h.second);
+    fresh->Finalize();
+  }
   if (old) {
     for (auto &h : old_handles) Deregister(*old, h.second);
     old->Finalize();

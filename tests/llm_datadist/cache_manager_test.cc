@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "child_guard.h"
 #include "free_port.h"
 #include "cache_manager.h"
 #include "metadata.h"
@@ -28,6 +29,7 @@
 namespace llm_datadist::internal {
 namespace {
 
+using adxl_test::ChildGuard;
 using adxl_test::FreePort;
 
 CacheDesc HostDesc(uint32_t n, std::vector<int64_t> shape) {
@@ -484,20 +486,6 @@ TEST(CacheManagerTwoProcess, PullAndPush) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
   (void)small;
 }
-
-// Kills and reaps a forked child however the test ends (a stopped child
-// would otherwise outlive a failed assertion).
-struct ChildGuard {
-  explicit ChildGuard(pid_t p) : pid(p) {}
-  ~ChildGuard() { Kill(); }
-  void Kill() {
-    if (pid <= 0) return;
-    kill(pid, SIGKILL);
-    waitpid(pid, nullptr, 0);
-    pid = -1;
-  }
-  pid_t pid;
-};
 
 // A puller (cluster 2) that links to `name` once the parent says so, says
 // it is linked, and then only waits (the parent stops it).

@@ -39,12 +39,7 @@ using Ranks = std::vector<std::pair<uint64_t, uint32_t>>;
 // Captures stderr around f(): (number of ERROR lines, the text).
 template <typename F>
 std::pair<int, std::string> Refusal(F f) {
-  testing::internal::CaptureStderr();
-  f();
-  const std::string err = testing::internal::GetCapturedStderr();
-  int n = 0;
-  for (size_t p = err.find(" ERROR "); p != std::string::npos; p = err.find(" ERROR ", p + 1)) ++n;
-  return {n, err};
+  return adxl_test::ErrorLinesAndText(f);
 }
 
 // A rank table of two devices on 127.0.0.1, ranks 0 and 1, device_ip as given.
