@@ -199,10 +199,13 @@ int EpCreate(adxl_plugin_context_t *ctx, const void *address, size_t len, uint32
   try {
     st = BindEndpoint(ep.get(), a, lanes, EpError);
   } catch (...) {
-    // Out of memory part-way: the UCP endpoints made so far name `ep` as
-    // their error handler's argument, so they are force-closed (by the
-    // mover bound to `ep`, which knows what it made) before `ep` is freed.
-    if (Mover *m = ep->mover.load()) m->Cancel(ep.get(), true);
+    // Out of memory part-way: UCP endpoints made so far (some in no list
+    // yet: a connection being appended, a network path being paired) name
+    // `ep` or its parts as their error handler's argument, and closing them
+    // in mid wire-up can make the peer's UCP abort (ucx_bind.cc).  So `ep`
+    // is left alive, unused, and never freed: a small leak on a process out
+    // of memory instead of a callback into freed memory.
+    (void)ep.release();
     throw;  // Guarded: ERR_NO_RESOURCE
   }
   if (st != ADXL_PLUGIN_OK) return st;

@@ -417,9 +417,10 @@ void Engine::HandleServer(const std::shared_ptr<ControlConn> &conn, wire::Messag
     // (Link::kFenceWait), so the drain ends before that.  The Ack says
     // whether everything ended.
     const uint64_t seq = msg.seq;
-    fences_->Add([conn, seq](uint32_t status) {
+    const bool added = fences_->Add(conn.get(), conn->peer_name(), [conn, seq](uint32_t status) {
       conn->Send(wire::Ack{status}, seq, Clock::now() + kControlSendDeadline);
     });
+    if (!added) conn->Close();  // a flood (logged), or Finalize is under way
   } else if (std::holds_alternative<wire::TableRequest>(msg.body)) {
     registrar_->SendTable(conn, msg.seq, Clock::now() + kHandshakeAnswerDeadline);
   } else if (std::holds_alternative<wire::Bye>(msg.body)) {

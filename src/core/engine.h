@@ -33,8 +33,9 @@
 //   a batch (batch_wait.h), which hold no engine lock.
 //   Registrar::withdrawing_mu_ (after op_mu_ or alone), LinkTable,
 //   AsyncRequests, Notifier, StagedTransfers::pool_mu_,
-//   BufferPool::mu_, FenceDrains (-> BackgroundWorker), BackgroundWorker, WireupReaper, Link::state_mu_ and
-//   ControlConn locks are leaves.  UCP's worker lock lives
+//   BufferPool::mu_, BackgroundWorker, WireupReaper, Link::state_mu_ and
+//   ControlConn locks are leaves; FenceDrains::mu_ nests only
+//   BackgroundWorker::mu_ (fence_drains.h).  UCP's worker lock lives
 //   inside the plugin, below all of them: the plugin never calls back into
 //   the engine (WireupReaper tests and closes endpoints outside its own
 //   lock all the same).  Endpoint::mu_ (transport/transport.h) is a leaf

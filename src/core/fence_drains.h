@@ -8,7 +8,11 @@
 // to start join it: however many fences peers send (several initiators
 // timing out together, or a peer flooding them), at most one drain task is
 // queued, and the worker's other tasks (link failures, Bye answers) never
-// wait behind a queue of them.  Each fence keeps its own deadline, counted
+// wait behind a queue of them.  A round holds at most kMaxPerPeer fences of
+// one connection (an initiator fences once per transfer that timed out, so
+// more is a flood): past that Add refuses, and the caller cuts it off, so the
+// fences waiting stay bounded while a round answers the last ones.  Each
+// fence keeps its own deadline, counted
 // from its arrival: a round drains until the earliest deadline of those
 // waiting, answers TIMEOUT to the fences whose deadline has passed, and
 // goes on for the rest.
@@ -24,6 +28,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "common/background_worker.h"
@@ -44,13 +50,19 @@ class FenceDrains {
   FenceDrains(DrainFn drain, BackgroundWorker *worker, std::chrono::milliseconds budget)
       : drain_(std::move(drain)), worker_(worker), budget_(budget) {}
 
-  // A fence arrived now: it is answered within `budget` from now.  False when
-  // the worker has stopped (the fence is not answered; the peer's wait ends
-  // on its own).
-  bool Add(AnswerFn answer) ADXL_EXCLUDES(mu_);
+  // Fences of one connection that may wait for one round.
+  static constexpr size_t kMaxPerPeer = 256;
+
+  // A fence arrived now on connection `source` (any key that stays unique
+  // while its fences wait) from the peer named `peer` (for the log): it is
+  // answered within `budget` from now.  False, and not answered, when the
+  // worker has stopped (the peer's wait ends on its own) or `source` has
+  // kMaxPerPeer fences waiting already (logged; cut it off).
+  bool Add(const void *source, const std::string &peer, AnswerFn answer) ADXL_EXCLUDES(mu_);
 
  private:
   struct Waiting {
+    std::string peer;
     AnswerFn answer;
     Clock::time_point deadline;
   };
@@ -62,6 +74,7 @@ class FenceDrains {
   const std::chrono::milliseconds budget_;
   Mutex mu_;
   std::vector<Waiting> waiting_ ADXL_GUARDED_BY(mu_);  // arrival order, so deadline order
+  std::map<const void *, size_t> per_peer_ ADXL_GUARDED_BY(mu_);  // waiting_'s fences by source
   bool queued_ ADXL_GUARDED_BY(mu_) = false;            // a Round is posted and has not started
 };
 

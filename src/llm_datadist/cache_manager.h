@@ -235,8 +235,9 @@ class CacheManager {
   // Two-way links need the linking side reachable: a cluster that does not
   // listen starts listening (Rebind) on an ephemeral port of the address it
   // reaches clusters[0] from, before its first link (reach_back.cc), unless
-  // the owner's ListenerMoves refuses the move.
-  void ListenToBeReachedBack(const std::vector<ClusterInfo> &clusters);
+  // the owner's ListenerMoves refuses the move (an INFO line, none when
+  // `quiet`: LinkClusters').
+  void ListenToBeReachedBack(const std::vector<ClusterInfo> &clusters, bool quiet);
 
   std::unique_ptr<Impl> impl_;
 };

@@ -271,7 +271,7 @@ Status UnlinkStep(CacheManager::Impl *impl, const OpContext &ctx, const ClusterI
 
 Status CacheManager::LinkClusters(const std::vector<ClusterInfo> &clusters, std::vector<Status> &rets,
                                   int32_t timeout_ms, bool quiet) {
-  ListenToBeReachedBack(clusters);
+  ListenToBeReachedBack(clusters, quiet);
   return ForEachCluster(impl_.get(), "LinkClusters", clusters, rets, timeout_ms,
                         [quiet](CacheManager::Impl *impl, const OpContext &ctx, const ClusterInfo &c, int32_t t) {
                           return LinkStep(impl, ctx, c, t, quiet);

@@ -90,7 +90,7 @@ class FirstLinkMove {
 
 }  // namespace
 
-void CacheManager::ListenToBeReachedBack(const std::vector<ClusterInfo> &clusters) {
+void CacheManager::ListenToBeReachedBack(const std::vector<ClusterInfo> &clusters, bool quiet) {
   std::string remote;
   std::map<adxl::AscendString, adxl::AscendString> options;
   uint64_t generation = 0;  // the move is for this Initialize only
@@ -125,13 +125,20 @@ void CacheManager::ListenToBeReachedBack(const std::vector<ClusterInfo> &cluster
   // moved the listener.
   const FirstLinkMove mark(moves);
   if (!mark.allowed()) {
-    ADXL_INFO("LinkClusters: a rank-table link holds the listener or it is being moved; linking as a client only "
-              "(the linked cluster cannot reach this one back)");
+    // Quiet: a rank-table link's own rounds (every 50 ms), under its own
+    // hold; the link says once what it did with the listener.
+    if (!quiet) {
+      ADXL_INFO("LinkClusters: a rank-table link holds the listener or it is being moved; linking as a client "
+                "only (the linked cluster cannot reach this one back)");
+    }
     return;
   }
   // Again under the mark: a move that ended between the two (a rank-table
-  // link's) may have started a listener, which this one must not replace.
-  if (moves != nullptr && !wanted()) return;
+  // link's) may have started a listener, which this one must not replace;
+  // and a Finalize and Initialize between the two made another instance,
+  // whose listener this move is not for (the mark is the old instance's).
+  const uint64_t first_generation = generation;
+  if (moves != nullptr && (!wanted() || generation != first_generation)) return;
   const std::string ip = SourceAddressFor(remote);
   if (ip.empty()) {
     ADXL_INFO("LinkClusters: no IPv4 route to %s to listen on; linking as a client only (the linked cluster "
