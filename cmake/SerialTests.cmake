@@ -16,7 +16,8 @@ set(ADXL_SERIAL_TESTS_REGEX
     "^(plugin_conformance_ucx.*|python_tests)$"
     "|(Liveness|Netns|ChannelPool|HostileInput|Handshake|SilentSubscribers|Fault|KillTarget|NetworkTimeout"
     "|AutoConnect|LinksTest|LinkStats|LinkCounters|RefreshOnMiss|PostDeadline|BatchWait|LinkTest|ControlQueue"
-    "|ControlConn|SyncSlicer|LaneTest|TimeoutChecks|Rejoin|InboundCap|EndpointTeardown|TableSnapshot|ApiFuzz)"
+    "|ControlConn|SyncSlicer|LaneTest|TimeoutChecks|Rejoin|InboundCap|EndpointTeardown|TableSnapshot|ApiFuzz"
+    "|SameNodeCancel)"
     "[A-Za-z]*[.]"
     # Contract sections about stopped peers, liveness, deadlines and notify
     # timeouts (docs/contract.md).

@@ -391,12 +391,12 @@ bool StartProgressThread(adxl_plugin_context *ctx, const UcxParams &params) {
 // memory handle before the AM mover and the paths that use it, cma last (it
 // may fail and keep the region).
 void AddMovers(adxl_plugin_context *ctx) {
-  ctx->mapped_mover = ctx->movers.Add(std::make_unique<MappedMover>(ctx->log));
+  ctx->mapped_mover = ctx->movers.Add(std::make_unique<MappedMover>(ctx->log, ctx->hccs_piece_delay_us));
   ctx->rma_mover = ctx->movers.Add(
       std::make_unique<RmaMover>(*ctx, ctx->device_mem_type, ctx->device_memory ? std::string() : ctx->device_why));
   ctx->am_mover = ctx->movers.Add(std::make_unique<AmMover>(*ctx));
   ctx->paths_mover = ctx->movers.Add(std::make_unique<PathsMover>(*ctx, *ctx->am_mover));
-  ctx->cma_mover = ctx->movers.Add(std::make_unique<CmaMover>(*ctx));
+  ctx->cma_mover = ctx->movers.Add(std::make_unique<CmaMover>(*ctx, ctx->hccs_piece_delay_us));
 }
 
 }  // namespace
@@ -414,6 +414,7 @@ int adxl_plugin_context::Open(const adxl_plugin_config_t *cfg, adxl_plugin_conte
   }
   ctx->ep_destroy_delay_us = params.faults.ep_destroy_delay_us;
   ctx->progress_pause_us = params.faults.progress_pause_us;
+  ctx->hccs_piece_delay_us = params.faults.hccs_piece_delay_us;
   ctx->rdma_connections = params.rdma_connections;
   WarnOfOldUcx(ctx->log);
   ucp_config_t *config = nullptr;

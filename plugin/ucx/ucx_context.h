@@ -121,6 +121,7 @@ struct adxl_plugin_context : UcpCore {
   std::string transports;
   unsigned ep_destroy_delay_us = 0;       // UcxParams::faults (fault_injection.h): test build only
   unsigned progress_pause_us = 0;         // the same
+  unsigned hccs_piece_delay_us = 0;       // the same
   unsigned rdma_connections = 1;          // UcxParams::rdma_connections
 
   // open() and close() of the ABI.  Open returns an ADXL_PLUGIN_* status.

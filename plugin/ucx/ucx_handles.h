@@ -70,6 +70,10 @@ struct adxl_plugin_ep {
   // (SharedMapping::kKinds: memfd, shm, hugetlbfs, file), for ep_describe.
   std::atomic<int> mapped_kinds[4] = {};
   std::atomic<int> failed{ADXL_PLUGIN_OK};
+  // ep_cancel was called: posts from then on fail with CANCELED, and a
+  // same-node copy in progress stops at its next piece (hccs/copy_stop.h).
+  // Set while posts may run on other threads; never cleared.
+  std::atomic<bool> cancelled{false};
   std::atomic<int64_t> alive_checked_ns{0};  // HCCS lane, mapped regions: the peer's last liveness check (MappedMover::Post)
 };
 

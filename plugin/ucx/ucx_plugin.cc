@@ -215,6 +215,13 @@ int EpCreate(adxl_plugin_context_t *ctx, const void *address, size_t len, uint32
 
 uint32_t EpLane(adxl_plugin_ep_t *ep) { return ep == nullptr ? 0 : ep->lane; }
 
+// The start of ep_destroy(force) while calls on ep may still run
+// (adxl_plugin.h): only the flag, which PostBy and the same-node copies
+// read; the movers' Cancel comes with ep_destroy, once those calls returned.
+void EpCancel(adxl_plugin_ep_t *ep) {
+  if (ep != nullptr) ep->cancelled.store(true, std::memory_order_relaxed);
+}
+
 void EpDestroy(adxl_plugin_ep_t *ep, int force) {
   if (ep == nullptr) return;
   FaultDelay(ep->ctx->ep_destroy_delay_us);  // a seam of the test build (fault_injection.h)
@@ -259,14 +266,16 @@ int RkeyDescribe(adxl_plugin_rkey_t *rkey, char *buf, size_t len) {
 
 // post and post_by: to the movers bound to the batch's keys (ucx_bind.h).
 // deadline_ns (0: none) bounds where bytes may still land: the AM movers'
-// targets drop WRITE data that would land after it (am_transport.h).  The other
-// movers ignore it: HCCS copies end inside post, and UCP RMA runs over RDMA
-// devices, whose closed endpoints deliver nothing more (device memory over
-// TCP RMA is the case not covered).
+// targets drop WRITE data that would land after it (am_transport.h); the
+// HCCS copies, which end inside post, stop at the first piece that would
+// start after it (hccs/copy_stop.h).  The RMA mover ignores it: UCP RMA runs
+// over RDMA devices, whose closed endpoints deliver nothing more (device
+// memory over TCP RMA is the case not covered).
 int PostBy(adxl_plugin_ep_t *ep, int op, const adxl_plugin_iov_t *iov, size_t count, uint64_t deadline_ns,
            adxl_plugin_batch_t **out) {
   if (ep == nullptr || (iov == nullptr && count != 0) || out == nullptr) return ADXL_PLUGIN_ERR_INVALID;
   if (op != ADXL_PLUGIN_GET && op != ADXL_PLUGIN_PUT) return ADXL_PLUGIN_ERR_INVALID;
+  if (ep->cancelled.load(std::memory_order_relaxed)) return ADXL_PLUGIN_ERR_CANCELED;
   int failed = ep->failed.load(std::memory_order_acquire);
   if (failed != ADXL_PLUGIN_OK) return failed;
   // An exception (allocation) leaves the movers before they queued
@@ -326,7 +335,7 @@ const adxl_plugin_ops_t kOps = {
     Guarded<MemReg>::Call, Guarded<MemPack>::Call, Guarded<MemDereg>::Call, Guarded<EpCreate>::Call,
     Guarded<EpLane>::Call, Guarded<EpDestroy>::Call, Guarded<EpDescribe>::Call, Guarded<RkeyUnpack>::Call,
     Guarded<RkeyDestroy>::Call, Guarded<RkeyDescribe>::Call, Guarded<Post>::Call, Guarded<Test>::Call, Guarded<Release>::Call,
-    Guarded<Progress>::Call, Guarded<PostBy>::Call, Guarded<Drain>::Call,
+    Guarded<Progress>::Call, Guarded<PostBy>::Call, Guarded<Drain>::Call, Guarded<EpCancel>::Call,
 };
 
 }  // namespace

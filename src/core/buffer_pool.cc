@@ -207,6 +207,12 @@ Status BufferPool::Run(const std::shared_ptr<Link> &link, TransferOp op, const s
       break;
     }
     if (waited == BatchWait::Outcome::kRunning) continue;
+    if (rc != ADXL_PLUGIN_OK && Clock::now() >= deadline) {
+      // A post_by plugin drops what would land after the deadline (the
+      // same-node copy stops there inside post): the call's timeout.
+      fail(TIMEOUT, "a staged chunk was cut at the deadline (status " + std::to_string(rc) + ")");
+      break;
+    }
     if (rc != ADXL_PLUGIN_OK) {
       fail(FAILED, "a staged chunk failed in the transport (status " + std::to_string(rc) + ")");
       break;

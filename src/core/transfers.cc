@@ -148,6 +148,10 @@ Status Transfers::SyncOn(const std::string &remote, TransferOp op, const std::ve
   BatchWait wait(*transport_);
   for (const auto &batch : batches) {
     if (wait.Until(*batch, deadline, &rc) == BatchWait::Outcome::kTimedOut) return timed_out();
+    // Failed once the deadline had passed: a post_by plugin drops what
+    // would land late (the same-node copy stops at the deadline inside
+    // post), and that is this call's timeout.
+    if (rc != ADXL_PLUGIN_OK && Clock::now() >= deadline) return timed_out();
     if (rc != ADXL_PLUGIN_OK) break;
   }
   if (refused != SUCCESS) return refused;

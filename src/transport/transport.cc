@@ -184,6 +184,16 @@ void Endpoint::Cancel() {
     }
     std::swap(ep, ep_);  // calls from now on fail at once
     closing_ = true;
+  }
+  // A post still in flight on the handle may be moving its whole batch
+  // inside the call (the same-node lane's copy): the plugin stops it at its
+  // next chunk, so that the wait below ends promptly and no byte of it
+  // moves after this Cancel returns (without ep_cancel, a copy longer than
+  // kInUseWait runs on).  Outside mu_, as every plugin call; the handle
+  // stays valid, as only this Cancel destroys it or hands it on.
+  if (t_->ops().ep_cancel != nullptr) t_->ops().ep_cancel(ep);
+  {
+    MutexLock l(&mu_);
     const bool idle = idle_.WaitUntil(&mu_, std::chrono::steady_clock::now() + kInUseWait,
                                       [this]() ADXL_REQUIRES(mu_) { return users_ == 0; });
     if (!idle) {

@@ -106,8 +106,9 @@ class Endpoint {
            std::unique_ptr<Batch> *out) ADXL_EXCLUDES(mu_);
   // Force-closes the endpoint; idempotent.  Returns once the plugin handle is
   // destroyed (every call on it has returned first, so a same-node copy in
-  // progress ends before), or, past kInUseWait with a call still on it,
-  // leaves the destroy to that call (logged).  Calls that start meanwhile
+  // progress ends before: the plugin's ep_cancel, called first, stops it at
+  // its next chunk), or, past kInUseWait with a call still on it, leaves
+  // the destroy to that call (logged).  Calls that start meanwhile
   // fail at once (ERR_IO / "closed"): they never wait for the teardown.
   void Cancel() ADXL_EXCLUDES(mu_);
   std::string Describe() ADXL_EXCLUDES(mu_);

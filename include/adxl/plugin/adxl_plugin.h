@@ -23,7 +23,8 @@
  *  - ep_destroy(ep, force=1) cancels everything in flight on the endpoint:
  *    when it returns, no byte of any batch on that endpoint moves any more
  *    as far as this side can ensure, and those batches test() as CANCELED
- *    or ERR_IO.
+ *    or ERR_IO.  ep_cancel (optional) starts that cancel while a post on
+ *    the endpoint is still copying.
  *  - When the transport learns that a peer is gone, every batch in flight
  *    on its endpoints ends with an error within 100 ms, by the plugin's own
  *    failure detection.  Requests served as a target for a peer that went
@@ -191,6 +192,17 @@ typedef struct adxl_plugin_ops {
    * wait for.  The engine calls it when a peer that timed out fences its
    * link (after force-closing its endpoint), before it acknowledges. */
   int (*drain)(adxl_plugin_context_t *ctx, uint64_t deadline_ns);
+
+  /* Optional (may be NULL; read only when struct_size covers it): the start
+   * of ep_destroy(force), and the one call that may run while other calls
+   * on ep are still in progress (a post, from another thread).  A post that
+   * moves its bytes inside the call (a same-node copy) stops at its next
+   * chunk, at most a few MiB on, and returns, its batch ending CANCELED;
+   * posts on ep from then on fail with CANCELED.  Returns at once, without
+   * waiting for them.  The engine calls it when it cancels an endpoint,
+   * waits for the calls in flight on ep to return, then calls
+   * ep_destroy(ep, 1): without it, that wait lasts as long as the copy. */
+  void (*ep_cancel)(adxl_plugin_ep_t *ep);
 } adxl_plugin_ops_t;
 
 /* Size of a table without post_by: the smallest struct_size the engine

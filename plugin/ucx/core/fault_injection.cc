@@ -22,6 +22,10 @@ bool ParseFaultParam(const char *key, const char *value, FaultInjection *f) {
     f->ep_destroy_delay_us = static_cast<unsigned>(strtoul(value, nullptr, 10));
     return true;
   }
+  if (strcmp(key, "test_hccs_piece_delay_us") == 0) {
+    f->hccs_piece_delay_us = static_cast<unsigned>(strtoul(value, nullptr, 10));
+    return true;
+  }
   if (strcmp(key, "test_progress_pause_us") == 0) {
     f->progress_pause_us = static_cast<unsigned>(strtoul(value, nullptr, 10));
     return true;

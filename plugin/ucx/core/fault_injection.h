@@ -31,6 +31,12 @@ struct FaultInjection {
   // drains the workers before it sleeps (tests/plugin_conformance,
   // PeersCompleteWhenTheProgressThreadIsPreemptedAfterEvents).
   unsigned progress_pause_us = 0;
+  // "test_hccs_piece_delay_us": the HCCS lane's copies (cma and the direct
+  // mapping) wait this long before each piece they copy (1 MiB at most,
+  // hccs/copy_stop.h), a copy a loaded machine slows down, so that a test
+  // cancels an endpoint in the middle of a post's copy
+  // (tests/unit/same_node_cancel_test.cc).
+  unsigned hccs_piece_delay_us = 0;
 };
 
 // True when `key` is a fault-injection parameter of this build; its value

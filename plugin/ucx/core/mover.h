@@ -22,8 +22,9 @@
 // Thread-safety: the set is filled by the context's Open and fixed until
 // Close.  Register and Deregister may run on any number of threads at once,
 // for different registrations; Post on any number of threads at once, for
-// the same or different endpoints; Cancel once per endpoint, after its last
-// Post returned; EndpointFailed under the UCP worker lock of the endpoint's
+// the same or different endpoints (ep_cancel may set the endpoint's
+// `cancelled` meanwhile); Cancel once per endpoint, after its last Post
+// returned; EndpointFailed under the UCP worker lock of the endpoint's
 // worker (each mover's own locks, e.g. AmMover's, say the rest).
 #ifndef ADXL_PLUGIN_UCX_CORE_MOVER_H_
 #define ADXL_PLUGIN_UCX_CORE_MOVER_H_
@@ -55,7 +56,8 @@ class Mover {
   // ep's peer, every one of them bound to this mover (count 0: the
   // endpoint's flush, its wire-up); puts when `put`, else gets.
   // deadline_ns: CLOCK_MONOTONIC ns after which no byte may land (0: none;
-  // movers that complete inside Post ignore it).  Ends `batch` (its status)
+  // the movers that complete inside Post stop copying there, and when the
+  // endpoint's `cancelled` is set, hccs/copy_stop.h).  Ends `batch` (its status)
   // before returning or later, holding a reference of its own until then.
   // May throw std::bad_alloc, having queued nothing.
   virtual void Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, uint64_t deadline_ns,

@@ -40,7 +40,7 @@ bool CmaMover::UnpackKey(const ucx_blob::Key &k, adxl_plugin_rkey *rkey, std::st
 
 void CmaMover::ReleaseKey(adxl_plugin_rkey *rkey) { cma_.Release(&rkey->cma); }
 
-void CmaMover::Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, uint64_t,
+void CmaMover::Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, uint64_t deadline_ns,
                     adxl_plugin_batch *batch) {
   CmaTransport::Op small[kStackOps];
   std::vector<CmaTransport::Op> large;
@@ -53,7 +53,23 @@ void CmaMover::Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, 
               v.remote->cma.rkey};
   }
   int err_no = 0;
-  const ucs_status_t st = count == 0 ? UCS_OK : cma_.Copy(put, ep->cma_ep, ops, count, &err_no);
+  const CopyStop stop{&ep->cancelled, deadline_ns, piece_delay_us_};
+  const ucs_status_t st = count == 0 ? UCS_OK : cma_.Copy(put, ep->cma_ep, ops, count, stop, &err_no);
+  if (st == UCS_ERR_CANCELED) {
+    // ep_cancel: the endpoint is going; the engine knows why.
+    core_.log(ADXL_PLUGIN_LOG_DEBUG, "cma %s batch of %zu operations stopped: the endpoint was cancelled",
+              put ? "put" : "get", count);
+    batch->status.store(ADXL_PLUGIN_ERR_CANCELED);
+    return;
+  }
+  if (st == UCS_ERR_TIMED_OUT) {
+    // post_by: the rest would land after the deadline.  The endpoint goes
+    // on (the engine fails the link when its call times out).
+    core_.log(ADXL_PLUGIN_LOG_INFO, "cma %s batch of %zu operations: the deadline passed, the rest dropped",
+              put ? "put" : "get", count);
+    batch->status.store(ADXL_PLUGIN_ERR_IO);
+    return;
+  }
   if (st != UCS_OK) {
     core_.log(ADXL_PLUGIN_LOG_ERROR, "cma %s batch of %zu operations failed: %s (%s)", put ? "put" : "get", count,
               ucs_status_string(st), err_no == ESRCH ? "the peer process is gone" : strerror(err_no));

@@ -1,7 +1,9 @@
 // CmaMover: the HCCS lane's mover for private host memory, over
 // cross-memory attach (cma_transport.h: process_vm_readv/writev by the posting
 // thread and the cma copy threads).  Truly one-sided and synchronous: a
-// batch is complete (or failed) when Post returns.
+// batch is complete (or failed) when Post returns.  The copy stops early
+// (copy_stop.h) when the endpoint is cancelled (the batch ends CANCELED)
+// or post_by's deadline passes (ERR_IO).
 //
 // Registration: UCT's cma memory handle and packed key of a host region.  A
 // region cma cannot reach stays registered for the other movers: Register
@@ -29,7 +31,8 @@
 
 class CmaMover final : public Mover {
  public:
-  explicit CmaMover(const UcpCore &core) : core_(core) {}
+  // piece_delay_us: the test build's seam (CopyStop::piece_delay_us), 0 otherwise.
+  CmaMover(const UcpCore &core, unsigned piece_delay_us) : core_(core), piece_delay_us_(piece_delay_us) {}
   // Its transport and copy threads: the context opens it (CmaTransport::Open),
   // reads its address and whether it is up.
   CmaTransport &transport() { return cma_; }
@@ -56,6 +59,7 @@ class CmaMover final : public Mover {
 
   CmaTransport cma_;
   const UcpCore &core_;  // the context's, which outlives its movers: its log, its worker (device-memory endpoints)
+  const unsigned piece_delay_us_;
 };
 
 #endif  // ADXL_PLUGIN_UCX_HCCS_CMA_MOVER_H_

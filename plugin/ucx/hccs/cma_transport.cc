@@ -281,6 +281,10 @@ ucs_status_t FromErrno(int e) {
       return UCS_ERR_REJECTED;
     case ENOMEM:
       return UCS_ERR_NO_MEMORY;
+    case ECANCELED:
+      return UCS_ERR_CANCELED;  // CopyStop: the endpoint was cancelled
+    case ETIMEDOUT:
+      return UCS_ERR_TIMED_OUT;  // CopyStop: the deadline passed
     default:
       return UCS_ERR_IO_ERROR;
   }
@@ -289,7 +293,12 @@ ucs_status_t FromErrno(int e) {
 }  // namespace
 
 int CmaTransport::CopyPart(bool put, pid_t pid, const Op *ops, size_t count, size_t first, size_t offset,
-                      size_t bytes) {
+                           size_t bytes, const CopyStop &stop) {
+  // Each system call is one piece of copy_stop.h: checked before it goes.
+  auto move = [&](struct iovec *l, size_t nl, struct iovec *r, size_t nr, size_t total) {
+    if (int e = stop.Check()) return e;
+    return Move(put, pid, l, nl, r, nr, total);
+  };
   struct iovec l[kIov];
   struct iovec r[kIov];
   size_t nl = 0, nr = 0, call = 0;
@@ -307,7 +316,7 @@ int CmaTransport::CopyPart(bool put, pid_t pid, const Op *ops, size_t count, siz
     const bool merge_l = nl > 0 && static_cast<char *>(l[nl - 1].iov_base) + l[nl - 1].iov_len == lp;
     const bool merge_r = nr > 0 && static_cast<char *>(r[nr - 1].iov_base) + r[nr - 1].iov_len == rp;
     if ((!merge_l && nl == kIov) || (!merge_r && nr == kIov)) {
-      if (int e = Move(put, pid, l, nl, r, nr, call)) return e;
+      if (int e = move(l, nl, r, nr, call)) return e;
       nl = nr = call = 0;
       continue;
     }
@@ -329,31 +338,32 @@ int CmaTransport::CopyPart(bool put, pid_t pid, const Op *ops, size_t count, siz
       off = 0;
     }
     if (call == kMaxCallBytes) {
-      if (int e = Move(put, pid, l, nl, r, nr, call)) return e;
+      if (int e = move(l, nl, r, nr, call)) return e;
       nl = nr = call = 0;
     }
   }
-  return call > 0 ? Move(put, pid, l, nl, r, nr, call) : 0;
+  return call > 0 ? move(l, nl, r, nr, call) : 0;
 }
 
 void CmaTransport::RunChunks(Split *s) {
   for (size_t i = s->next.fetch_add(1); i < s->chunks.size(); i = s->next.fetch_add(1)) {
     if (s->err.load(std::memory_order_relaxed) != 0) return;  // failed: stop early
     const Chunk &c = s->chunks[i];
-    if (int e = CopyPart(s->put, s->pid, s->ops, s->count, c.first, c.offset, c.bytes)) {
+    if (int e = CopyPart(s->put, s->pid, s->ops, s->count, c.first, c.offset, c.bytes, *s->stop)) {
       int none = 0;
       s->err.compare_exchange_strong(none, e);
     }
   }
 }
 
-ucs_status_t CmaTransport::Copy(bool put, Peer *peer, const Op *ops, size_t count, int *err_no) {
+ucs_status_t CmaTransport::Copy(bool put, Peer *peer, const Op *ops, size_t count, const CopyStop &stop,
+                                int *err_no) {
   size_t total = 0;
   for (size_t i = 0; i < count; ++i) total += ops[i].len;
   if (threads_.empty() || total < split_min_bytes_) {
     // The shortest path: the caller's thread, one system call per IOV_MAX
     // iovecs, no lock, no allocation.
-    const int e = CopyPart(put, peer->pid, ops, count, 0, 0, total);
+    const int e = CopyPart(put, peer->pid, ops, count, 0, 0, total, stop);
     if (err_no != nullptr) *err_no = e;
     return FromErrno(e);
   }
@@ -368,6 +378,7 @@ ucs_status_t CmaTransport::Copy(bool put, Peer *peer, const Op *ops, size_t coun
   s.pid = peer->pid;
   s.ops = ops;
   s.count = count;
+  s.stop = &stop;
   s.chunks.reserve(n_chunks);
   size_t i = 0, off = 0, at = 0;
   while (at < total) {

@@ -18,6 +18,12 @@
 // target runs, sleeps or is stopped (SIGSTOP), and when Copy returns nothing
 // of it moves any more.
 //
+// Stopping early (copy_stop.h): every system call carries at most
+// CopyStop::kPieceBytes, and the thread about to make one first checks the
+// batch's CopyStop (its endpoint cancelled, its deadline passed); a thread
+// that finds it set copies nothing more of the batch, and the others stop
+// at their next check, so Copy returns within about one piece's time.
+//
 // Threads.  A batch smaller than kSplitMinBytes (measured: below it the
 // hand-off to a copy thread costs more than the second thread gains) runs
 // entirely on the caller's thread: a 4 KiB TransferSync is one system call
@@ -57,6 +63,7 @@
 
 #include "common/thread_annotations.h"
 #include "core/cma_tuning.h"
+#include "hccs/copy_stop.h"
 
 class CmaTransport {
  public:
@@ -109,16 +116,18 @@ class CmaTransport {
   };
   // Copies every op (put: local -> remote; get: remote -> local) and returns
   // when all bytes are in place (UCS_OK) or the first error (every part has
-  // ended either way: the caller may reuse the buffers).  *err_no: the
-  // system call's errno on failure (may be null).
-  ucs_status_t Copy(bool put, Peer *peer, const Op *ops, size_t count, int *err_no = nullptr);
+  // ended either way: the caller may reuse the buffers).  Stops early when
+  // `stop` says so: UCS_ERR_CANCELED (the endpoint was cancelled) or
+  // UCS_ERR_TIMED_OUT (the deadline passed), some bytes moved.  *err_no:
+  // the system call's errno on failure, ECANCELED or ETIMEDOUT (may be null).
+  ucs_status_t Copy(bool put, Peer *peer, const Op *ops, size_t count, const CopyStop &stop, int *err_no = nullptr);
 
   // Batches of at least this many bytes are split over the copy threads
   // (the default's measurement: core/cma_tuning.h).
   static constexpr size_t kSplitMinBytes = CmaTuning::kSplitMinBytes;
-  // Bytes one system call carries at most (the kernel caps one call at
-  // MAX_RW_COUNT, just under 2 GiB).
-  static constexpr size_t kMaxCallBytes = 1u << 30;
+  // Bytes one system call carries at most: a piece of copy_stop.h, between
+  // two checks (the kernel's own cap, MAX_RW_COUNT, is just under 2 GiB).
+  static constexpr size_t kMaxCallBytes = CopyStop::kPieceBytes;
   // How long a waiting thread spins before it sleeps (core/cma_tuning.h).
   static constexpr unsigned kSpinUs = CmaTuning::kSpinUs;
   // A split batch is cut into this many chunks per thread, each of at
@@ -127,8 +136,11 @@ class CmaTransport {
   static constexpr size_t kMinChunkBytes = 64u << 10;
 
   // One part of a batch: `bytes` bytes from byte `offset` of ops[first].
-  // Copied with as few system calls as the iovec limits allow; 0 or errno.
-  static int CopyPart(bool put, pid_t pid, const Op *ops, size_t count, size_t first, size_t offset, size_t bytes);
+  // Copied with as few system calls as the iovec limits and kMaxCallBytes
+  // allow, `stop` checked before each; 0 or errno (ECANCELED, ETIMEDOUT:
+  // stopped).
+  static int CopyPart(bool put, pid_t pid, const Op *ops, size_t count, size_t first, size_t offset, size_t bytes,
+                      const CopyStop &stop);
 
  private:
   // A split batch: cut into chunks that the caller and the copy threads
@@ -143,6 +155,7 @@ class CmaTransport {
     pid_t pid;
     const Op *ops;
     size_t count;
+    const CopyStop *stop;  // the caller's, which outlives the split
     std::vector<Chunk> chunks;
     std::atomic<size_t> next{0};  // the next chunk to take
     std::atomic<int> err{0};      // the first error

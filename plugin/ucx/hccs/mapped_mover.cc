@@ -5,12 +5,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <string>
 
 #include "hccs/cma_transport.h"
+#include "hccs/copy_stop.h"
 #include "hccs/shared_mapping.h"
 #include "ucx_handles.h"
 
@@ -54,7 +56,7 @@ std::string MappedMover::DescribeKey(const adxl_plugin_rkey *rkey) const {
   return std::string("mapped/") + rkey->mapped.kind;
 }
 
-void MappedMover::Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, uint64_t,
+void MappedMover::Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t count, uint64_t deadline_ns,
                        adxl_plugin_batch *batch) {
   if (count > 0) {
     // The mapping outlives its owner: a batch to a peer that is gone fails,
@@ -75,6 +77,11 @@ void MappedMover::Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *io
       }
     }
   }
+  const CopyStop stop{&ep->cancelled, deadline_ns, piece_delay_us_};
+  // Bytes copied since the last check: one check per CopyStop::kPieceBytes,
+  // across operations (a check per 4 KiB operation would cost more than
+  // its copy), an operation cut where a piece ends inside it.
+  size_t since = CopyStop::kPieceBytes;  // checked before the first byte
   for (size_t i = 0; i < count; ++i) {
     const adxl_plugin_iov_t &v = iov[i];
     // The engine checked the range against the peer's region, which is the
@@ -85,8 +92,24 @@ void MappedMover::Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *io
       batch->status.store(ADXL_PLUGIN_ERR_INVALID);
       return;
     }
-    SharedMapping::Copy(put, v.remote->mapped, reinterpret_cast<void *>(static_cast<uintptr_t>(v.local_addr)),
-                     v.remote_addr, v.length);
+    char *local = reinterpret_cast<char *>(static_cast<uintptr_t>(v.local_addr));
+    for (uint64_t done = 0; done < v.length;) {
+      if (since >= CopyStop::kPieceBytes) {
+        if (const int e = stop.Check()) {
+          // Cancelled: the endpoint is going (the engine knows why).  The
+          // deadline: the rest would land late; the endpoint goes on.
+          log_(e == ECANCELED ? ADXL_PLUGIN_LOG_DEBUG : ADXL_PLUGIN_LOG_INFO, "mapped %s batch: %s", put ? "put" : "get",
+               e == ECANCELED ? "stopped, the endpoint was cancelled" : "the deadline passed, the rest dropped");
+          batch->status.store(e == ECANCELED ? ADXL_PLUGIN_ERR_CANCELED : ADXL_PLUGIN_ERR_IO);
+          return;
+        }
+        since = 0;
+      }
+      const uint64_t n = std::min<uint64_t>(v.length - done, CopyStop::kPieceBytes - since);
+      SharedMapping::Copy(put, v.remote->mapped, local + done, v.remote_addr + done, n);
+      done += n;
+      since += n;
+    }
   }
   batch->status.store(ADXL_PLUGIN_OK, std::memory_order_release);
 }

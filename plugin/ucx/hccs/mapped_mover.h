@@ -2,7 +2,9 @@
 // region its owner shared as a file (shared_mapping.h): the pages are mapped
 // here when the key is unpacked, and each operation is a memcpy of the
 // posting thread.  Truly one-sided and synchronous: a batch is complete (or
-// failed) when Post returns.
+// failed) when Post returns.  The copy goes in pieces of at most
+// CopyStop::kPieceBytes and stops early (copy_stop.h) when the endpoint is
+// cancelled (the batch ends CANCELED) or post_by's deadline passes (ERR_IO).
 //
 // Registration: host memory that is one shared file mapping is found from
 // this process's mappings (no option); its file stays open for the
@@ -29,7 +31,8 @@
 
 class MappedMover final : public Mover {
  public:
-  explicit MappedMover(const PluginLog &log) : log_(log) {}
+  // piece_delay_us: the test build's seam (CopyStop::piece_delay_us), 0 otherwise.
+  MappedMover(const PluginLog &log, unsigned piece_delay_us) : log_(log), piece_delay_us_(piece_delay_us) {}
   const char *name() const override { return "mapped"; }
   // Post: a peer that is gone (kill(pid, 0): the mapping outlives it) fails
   // the batch and the endpoint.
@@ -54,6 +57,7 @@ class MappedMover final : public Mover {
   static constexpr int64_t kAliveCheckNs = 100 * 1000;
 
   const PluginLog &log_;  // the context's, which outlives its movers
+  const unsigned piece_delay_us_;
 };
 
 #endif  // ADXL_PLUGIN_UCX_HCCS_MAPPED_MOVER_H_
