@@ -54,6 +54,19 @@ void PostEach(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, size_t
   }
 }
 
+// AmTransport::ClosedFn of an RDMA-lane endpoint's UCP endpoints on the
+// context's worker (am_transport.h, "Owned endpoints"): the AM transport
+// closed one, a reply endpoint of peer requests on memory being
+// deregistered.  The endpoint's mover takes it as a failure of that UCP
+// endpoint, as when UCP reports one (EpError).
+void MainEpClosed(void *arg, ucp_ep_h) {
+  auto *ep = static_cast<adxl_plugin_ep *>(arg);
+  const bool failed = ep->mover.load()->EndpointFailed(ep, ADXL_PLUGIN_ERR_IO);
+  ep->ctx->log(ADXL_PLUGIN_LOG_WARN,
+               "UCX endpoint closed: a peer's request on it used memory being deregistered%s",
+               failed ? "" : " (the link's main connection; it moves over its network paths)");
+}
+
 }  // namespace
 
 int BindEndpoint(adxl_plugin_ep *ep, const ucx_blob::Address &a, uint32_t lanes, ucp_err_handler_cb_t on_error) {
@@ -80,6 +93,10 @@ int BindEndpoint(adxl_plugin_ep *ep, const ucx_blob::Address &a, uint32_t lanes,
   ep->mover.store(am ? static_cast<Mover *>(ctx->am_mover) : ctx->rma_mover);
   ep->ep = CreateUcpEp(ctx, ctx->worker, a.ucp, on_error, ep, &st);
   if (ep->ep == nullptr) return FromUcs(st);
+  // The peer's requests may come back on it (am_transport.h, "Owned
+  // endpoints"): the AM transport closes it only as AmMover::Cancel would.
+  AmTransport &am_transport = ctx->am_mover->transport();
+  if (am) am_transport.Own(ep->ep, ep->id, MainEpClosed, ep);
   // With network paths, batches move over one connection per path
   // (net_paths.h) instead of the connections below.
   if (am && ctx->paths_mover->Connect(ep, a)) ep->mover.store(ctx->paths_mover);
@@ -95,6 +112,7 @@ int BindEndpoint(adxl_plugin_ep *ep, const ucx_blob::Address &a, uint32_t lanes,
       break;
     }
     ep->more_eps.push_back(more);
+    am_transport.Own(more, ep->id, MainEpClosed, ep);
   }
   return ADXL_PLUGIN_OK;
 }
@@ -116,7 +134,21 @@ int BindKey(adxl_plugin_ep *ep, const ucx_blob::Key &k, adxl_plugin_rkey *rkey) 
       ctx->log(ADXL_PLUGIN_LOG_ERROR, "remote key without its UCP part (the peer registered no UCP memory handle)");
       return ADXL_PLUGIN_ERR_INVALID;
     }
+    // Not on a UCP endpoint the AM transport closed (am_transport.h, "Owned
+    // endpoints"); held open meanwhile.
+    AmTransport &am = ctx->am_mover->transport();
+    if (!am.BeginUse(ep->ep, ep->id)) {
+      // Active messages move host memory without the UCP key: a link over
+      // network paths, whose main connection that was, still reaches the
+      // region ("unreachable" in its description only); an endpoint that
+      // failed with it does not.
+      const int failed = ep->failed.load();
+      if (rkey->device || failed != ADXL_PLUGIN_OK) return failed != ADXL_PLUGIN_OK ? failed : ADXL_PLUGIN_ERR_IO;
+      rkey->mover = ep->mover.load();
+      return ADXL_PLUGIN_OK;
+    }
     const ucs_status_t st = ucp_ep_rkey_unpack(ep->ep, k.ucp.data(), &rkey->rkey);
+    am.EndUse(ep->ep, ep->id);
     if (st != UCS_OK) {
       rkey->rkey = nullptr;
       ctx->log(ADXL_PLUGIN_LOG_ERROR, "ucp_ep_rkey_unpack%s: %s", rkey->device ? " (device region)" : "",

@@ -1158,6 +1158,84 @@ TEST_P(LaneTest, MemDeregWaitsForAWriteAlreadyAccepted) {
   munmap(pages, kBufSize);
 }
 
+// mem_dereg ends the requests peers still have pending on the region; the
+// UCX plugin's RDMA lane over active messages does so by force-closing the
+// endpoint their answers go on.  When two contexts link to each other both
+// ways, UCP pairs their endpoints, and that endpoint is this side's own
+// connection to the peer: it then fails as if it had dropped - a post on
+// the link fails with ERR_IO (over network paths, the link may instead
+// move on a reconnected path), no send touches the closed endpoint, and
+// ep_destroy closes nothing a second time (UCX says "already been closed"
+// of a second close, whose endpoint may be another's by then).  An earlier
+// version closed it behind the link's back: the next post sent on the
+// freed endpoint (a crash in ucp_am_send_nbx) and ep_destroy closed it
+// again.  Each variant: one connection per link, two
+// (rdma_connections=2), one network path over loopback (rdma_paths=lo).
+// The UCX plugin's test build holds the initiator's READ-data handler
+// (test_read_data_delay_us), so that the answer of a READ from the region
+// is still pending when the region goes; where nothing was pending then
+// (the READ ended first), the variant has nothing to check and says so.
+TEST_P(LaneTest, MemDeregClosingThisSidesOwnEndpointFailsItsLink) {
+  if (lane() != ADXL_PLUGIN_LANE_RDMA) GTEST_SKIP() << "a case of the RDMA lane";
+  const std::vector<std::pair<const char *, const char *>> variants = {
+      {"rdma_connections", "1"}, {"rdma_connections", "2"}, {"rdma_paths", "lo"}};
+  int checked = 0;
+  for (const auto &variant : variants) {
+    SCOPED_TRACE(std::string(variant.first) + "=" + variant.second);
+    const bool over_paths = std::string(variant.first) == "rdma_paths";
+    adxl_plugin_context_t *a =
+        Open({{"test_read_data_delay_us", "500000"}, {"rdma_protocol", "am"}, {variant.first, variant.second}});
+    adxl_plugin_context_t *b = Open({{"rdma_protocol", "am"}, {variant.first, variant.second}});
+    ASSERT_TRUE(a && b);
+    Buffer la(kBufSize), rb(kBufSize), rb2(65536);
+    adxl_plugin_mem_t *ma = Reg(a, la), *mb2 = Reg(b, rb2);
+    adxl_plugin_mem_t *mb = nullptr;  // deregistered here, not by the fixture
+    ASSERT_EQ(ops_->mem_reg(b, rb.data(), rb.size(), ADXL_PLUGIN_MEM_HOST, nullptr, 0, &mb), ADXL_PLUGIN_OK);
+    adxl_plugin_ep_t *ab = Connect(a, Address(b));
+    if (ab == nullptr) ops_->mem_dereg(b, mb);
+    SKIP_IF_NO_LANE(ab);
+    adxl_plugin_ep_t *ba = Connect(b, Address(a));
+    ASSERT_NE(ba, nullptr);
+    adxl_plugin_rkey_t *rk_b = Unpack(ab, Pack(b, mb)), *rk_a = Unpack(ba, Pack(a, ma));
+    ASSERT_TRUE(rk_b && rk_a);
+    ASSERT_EQ(Run(ab, ADXL_PLUGIN_PUT, {}), ADXL_PLUGIN_OK);  // wire-up, both ways
+    ASSERT_EQ(Run(ba, ADXL_PLUGIN_PUT, {}), ADXL_PLUGIN_OK);
+    const std::string described = Describe(ab);
+    // a READs 1 MiB of b's region; b's answer waits for a's held handler.
+    const std::vector<adxl_plugin_iov_t> get = {{ma, la.addr(), rk_b, rb.addr(), kMaxOp}};
+    adxl_plugin_batch_t *batch = nullptr;
+    ASSERT_EQ(ops_->post(ab, ADXL_PLUGIN_GET, get.data(), get.size(), &batch), ADXL_PLUGIN_OK);
+    usleep(150 * 1000);
+    ops_->mem_dereg(b, mb);
+    // Unless it ended before the region went, it does not end well: b closed
+    // its connection (a's side may see that only at its own teardown).
+    const bool pending = Wait(batch, 1500) != ADXL_PLUGIN_OK;
+    if (pending) {
+      ++checked;
+      FillPattern(rb2.data(), 4096, 3);
+      const int st = Run(ba, ADXL_PLUGIN_PUT, {{mb2, rb2.addr(), rk_a, la.addr(), 4096}}, 5000);
+      if (over_paths) {
+        EXPECT_TRUE(st == ADXL_PLUGIN_OK || st == ADXL_PLUGIN_ERR_IO) << "a post on the link: " << st;
+      } else {
+        EXPECT_EQ(st, ADXL_PLUGIN_ERR_IO) << "a post on an endpoint whose connection mem_dereg closed";
+      }
+      Describe(ba);  // reads nothing of the closed connection
+    } else {
+      printf("%s=%s: the READ ended before its region went (%s): nothing to check\n", variant.first, variant.second,
+             described.c_str());
+    }
+    ops_->rkey_destroy(rk_a);
+    ops_->rkey_destroy(rk_b);
+    OutputCapture out(1), err(2);
+    ops_->ep_destroy(ba, 0);
+    ops_->ep_destroy(ab, 1);
+    const std::string said = err.Take() + out.Take();
+    ops_->release(batch);
+    EXPECT_EQ(said.find("ERROR"), std::string::npos) << "ep_destroy after mem_dereg closed its connection: " << said;
+  }
+  if (checked == 0) GTEST_SKIP() << "no READ was still pending when its region went (the UCX test build holds one)";
+}
+
 TEST_P(LaneTest, ForcedDestroyCancelsBatchesInFlight) {
   ChildLink l;
   LINK_TO_CHILD(l);

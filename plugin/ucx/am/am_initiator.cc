@@ -184,6 +184,44 @@ void AmTransport::Pump() {
   }
 }
 
+bool AmTransport::AddBatch(uint64_t token, uint64_t ep_id, const ucp_ep_h *eps, size_t n_eps, bool write,
+                           uint64_t deadline_ns, DoneFn done, void *arg, std::atomic<int64_t> *answered_ns,
+                           std::vector<Message> *messages) {
+  for (size_t i = 0; i < messages->size(); ++i) {
+    Message &m = (*messages)[i];
+    m.token = token;
+    m.header[0] = token;
+    m.header[1] = static_cast<uint64_t>(i) | (static_cast<uint64_t>(m.local.size()) << 32);
+  }
+  Batch b;
+  b.ep_id = ep_id;
+  try {
+    b.eps.assign(eps, eps + n_eps);
+  } catch (...) {
+    return false;
+  }
+  b.write = write;
+  b.deadline_ns = deadline_ns;
+  b.remaining = messages->size();
+  b.status = ADXL_PLUGIN_OK;
+  b.done = done;
+  b.arg = arg;
+  b.answered_ns = answered_ns;
+  b.messages.swap(*messages);
+  try {
+    auto it = batches_.emplace(token, std::move(b)).first;
+    try {
+      unsent_.push_back(token);
+    } catch (...) {
+      batches_.erase(it);
+      return false;
+    }
+  } catch (...) {
+    return false;
+  }
+  return true;
+}
+
 bool AmTransport::Post(uint64_t ep_id, const ucp_ep_h *eps, size_t n_eps, bool write, const Op *ops, size_t count,
                   uint64_t deadline_ns, DoneFn done, void *arg, std::atomic<int64_t> *answered_ns) {
   if (eps == nullptr || n_eps == 0) return false;
@@ -226,39 +264,17 @@ bool AmTransport::Post(uint64_t ep_id, const ucp_ep_h *eps, size_t n_eps, bool w
   uint64_t token;
   {
     adxl::MutexLock l(&mu_);
-    token = next_token_++;
-    for (size_t i = 0; i < messages.size(); ++i) {
-      Message &m = messages[i];
-      m.token = token;
-      m.header[0] = token;
-      m.header[1] = static_cast<uint64_t>(i) | (static_cast<uint64_t>(m.local.size()) << 32);
-    }
-    Batch b;
-    b.ep_id = ep_id;
-    try {
-      b.eps.assign(eps, eps + n_eps);
-    } catch (...) {
+    // An endpoint of ep_id was closed by ReleaseTargetOps: nothing may be
+    // sent on it (am_transport.h, "Owned endpoints"); the batch fails below.
+    const bool dead = dead_ids_.count(ep_id) != 0;
+    token = dead ? 0 : next_token_++;
+    if (!dead && !AddBatch(token, ep_id, eps, n_eps, write, deadline_ns, done, arg, answered_ns, &messages)) {
       return false;
     }
-    b.write = write;
-    b.deadline_ns = deadline_ns;
-    b.remaining = messages.size();
-    b.status = ADXL_PLUGIN_OK;
-    b.done = done;
-    b.arg = arg;
-    b.answered_ns = answered_ns;
-    b.messages.swap(messages);
-    try {
-      auto it = batches_.emplace(token, std::move(b)).first;
-      try {
-        unsent_.push_back(token);
-      } catch (...) {
-        batches_.erase(it);
-        return false;
-      }
-    } catch (...) {
-      return false;
-    }
+  }
+  if (token == 0) {
+    done(arg, ADXL_PLUGIN_ERR_IO);
+    return true;
   }
   // What the window allows now; answers send the rest (Pump, from the
   // callbacks).  No lock is held while sending: UCP may run callbacks inside

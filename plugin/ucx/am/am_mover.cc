@@ -54,9 +54,13 @@ void AmMover::Cancel(adxl_plugin_ep *ep, bool force) {
   if (ep->ep == nullptr) return;
   // Nothing more is sent on it from a callback while it closes.
   am_.Fence(ep->id, ADXL_PLUGIN_ERR_CANCELED);
-  for (ucp_ep_h e : ep->more_eps) CloseUcpEp(&core_, core_.worker, e, force);
+  // Each closed once: not those the AM transport closed already (a peer's
+  // requests on them used memory being deregistered, am_transport.h).
+  for (ucp_ep_h e : ep->more_eps) {
+    if (am_.Disown(e, ep->id)) CloseUcpEp(&core_, core_.worker, e, force);
+  }
   ep->more_eps.clear();
-  CloseUcpEp(&core_, core_.worker, ep->ep, force);
+  if (am_.Disown(ep->ep, ep->id)) CloseUcpEp(&core_, core_.worker, ep->ep, force);
   ep->ep = nullptr;
   // Batches still waiting for answers over this endpoint end now, and no
   // late READ data of theirs is written.
@@ -79,7 +83,15 @@ std::string AmMover::DescribeEndpoint(const adxl_plugin_ep *ep) const {
   // UCP's transports, so that a test can tell which mover a link runs on.
   std::string s = "am";
   if (!ep->more_eps.empty()) s += "*" + std::to_string(1 + ep->more_eps.size());
-  return s + ":" + DescribeUcpEp(ep->ep);
+  if (!am_.BeginUse(ep->ep, ep->id)) return s + ":closed";  // by the AM transport (am_transport.h)
+  try {
+    s += ":" + DescribeUcpEp(ep->ep);
+  } catch (...) {
+    am_.EndUse(ep->ep, ep->id);
+    throw;
+  }
+  am_.EndUse(ep->ep, ep->id);
+  return s;
 }
 
 std::string AmMover::DescribeKey(const adxl_plugin_rkey *rkey) const {

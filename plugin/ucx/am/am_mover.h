@@ -32,8 +32,10 @@ class AmMover final : public Mover {
   const char *name() const override { return "am"; }
   // Post with count 0: the wire-up probe (am_transport.h).
   ADXL_MOVER_DATA_OVERRIDES;
-  // Cancel fences the endpoint's batches, closes its UCP endpoints, then
-  // abandons what still waits for answers (no late READ data lands).
+  // Cancel fences the endpoint's batches, closes its UCP endpoints (those
+  // the AM transport has not closed already: "Owned endpoints" in
+  // am_transport.h; ucx_bind.cc registers them), then abandons what still
+  // waits for answers (no late READ data lands).
   // EndpointFailed: the endpoint's batches end from the progress thread,
   // outside ucp_worker_progress.  DescribeEndpoint: "am:tcp/lo", "am*3:..."
   // with several connections.
@@ -43,7 +45,9 @@ class AmMover final : public Mover {
   void EndBatches(adxl_plugin_ep *ep, int why);
 
  private:
-  AmTransport am_;
+  // mutable: DescribeEndpoint holds the endpoint's UCP endpoint open while
+  // it reads it (AmTransport::BeginUse).
+  mutable AmTransport am_;
   const UcpCore &core_;  // the context's, which outlives its movers: its worker, log and wake-up
 };
 

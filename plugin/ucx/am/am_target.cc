@@ -17,7 +17,7 @@
 
 using namespace am_protocol;
 
-uint64_t AmTransport::TargetOpStart(ucp_ep_h reply_ep, const std::vector<ucp_dt_iov_t> &iov) {
+uint64_t AmTransport::TargetOpStart(ucp_ep_h reply_ep, const std::vector<ucp_dt_iov_t> &iov, bool *live) {
   uintptr_t lo = 0, hi = 0;
   for (const ucp_dt_iov_t &v : iov) {
     const uintptr_t a = reinterpret_cast<uintptr_t>(v.buffer);
@@ -26,8 +26,11 @@ uint64_t AmTransport::TargetOpStart(ucp_ep_h reply_ep, const std::vector<ucp_dt_
   }
   adxl::MutexLock l(&mu_);
   const uint64_t id = next_target_op_++;
+  // On an endpoint being closed: never answered (it may be gone by then).
+  const bool released = closing_.count(reply_ep) != 0;
+  if (live != nullptr) *live = !released;
   try {
-    target_ops_.emplace(id, TargetOp{reply_ep, lo, hi});
+    target_ops_.emplace(id, TargetOp{reply_ep, lo, hi, released});
   } catch (...) {
     return 0;
   }
@@ -75,7 +78,12 @@ bool AmTransport::TargetSend(ucp_ep_h reply_ep, unsigned id, const void *header,
   if (pending == nullptr || header_len > sizeof(pending->header)) return false;
   memcpy(pending->header, header, header_len);
   pending->iov.swap(iov);
-  pending->op = TargetOpStart(reply_ep, pending->iov);
+  bool live = true;
+  pending->op = TargetOpStart(reply_ep, pending->iov, &live);
+  if (!live) {  // its endpoint is being closed (ReleaseTargetOps)
+    TargetOpDone(pending->op);
+    return false;
+  }
   if (pending->iov.size() > 1) {
     // Gathered now: the sources are registered memory, and the request is
     // tracked (ReleaseTargetOps waits for it) before they are read.
@@ -117,30 +125,31 @@ void AmTransport::SendAck(ucp_ep_h reply_ep, uint64_t token, uint32_t msg, int s
 }
 
 void AmTransport::ReleaseTargetOps(uintptr_t addr, size_t len) {
-  std::set<ucp_ep_h> eps;
+  std::vector<ucp_ep_h> eps;  // to close, each once: claimed in closing_
   std::vector<uint64_t> ids;
   {
     adxl::MutexLock l(&mu_);
+    std::set<ucp_ep_h> want;
     for (const auto &kv : target_ops_) {
       const TargetOp &op = kv.second;
       const bool touches = len == 0 || (op.lo < op.hi && op.lo < addr + len && addr < op.hi);
-      if (touches && !op.released) eps.insert(op.reply_ep);
+      if (touches && !op.released) want.insert(op.reply_ep);
+    }
+    for (ucp_ep_h ep : want) {
+      if (closing_.insert(ep).second) eps.push_back(ep);  // else another thread closes it
     }
     // Every request on a closed endpoint ends with it: none is answered.
     for (auto &kv : target_ops_) {
-      if (eps.count(kv.second.reply_ep) == 0) continue;
+      if (want.count(kv.second.reply_ep) == 0) continue;
       kv.second.released = true;
       ids.push_back(kv.first);
     }
   }
-  if (eps.empty()) return;
-  log_(ADXL_PLUGIN_LOG_INFO, "closing %zu peer endpoint(s) with %zu request(s) pending on memory going away",
-      eps.size(), ids.size());
-  for (ucp_ep_h ep : eps) {
-    ucp_request_param_t p{};
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    p.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    WaitAndFree(worker_, ucp_ep_close_nbx(ep, &p));
+  if (ids.empty()) return;
+  if (!eps.empty()) {
+    log_(ADXL_PLUGIN_LOG_INFO, "closing %zu peer endpoint(s) with %zu request(s) pending on memory going away",
+         eps.size(), ids.size());
+    CloseReplyEndpoints(eps);  // owned ones as their owners would
   }
   const auto until = std::chrono::steady_clock::now() + kAbandonWait;
   while (true) {

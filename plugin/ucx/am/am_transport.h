@@ -88,6 +88,25 @@
 // a request reads or writes goes away, and before the worker is destroyed.
 // A request failed that way is not answered.
 //
+// Owned endpoints.  The reply endpoint is the one UCP pairs with the
+// peer's endpoint to this worker, and UCP pairs the endpoints two workers
+// make to each other: where this side made one to that peer too (a link in
+// both directions), the reply endpoint IS this side's own — an
+// adxl_plugin_ep's connection, or a network path's (net_paths.h) — which its
+// owner still posts on and closes at its teardown.  So the owners register
+// each UCP endpoint they make (Own, right after ucp_ep_create) and ask
+// before closing one (Disown).  ReleaseTargetOps closes an owned endpoint
+// the way its owner's forced teardown would: every batch of its ep_id
+// fenced (nothing more is sent on it) and later Posts on that id failing
+// with ERR_IO; the endpoint force-closed, once; those batches abandoned;
+// then the owner told (its ClosedFn: it marks its endpoint failed, as when
+// UCP reports a failure).  Its Disown then says the endpoint is closed
+// already, and the owner does not close it again.  Owners that read an
+// owned endpoint outside Post (ucp_ep_rkey_unpack, ucp_ep_print_info)
+// bracket it with BeginUse/EndUse, which ReleaseTargetOps waits for.
+// Endpoints UCP made itself for a peer (no endpoint of ours to it) are
+// nobody's: ReleaseTargetOps just closes them.
+//
 // Locks and callbacks.  The AM handlers and request callbacks run inside
 // ucp_worker_progress, under UCP's worker lock, on whichever thread
 // progresses (the plugin's progress thread, or an API thread in
@@ -103,10 +122,18 @@
 // batches of an endpoint UCP reported dead — is queued by EndpointFailed()
 // and done by RunDeferred(), which the progress thread calls outside
 // ucp_worker_progress.
+// mu_ guards the batches, the target requests and the owned endpoints'
+// table (owned_, dead_ids_, closing_).  Owners call Own, Disown, BeginUse
+// and EndUse holding no lock of theirs (Disown waits, on owned_changed_
+// under mu_, for a close of that endpoint under way: a forced close and an
+// Abandon, each bounded); a ClosedFn runs with no lock of this class held,
+// outside ucp_worker_progress, and may take its owner's locks (and mu_,
+// through EndpointFailed) but must not Disown.
 //
 // Files: am_protocol.{h,cc} the wire format and buffer helpers; am_transport.cc
 // set-up and the registration table; am_initiator.cc the batches this side
-// posts; am_target.cc the requests peers post here.
+// posts; am_target.cc the requests peers post here; am_owned.cc the owned
+// endpoints and their close by ReleaseTargetOps.
 //
 // Thread-safety: every public method may be called from any thread.
 #ifndef ADXL_PLUGIN_UCX_AM_AM_TRANSPORT_H_
@@ -118,8 +145,10 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <ucp/api/ucp.h>
@@ -191,7 +220,9 @@ class AmTransport {
   // until `done` runs) gets the CLOCK_MONOTONIC time of each answer the peer
   // sends to a message of the batch (an error too) and of each READ answer's
   // data received: the caller's sign that its connection moves.
-  // Returns false when nothing was started (done is then not called).
+  // Returns false when nothing was started (done is then not called).  On
+  // an ep_id whose endpoint ReleaseTargetOps closed ("Owned endpoints"),
+  // done(arg, ERR_IO) runs before it returns.
   bool Post(uint64_t ep_id, const ucp_ep_h *eps, size_t n_eps, bool write, const Op *ops, size_t count,
             uint64_t deadline_ns, DoneFn done, void *arg, std::atomic<int64_t> *answered_ns = nullptr)
       ADXL_EXCLUDES(mu_);
@@ -228,8 +259,28 @@ class AmTransport {
 
   // Force-closes the reply endpoints of target-side requests still pending
   // on [addr, addr+len) (all of them when len is 0) and waits, bounded,
-  // until those requests have ended.  Call outside ucp_worker_progress.
+  // until those requests have ended.  An owned reply endpoint is closed as
+  // "Owned endpoints" says (its owner's ClosedFn runs here).  Call outside
+  // ucp_worker_progress.
   void ReleaseTargetOps(uintptr_t addr, size_t len) ADXL_EXCLUDES(mu_);
+
+  // Owned endpoints (the header comment).  Own: `ep`, an endpoint of this
+  // worker that its owner made and posts on under `ep_id`, is the owner's;
+  // closed(owner, ep) runs if ReleaseTargetOps closes it, before the
+  // owner's Disown of it returns.  Does nothing when out of memory (the
+  // endpoint is then treated as nobody's, logged).
+  using ClosedFn = void (*)(void *owner, ucp_ep_h ep);
+  void Own(ucp_ep_h ep, uint64_t ep_id, ClosedFn closed, void *owner) ADXL_EXCLUDES(mu_);
+  // The owner is about to close `ep` (fenced first, as for any close):
+  // true when it is the owner's to close (open, or never owned); false when
+  // ReleaseTargetOps closed it (waiting first for a close of it under way,
+  // and for its ClosedFn).  Either way the transport forgets it.
+  bool Disown(ucp_ep_h ep, uint64_t ep_id) ADXL_EXCLUDES(mu_);
+  // The owner reads `ep` outside Post: true (it stays open until EndUse)
+  // unless ReleaseTargetOps closed it or is closing it (false: leave it
+  // alone).  Short, and never waiting on this transport in between.
+  bool BeginUse(ucp_ep_h ep, uint64_t ep_id) ADXL_EXCLUDES(mu_);
+  void EndUse(ucp_ep_h ep, uint64_t ep_id) ADXL_EXCLUDES(mu_);
   // Draining (the ABI's drain): a mark taken now, and whether a target
   // request started before that mark (a WRITE-data receive, a READ answer,
   // an acknowledgement a peer's message asked for) is still pending.
@@ -295,6 +346,18 @@ class AmTransport {
     bool released = false;  // its endpoint is being force-closed: no answer
   };
   using BatchIt = std::unordered_map<uint64_t, Batch>::iterator;
+  // An owned endpoint ("Owned endpoints"), by (endpoint, ep_id): UCP reuses
+  // a closed endpoint's address for a later one, which then has an entry
+  // of its own (a new connection of a network path is made only after its
+  // owner disowned the old one under the same ep_id).
+  struct OwnedEp {
+    enum State { kOpen, kClosing, kClosed };
+    ClosedFn closed = nullptr;
+    void *owner = nullptr;
+    State state = kOpen;
+    int users = 0;  // BeginUse .. EndUse
+  };
+  using OwnedKey = std::pair<ucp_ep_h, uint64_t>;
 
   static ucs_status_t OnWrite(void *arg, const void *header, size_t header_len, void *data, size_t len,
                               const ucp_am_recv_param_t *param);
@@ -355,6 +418,11 @@ class AmTransport {
   void Answered(Batch &b, Message &m, int status, bool from_peer) ADXL_REQUIRES(mu_);
   // Sends the next messages of the posted batches while the window has room.
   void Pump() ADXL_EXCLUDES(mu_);
+  // Post's part under mu_: enters batch `token` of `messages` (taken) into
+  // the table and the send queue; false (nothing entered) when out of memory.
+  bool AddBatch(uint64_t token, uint64_t ep_id, const ucp_ep_h *eps, size_t n_eps, bool write, uint64_t deadline_ns,
+                DoneFn done, void *arg, std::atomic<int64_t> *answered_ns, std::vector<Message> *messages)
+      ADXL_REQUIRES(mu_);
   // Pump handed a message of endpoint ep_id to UCP (or failed it).
   void Handed(uint64_t ep_id) ADXL_EXCLUDES(mu_);
   // Marks the batches of ep_id ended; returns their tokens.
@@ -376,7 +444,14 @@ class AmTransport {
   bool TargetSend(ucp_ep_h reply_ep, unsigned id, const void *header, size_t header_len,
                   std::vector<ucp_dt_iov_t> iov, ucp_mem_h memh) ADXL_EXCLUDES(mu_);
   // Registers a target request about to start; its id for TargetOpDone.
-  uint64_t TargetOpStart(ucp_ep_h reply_ep, const std::vector<ucp_dt_iov_t> &iov) ADXL_EXCLUDES(mu_);
+  // A request on an endpoint ReleaseTargetOps is closing starts released
+  // (*live false, when given): it is not answered.
+  uint64_t TargetOpStart(ucp_ep_h reply_ep, const std::vector<ucp_dt_iov_t> &iov, bool *live = nullptr)
+      ADXL_EXCLUDES(mu_);
+  // ReleaseTargetOps' part for the endpoints it closes (`eps`, its claim
+  // in closing_): fences the owned ones' ep_ids, waits until no owner uses
+  // them, closes them all, abandons the ep_ids' batches, tells the owners.
+  void CloseReplyEndpoints(const std::vector<ucp_ep_h> &eps) ADXL_EXCLUDES(mu_);
   // The request's memory is still there to be written (not released).  A
   // released request's memory may be going away; ReleaseTargetOps waits
   // for TargetOpDone, so a write started after a true answer is safe.
@@ -412,6 +487,14 @@ class AmTransport {
   std::atomic<int64_t> last_answer_ns_{0};  // LastAnswerNs()
   std::unordered_map<uint64_t, TargetOp> target_ops_ ADXL_GUARDED_BY(mu_);
   uint64_t next_target_op_ ADXL_GUARDED_BY(mu_) = 1;
+  std::map<OwnedKey, OwnedEp> owned_ ADXL_GUARDED_BY(mu_);
+  // ep_ids with an owned endpoint ReleaseTargetOps closed and its owner has
+  // not disowned yet (how many): Post fails on them with ERR_IO.
+  std::map<uint64_t, size_t> dead_ids_ ADXL_GUARDED_BY(mu_);
+  // Endpoints a ReleaseTargetOps is closing now (owned or not): closed once,
+  // and no request on them is answered.
+  std::set<ucp_ep_h> closing_ ADXL_GUARDED_BY(mu_);
+  adxl::CondVar owned_changed_;  // an owned endpoint's close ended, or a use of one
 };
 
 #endif  // ADXL_PLUGIN_UCX_AM_AM_TRANSPORT_H_

@@ -239,6 +239,8 @@ bool ConnectPaths(adxl_plugin_ep *ep, const ucx_blob::Address &peer, const std::
       ucs_status_t st = UCS_OK;
       c->generation.store(1);  // before the endpoint exists (path_failover.cc, Reconnect)
       c->ep = CreateUcpEp(&core, p->worker(), c->peer_ucp, PathConnError, c.get(), &st);
+      // The peer's path requests may come back on it (am_transport.h, "Owned endpoints").
+      if (c->ep != nullptr) p->am.Own(c->ep, ep->id, PathConnClosed, c.get());
       if (c->ep == nullptr) {
         core.log(ADXL_PLUGIN_LOG_WARN, "RDMA lane: no connection over path %s (%s) for now",
                  p->device().c_str(), ucs_status_string(st));
@@ -278,7 +280,10 @@ void ClosePaths(adxl_plugin_ep *ep, bool force) {
     while (c->users.load() != 0) std::this_thread::yield();
     c->path->am.Fence(link.id, ADXL_PLUGIN_ERR_CANCELED);  // nothing more is sent from a callback
   }
-  for (PathConn *c : open) CloseUcpEp(link.core, c->path->worker(), c->ep, force);
+  for (PathConn *c : open) {
+    // Not one the path's AM transport closed already (am_transport.h, "Owned endpoints").
+    if (c->path->am.Disown(c->ep, link.id)) CloseUcpEp(link.core, c->path->worker(), c->ep, force);
+  }
   // No byte of an ended batch lands after this.
   for (PathConn *c : open) {
     c->path->am.Abandon(link.id, ADXL_PLUGIN_ERR_CANCELED);
@@ -368,7 +373,10 @@ std::string DescribePaths(const adxl_plugin_ep *ep) {
   for (const auto &c : ep->paths->conns) {
     if (!s.empty()) s += "+";
     if (c->Acquire()) {
-      s += DescribeUcpEp(c->ep);
+      // Held open while read, unless its AM transport closed it (am_transport.h).
+      const bool open = c->path->am.BeginUse(c->ep, ep->id);
+      s += open ? DescribeUcpEp(c->ep) : "closed/" + c->path->device();
+      if (open) c->path->am.EndUse(c->ep, ep->id);
       c->Release();
     } else {
       s += "down/" + c->path->device();

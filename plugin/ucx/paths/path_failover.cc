@@ -283,7 +283,8 @@ void PathFailover::FailConn(PathLink &link, PathConn &conn, const char *why) {
   core_->log(ADXL_PLUGIN_LOG_WARN, "network path %s of link %llu failed (%s): its operations move over the others",
             conn.path->device().c_str(), static_cast<unsigned long long>(link.id), why);
   conn.path->am.Fence(link.id, ADXL_PLUGIN_ERR_IO);
-  CloseUcpEp(core_, conn.path->worker(), conn.ep, true);
+  // Not when the path's AM transport closed it already (PathConnClosed).
+  if (conn.path->am.Disown(conn.ep, link.id)) CloseUcpEp(core_, conn.path->worker(), conn.ep, true);
   conn.path->am.Abandon(link.id, ADXL_PLUGIN_ERR_IO);
   conn.ep = nullptr;
   conn.backoff_ns.store(std::min(std::max(conn.backoff_ns.load() * 2, ToNs(kRetryMin)), ToNs(kRetryMax)));
@@ -301,6 +302,7 @@ void PathFailover::Reconnect(PathLink &link, PathConn &conn, int64_t now) {
   const uint64_t generation = conn.generation.fetch_add(1) + 1;
   ucp_ep_h e = CreateUcpEp(core_, conn.path->worker(), conn.peer_ucp, PathConnError, &conn, &st);
   if (e == nullptr) return;  // logged; tried again at retry_at_ns
+  conn.path->am.Own(e, link.id, PathConnClosed, &conn);
   conn.ep = e;
   const int64_t deadline = NowNs() + ToNs(kProbeBudget);
   conn.probe_deadline_ns.store(deadline);
@@ -343,5 +345,15 @@ void PathConnError(void *arg, ucp_ep_h, ucs_status_t status) {
   // UCP calls this only for an endpoint not closed yet, under its worker
   // lock, which closing takes too; a next endpoint is made only after this
   // one is closed.  So the endpoint that failed is the current generation.
+  conn->link->failover->ConnFailed(conn, conn->generation.load());
+}
+
+void PathConnClosed(void *arg, ucp_ep_h) {
+  auto *conn = static_cast<PathConn *>(arg);
+  conn->link->core->log(ADXL_PLUGIN_LOG_WARN,
+                       "UCX endpoint of network path %s closed: a peer's request on it used memory being deregistered",
+                       conn->path->device().c_str());
+  // Its current endpoint: the owner disowns it (FailConn, ClosePaths)
+  // before making another, and that waits for this call.
   conn->link->failover->ConnFailed(conn, conn->generation.load());
 }

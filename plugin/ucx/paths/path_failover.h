@@ -162,5 +162,10 @@ class PathFailover {
 
 // The UCP error callback of a path connection (`arg`: its PathConn).
 void PathConnError(void *arg, ucp_ep_h ep, ucs_status_t status);
+// The AmTransport::ClosedFn of a path connection (`arg`: its PathConn): the
+// path's AM transport closed its endpoint (am_transport.h, "Owned
+// endpoints"); the connection fails as on a UCP error (FailConn then closes
+// nothing more, and reconnects it later).
+void PathConnClosed(void *arg, ucp_ep_h ep);
 
 #endif  // ADXL_PLUGIN_UCX_PATHS_PATH_FAILOVER_H_
