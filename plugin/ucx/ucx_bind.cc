@@ -77,9 +77,14 @@ int BindEndpoint(adxl_plugin_ep *ep, const ucx_blob::Address &a, uint32_t lanes,
       ep->lane = ADXL_PLUGIN_LANE_HCCS;
       ep->mover.store(ctx->cma_mover);
       // Device memory on this lane goes through UCP (cuda_ipc on one node).
-      if (ctx->device_memory && !a.ucp.empty() &&
-          (ep->ep = CreateUcpEp(ctx, ctx->worker, a.ucp, on_error, ep, &st)) == nullptr) {
-        ctx->log(ADXL_PLUGIN_LOG_WARN, "HCCS lane: no UCP endpoint for device memory; only host memory moves");
+      if (ctx->device_memory && !a.ucp.empty()) {
+        ep->ep = CreateUcpEp(ctx, ctx->worker, a.ucp, on_error, ep, &st);
+        if (ep->ep == nullptr) {
+          ctx->log(ADXL_PLUGIN_LOG_WARN, "HCCS lane: no UCP endpoint for device memory; only host memory moves");
+        } else {
+          // The plugin's own, as every UCP endpoint it makes (below).
+          ctx->am_mover->transport().Own(ep->ep, ep->id, MainEpClosed, ep);
+        }
       }
       return ADXL_PLUGIN_OK;
     }
@@ -94,9 +99,11 @@ int BindEndpoint(adxl_plugin_ep *ep, const ucx_blob::Address &a, uint32_t lanes,
   ep->ep = CreateUcpEp(ctx, ctx->worker, a.ucp, on_error, ep, &st);
   if (ep->ep == nullptr) return FromUcs(st);
   // The peer's requests may come back on it (am_transport.h, "Owned
-  // endpoints"): the AM transport closes it only as AmMover::Cancel would.
+  // endpoints"), whichever protocol this side moves with (a peer on active
+  // messages, this side on UCP RMA: a mixed link): the AM transport closes
+  // it only as the mover's Cancel would.
   AmTransport &am_transport = ctx->am_mover->transport();
-  if (am) am_transport.Own(ep->ep, ep->id, MainEpClosed, ep);
+  am_transport.Own(ep->ep, ep->id, MainEpClosed, ep);
   // With network paths, batches move over one connection per path
   // (net_paths.h) instead of the connections below.
   if (am && ctx->paths_mover->Connect(ep, a)) ep->mover.store(ctx->paths_mover);
@@ -174,8 +181,12 @@ int BindKey(adxl_plugin_ep *ep, const ucx_blob::Key &k, adxl_plugin_rkey *rkey) 
   }
   // With device memory the endpoint has UCP too, and a batch that moves
   // device memory moves its host regions through UCP as well (PostBound).
-  if (ep->ep != nullptr && (k.ucp.empty() || ucp_ep_rkey_unpack(ep->ep, k.ucp.data(), &rkey->rkey) != UCS_OK)) {
-    rkey->rkey = nullptr;
+  // Not on an endpoint the AM transport closed ("Owned endpoints"); held
+  // open meanwhile.
+  AmTransport &am = ctx->am_mover->transport();
+  if (ep->ep != nullptr && am.BeginUse(ep->ep, ep->id)) {
+    if (k.ucp.empty() || ucp_ep_rkey_unpack(ep->ep, k.ucp.data(), &rkey->rkey) != UCS_OK) rkey->rkey = nullptr;
+    am.EndUse(ep->ep, ep->id);
   }
   return ADXL_PLUGIN_OK;
 }

@@ -390,13 +390,17 @@ bool StartProgressThread(adxl_plugin_context *ctx, const UcxParams &params) {
 // takes: the shared-file search first (it sets what mem_pack packs), UCP's
 // memory handle before the AM mover and the paths that use it, cma last (it
 // may fail and keep the region).
+// The AM transport keeps the table of the plugin's own UCP endpoints
+// (am_transport.h), which the RMA and cma movers' endpoints are in too.
 void AddMovers(adxl_plugin_context *ctx) {
+  auto am = std::make_unique<AmMover>(*ctx);
+  OwnedEndpoints &owned = am->transport();
   ctx->mapped_mover = ctx->movers.Add(std::make_unique<MappedMover>(ctx->log, ctx->hccs_piece_delay_us));
-  ctx->rma_mover = ctx->movers.Add(
-      std::make_unique<RmaMover>(*ctx, ctx->device_mem_type, ctx->device_memory ? std::string() : ctx->device_why));
-  ctx->am_mover = ctx->movers.Add(std::make_unique<AmMover>(*ctx));
+  ctx->rma_mover = ctx->movers.Add(std::make_unique<RmaMover>(*ctx, owned, ctx->device_mem_type,
+                                                              ctx->device_memory ? std::string() : ctx->device_why));
+  ctx->am_mover = ctx->movers.Add(std::move(am));
   ctx->paths_mover = ctx->movers.Add(std::make_unique<PathsMover>(*ctx, *ctx->am_mover));
-  ctx->cma_mover = ctx->movers.Add(std::make_unique<CmaMover>(*ctx, ctx->hccs_piece_delay_us));
+  ctx->cma_mover = ctx->movers.Add(std::make_unique<CmaMover>(*ctx, owned, ctx->hccs_piece_delay_us));
 }
 
 }  // namespace

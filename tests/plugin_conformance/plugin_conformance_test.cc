@@ -1170,22 +1170,31 @@ TEST_P(LaneTest, MemDeregWaitsForAWriteAlreadyAccepted) {
 // version closed it behind the link's back: the next post sent on the
 // freed endpoint (a crash in ucp_am_send_nbx) and ep_destroy closed it
 // again.  Each variant: one connection per link, two
-// (rdma_connections=2), one network path over loopback (rdma_paths=lo).
+// (rdma_connections=2), one network path over loopback (rdma_paths=lo), and
+// a mixed link: the target's side on UCP RMA (rdma_protocol=rma), the
+// initiator's on active messages, so that the endpoint closed is the RMA
+// mover's (before its fix: closed behind its back, as above).
 // The UCX plugin's test build holds the initiator's READ-data handler
 // (test_read_data_delay_us), so that the answer of a READ from the region
 // is still pending when the region goes; where nothing was pending then
 // (the READ ended first), the variant has nothing to check and says so.
 TEST_P(LaneTest, MemDeregClosingThisSidesOwnEndpointFailsItsLink) {
   if (lane() != ADXL_PLUGIN_LANE_RDMA) GTEST_SKIP() << "a case of the RDMA lane";
-  const std::vector<std::pair<const char *, const char *>> variants = {
-      {"rdma_connections", "1"}, {"rdma_connections", "2"}, {"rdma_paths", "lo"}};
+  struct Variant {
+    const char *key, *value;
+    const char *b_protocol;  // the target's side; the initiator's is "am"
+  };
+  const std::vector<Variant> variants = {{"rdma_connections", "1", "am"},
+                                         {"rdma_connections", "2", "am"},
+                                         {"rdma_paths", "lo", "am"},
+                                         {"rdma_connections", "1", "rma"}};
   int checked = 0;
-  for (const auto &variant : variants) {
-    SCOPED_TRACE(std::string(variant.first) + "=" + variant.second);
-    const bool over_paths = std::string(variant.first) == "rdma_paths";
+  for (const Variant &variant : variants) {
+    SCOPED_TRACE(std::string(variant.key) + "=" + variant.value + ", target side " + variant.b_protocol);
+    const bool over_paths = std::string(variant.key) == "rdma_paths";
     adxl_plugin_context_t *a =
-        Open({{"test_read_data_delay_us", "500000"}, {"rdma_protocol", "am"}, {variant.first, variant.second}});
-    adxl_plugin_context_t *b = Open({{"rdma_protocol", "am"}, {variant.first, variant.second}});
+        Open({{"test_read_data_delay_us", "500000"}, {"rdma_protocol", "am"}, {variant.key, variant.value}});
+    adxl_plugin_context_t *b = Open({{"rdma_protocol", variant.b_protocol}, {variant.key, variant.value}});
     ASSERT_TRUE(a && b);
     Buffer la(kBufSize), rb(kBufSize), rb2(65536);
     adxl_plugin_mem_t *ma = Reg(a, la), *mb2 = Reg(b, rb2);
@@ -1221,8 +1230,8 @@ TEST_P(LaneTest, MemDeregClosingThisSidesOwnEndpointFailsItsLink) {
       }
       Describe(ba);  // reads nothing of the closed connection
     } else {
-      printf("%s=%s: the READ ended before its region went (%s): nothing to check\n", variant.first, variant.second,
-             described.c_str());
+      printf("%s=%s, target side %s: the READ ended before its region went (%s): nothing to check\n", variant.key,
+             variant.value, variant.b_protocol, described.c_str());
     }
     ops_->rkey_destroy(rk_a);
     ops_->rkey_destroy(rk_b);

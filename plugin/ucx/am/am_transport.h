@@ -157,9 +157,10 @@
 #include "am/staging_pool.h"
 #include "common/thread_annotations.h"
 #include "core/fault_injection.h"
+#include "core/owned_endpoints.h"
 #include "core/plugin_log.h"
 
-class AmTransport {
+class AmTransport final : public OwnedEndpoints {
  public:
   // Called exactly once per batch with its final status (ADXL_PLUGIN_*).
   using DoneFn = void (*)(void *arg, int status);
@@ -264,23 +265,15 @@ class AmTransport {
   // ucp_worker_progress.
   void ReleaseTargetOps(uintptr_t addr, size_t len) ADXL_EXCLUDES(mu_);
 
-  // Owned endpoints (the header comment).  Own: `ep`, an endpoint of this
-  // worker that its owner made and posts on under `ep_id`, is the owner's;
-  // closed(owner, ep) runs if ReleaseTargetOps closes it, before the
-  // owner's Disown of it returns.  Does nothing when out of memory (the
-  // endpoint is then treated as nobody's, logged).
-  using ClosedFn = void (*)(void *owner, ucp_ep_h ep);
-  void Own(ucp_ep_h ep, uint64_t ep_id, ClosedFn closed, void *owner) ADXL_EXCLUDES(mu_);
-  // The owner is about to close `ep` (fenced first, as for any close):
-  // true when it is the owner's to close (open, or never owned); false when
-  // ReleaseTargetOps closed it (waiting first for a close of it under way,
-  // and for its ClosedFn).  Either way the transport forgets it.
-  bool Disown(ucp_ep_h ep, uint64_t ep_id) ADXL_EXCLUDES(mu_);
-  // The owner reads `ep` outside Post: true (it stays open until EndUse)
-  // unless ReleaseTargetOps closed it or is closing it (false: leave it
-  // alone).  Short, and never waiting on this transport in between.
-  bool BeginUse(ucp_ep_h ep, uint64_t ep_id) ADXL_EXCLUDES(mu_);
-  void EndUse(ucp_ep_h ep, uint64_t ep_id) ADXL_EXCLUDES(mu_);
+  // Owned endpoints (the header comment; the contract in
+  // core/owned_endpoints.h).  Own: closed(owner, ep) runs if
+  // ReleaseTargetOps closes `ep`.  Disown: the owner about to close `ep`
+  // (fenced first, as for any close).  BeginUse/EndUse: the owner reads
+  // `ep` outside this transport's Post (its own posts check dead_ids_).
+  void Own(ucp_ep_h ep, uint64_t ep_id, ClosedFn closed, void *owner) override ADXL_EXCLUDES(mu_);
+  bool Disown(ucp_ep_h ep, uint64_t ep_id) override ADXL_EXCLUDES(mu_);
+  bool BeginUse(ucp_ep_h ep, uint64_t ep_id) override ADXL_EXCLUDES(mu_);
+  void EndUse(ucp_ep_h ep, uint64_t ep_id) override ADXL_EXCLUDES(mu_);
   // Draining (the ABI's drain): a mark taken now, and whether a target
   // request started before that mark (a WRITE-data receive, a READ answer,
   // an acknowledgement a peer's message asked for) is still pending.

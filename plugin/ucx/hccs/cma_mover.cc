@@ -83,8 +83,9 @@ void CmaMover::Post(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov, 
 void CmaMover::Cancel(adxl_plugin_ep *ep, bool force) {
   cma_.Disconnect(ep->cma_ep);  // nothing in flight: cma is synchronous
   ep->cma_ep = nullptr;
-  // The UCP endpoint for device memory (rma_mover.h), if any.
-  if (ep->ep != nullptr) CloseUcpEp(&core_, core_.worker, ep->ep, force);
+  // The UCP endpoint for device memory (rma_mover.h), if any, unless
+  // mem_dereg closed it under a peer's request (am_transport.h).
+  if (ep->ep != nullptr && owned_.Disown(ep->ep, ep->id)) CloseUcpEp(&core_, core_.worker, ep->ep, force);
   ep->ep = nullptr;
 }
 

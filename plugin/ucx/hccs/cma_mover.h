@@ -25,14 +25,20 @@
 #include <string>
 
 #include "core/mover.h"
+#include "core/owned_endpoints.h"
 #include "core/ucp_core.h"
 #include "core/ucx_blob.h"
 #include "hccs/cma_transport.h"
 
+
 class CmaMover final : public Mover {
  public:
-  // piece_delay_us: the test build's seam (CopyStop::piece_delay_us), 0 otherwise.
-  CmaMover(const UcpCore &core, unsigned piece_delay_us) : core_(core), piece_delay_us_(piece_delay_us) {}
+  // owned: the table of the plugin's own UCP endpoints
+  // (core/owned_endpoints.h), which outlives the mover: an endpoint's UCP
+  // connection for device memory is one; piece_delay_us: the test build's seam
+  // (CopyStop::piece_delay_us), 0 otherwise.
+  CmaMover(const UcpCore &core, OwnedEndpoints &owned, unsigned piece_delay_us)
+      : core_(core), owned_(owned), piece_delay_us_(piece_delay_us) {}
   // Its transport and copy threads: the context opens it (CmaTransport::Open),
   // reads its address and whether it is up.
   CmaTransport &transport() { return cma_; }
@@ -59,6 +65,7 @@ class CmaMover final : public Mover {
 
   CmaTransport cma_;
   const UcpCore &core_;  // the context's, which outlives its movers: its log, its worker (device-memory endpoints)
+  OwnedEndpoints &owned_;  // the plugin's own endpoints (core/owned_endpoints.h)
   const unsigned piece_delay_us_;
 };
 

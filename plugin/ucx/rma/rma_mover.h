@@ -19,6 +19,16 @@
 // thread, which Post wakes); it stores the status and drops the mover's
 // reference.  No locks of its own.
 //
+// Its endpoints are the plugin's own (core/owned_endpoints.h): UCP pairs
+// them with the peer's endpoints to this worker, so a peer's
+// active-message request (a peer on the AM protocol: a mixed link) may come
+// back on one, and mem_dereg may then close it.  BindEndpoint registers
+// each in that table; every read of the endpoint here (a post, its
+// description) is bracketed by BeginUse/EndUse and finds it closed (the
+// batch fails ERR_IO) rather than freed, and Cancel closes only what the
+// table did not (Disown).  Those calls take the table's lock (the AM
+// transport's mu_) around, never across, the UCP calls.
+//
 // Registration: the region mapped with the UCP context (ucp_mem_map),
 // device memory with its memory type.  Its memory handle is what UCP RMA
 // puts and gets with, what the AM mover (am_mover.h) hands to UCP, and what
@@ -39,14 +49,18 @@
 #include <utility>
 
 #include "core/mover.h"
+#include "core/owned_endpoints.h"
 #include "core/ucp_core.h"
+
 
 class RmaMover final : public Mover {
  public:
-  // `device_type`: the memory type device registrations are mapped with;
-  // `device_why`: why device memory cannot move (empty: it can).
-  RmaMover(const UcpCore &core, ucs_memory_type_t device_type, std::string device_why)
-      : core_(core), device_type_(device_type), device_why_(std::move(device_why)) {}
+  // `owned`: the table of the plugin's own UCP endpoints on core's worker
+  // (core/owned_endpoints.h), which outlives the mover; `device_type`: the
+  // memory type device registrations are mapped with; `device_why`: why
+  // device memory cannot move (empty: it can).
+  RmaMover(const UcpCore &core, OwnedEndpoints &owned, ucs_memory_type_t device_type, std::string device_why)
+      : core_(core), owned_(owned), device_type_(device_type), device_why_(std::move(device_why)) {}
   const char *name() const override { return "rma"; }
   // Post: a batch of host memory bound to this mover (PostBound found no
   // device memory in it: it sends those to PostDevice).  count 0: a UCP
@@ -67,6 +81,7 @@ class RmaMover final : public Mover {
              adxl_plugin_batch *batch);
 
   const UcpCore &core_;  // the context's, which outlives its movers: UCP context, worker, log
+  OwnedEndpoints &owned_;  // the plugin's own endpoints (core/owned_endpoints.h)
   ucs_memory_type_t device_type_;
   std::string device_why_;
 };
