@@ -67,6 +67,20 @@ void MainEpClosed(void *arg, ucp_ep_h) {
                failed ? "" : " (the link's main connection; it moves over its network paths)");
 }
 
+// A UCP endpoint of the context's worker to the peer, the plugin's own
+// (core/owned_endpoints.h): the peer's requests may come back on it,
+// whichever protocol this side moves with (a peer on active messages,
+// this side on UCP RMA: a mixed link), and the AM transport then closes it
+// only as the mover's Cancel would.  Null on failure (*st).
+ucp_ep_h CreateOwnedEp(adxl_plugin_context *ctx, const std::string &address, ucp_err_handler_cb_t on_error,
+                       adxl_plugin_ep *ep, ucs_status_t *st) {
+  AmTransport &owned = ctx->am_mover->transport();
+  OwnedEndpoints::Creating creating(owned);
+  ucp_ep_h e = CreateUcpEp(ctx, ctx->worker, address, on_error, ep, st);
+  if (e != nullptr) owned.Own(e, ep->id, MainEpClosed, ep);
+  return e;
+}
+
 }  // namespace
 
 int BindEndpoint(adxl_plugin_ep *ep, const ucx_blob::Address &a, uint32_t lanes, ucp_err_handler_cb_t on_error) {
@@ -78,12 +92,9 @@ int BindEndpoint(adxl_plugin_ep *ep, const ucx_blob::Address &a, uint32_t lanes,
       ep->mover.store(ctx->cma_mover);
       // Device memory on this lane goes through UCP (cuda_ipc on one node).
       if (ctx->device_memory && !a.ucp.empty()) {
-        ep->ep = CreateUcpEp(ctx, ctx->worker, a.ucp, on_error, ep, &st);
+        ep->ep = CreateOwnedEp(ctx, a.ucp, on_error, ep, &st);
         if (ep->ep == nullptr) {
           ctx->log(ADXL_PLUGIN_LOG_WARN, "HCCS lane: no UCP endpoint for device memory; only host memory moves");
-        } else {
-          // The plugin's own, as every UCP endpoint it makes (below).
-          ctx->am_mover->transport().Own(ep->ep, ep->id, MainEpClosed, ep);
         }
       }
       return ADXL_PLUGIN_OK;
@@ -96,14 +107,8 @@ int BindEndpoint(adxl_plugin_ep *ep, const ucx_blob::Address &a, uint32_t lanes,
   const bool am = ctx->rdma_over_am;
   // Before the UCP endpoint exists: EpError reads it.
   ep->mover.store(am ? static_cast<Mover *>(ctx->am_mover) : ctx->rma_mover);
-  ep->ep = CreateUcpEp(ctx, ctx->worker, a.ucp, on_error, ep, &st);
+  ep->ep = CreateOwnedEp(ctx, a.ucp, on_error, ep, &st);
   if (ep->ep == nullptr) return FromUcs(st);
-  // The peer's requests may come back on it (am_transport.h, "Owned
-  // endpoints"), whichever protocol this side moves with (a peer on active
-  // messages, this side on UCP RMA: a mixed link): the AM transport closes
-  // it only as the mover's Cancel would.
-  AmTransport &am_transport = ctx->am_mover->transport();
-  am_transport.Own(ep->ep, ep->id, MainEpClosed, ep);
   // With network paths, batches move over one connection per path
   // (net_paths.h) instead of the connections below.
   if (am && ctx->paths_mover->Connect(ep, a)) ep->mover.store(ctx->paths_mover);
@@ -112,14 +117,13 @@ int BindEndpoint(adxl_plugin_ep *ep, const ucx_blob::Address &a, uint32_t lanes,
   // make the peer's UCP abort (a wire-up reply it owes to a closed
   // connection).
   for (unsigned i = 1; am && !ep->paths && i < ctx->rdma_connections; ++i) {
-    ucp_ep_h more = CreateUcpEp(ctx, ctx->worker, a.ucp, on_error, ep, &st);
+    ucp_ep_h more = CreateOwnedEp(ctx, a.ucp, on_error, ep, &st);
     if (more == nullptr) {
       ctx->log(ADXL_PLUGIN_LOG_WARN, "RDMA lane: %u of %u connections to the peer made (%s); using those", i,
                ctx->rdma_connections, ucs_status_string(st));
       break;
     }
     ep->more_eps.push_back(more);
-    am_transport.Own(more, ep->id, MainEpClosed, ep);
   }
   return ADXL_PLUGIN_OK;
 }

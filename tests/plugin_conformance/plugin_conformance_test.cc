@@ -1245,6 +1245,81 @@ TEST_P(LaneTest, MemDeregClosingThisSidesOwnEndpointFailsItsLink) {
   if (checked == 0) GTEST_SKIP() << "no READ was still pending when its region went (the UCX test build holds one)";
 }
 
+// The same close, while this side is making its own endpoint to that peer:
+// ucp_ep_create hands back the endpoint UCP made for the peer's requests
+// (the pairing above), which the plugin enters in its table of own
+// endpoints only after the call.  A mem_dereg in between took it for
+// nobody's and closed it; the new link then held a closed endpoint, read it
+// (rkey_unpack, a post) and closed it again at ep_destroy.  Now mem_dereg
+// waits for the creation and closes it as its owner's: the new link fails
+// (rkey_unpack or a post on it: ERR_IO) and ep_destroy writes no ERROR.
+// The UCX plugin's test build holds the initiator's READ-data handler
+// (test_read_data_delay_us, the READ's answer pending) and the target's
+// endpoint between ucp_ep_create and its table (test_own_delay_us);
+// variants: the target's side on active messages, and on UCP RMA.
+TEST_P(LaneTest, MemDeregWhileAnEndpointIsMadeClosesItAsItsOwners) {
+  if (lane() != ADXL_PLUGIN_LANE_RDMA) GTEST_SKIP() << "a case of the RDMA lane";
+  int checked = 0;
+  for (const char *b_protocol : {"am", "rma"}) {
+    SCOPED_TRACE(std::string("target side ") + b_protocol);
+    adxl_plugin_context_t *a = Open({{"test_read_data_delay_us", "1000000"}, {"rdma_protocol", "am"}});
+    adxl_plugin_context_t *b = Open({{"test_own_delay_us", "600000"}, {"rdma_protocol", b_protocol}});
+    ASSERT_TRUE(a && b);
+    Buffer la(kBufSize), rb(kBufSize), rb2(65536);
+    adxl_plugin_mem_t *ma = Reg(a, la), *mb2 = Reg(b, rb2);
+    adxl_plugin_mem_t *mb = nullptr;  // deregistered here, not by the fixture
+    ASSERT_EQ(ops_->mem_reg(b, rb.data(), rb.size(), ADXL_PLUGIN_MEM_HOST, nullptr, 0, &mb), ADXL_PLUGIN_OK);
+    adxl_plugin_ep_t *ab = Connect(a, Address(b));
+    if (ab == nullptr) ops_->mem_dereg(b, mb);
+    SKIP_IF_NO_LANE(ab);
+    adxl_plugin_rkey_t *rk_b = Unpack(ab, Pack(b, mb));
+    ASSERT_NE(rk_b, nullptr);
+    ASSERT_EQ(Run(ab, ADXL_PLUGIN_PUT, {}), ADXL_PLUGIN_OK);  // wire-up: b's UCP made its endpoint for a's
+    // Before the READ: a's worker is busy in the held handler then.
+    const std::string addr_a = Address(a), ka = Pack(a, ma);
+    // a READs 1 MiB of b's region; b's answer waits for a's held handler.
+    const std::vector<adxl_plugin_iov_t> get = {{ma, la.addr(), rk_b, rb.addr(), kMaxOp}};
+    adxl_plugin_batch_t *batch = nullptr;
+    ASSERT_EQ(ops_->post(ab, ADXL_PLUGIN_GET, get.data(), get.size(), &batch), ADXL_PLUGIN_OK);
+    usleep(100 * 1000);
+    // b links to a meanwhile, and its region goes while that endpoint is
+    // between ucp_ep_create and the table (600 ms there).
+    adxl_plugin_ep_t *ba = nullptr;
+    int created = ADXL_PLUGIN_ERR_INVALID;
+    std::thread maker([&] { created = ops_->ep_create(b, addr_a.data(), addr_a.size(), lane(), &ba); });
+    usleep(200 * 1000);
+    ops_->mem_dereg(b, mb);
+    maker.join();
+    ASSERT_EQ(created, ADXL_PLUGIN_OK);
+    const bool pending = Wait(batch, 1500) != ADXL_PLUGIN_OK;
+    // The new link: its endpoint was the one closed, unless UCP gave it
+    // another (the READ's answer then went on one the link does not use).
+    adxl_plugin_rkey_t *rk_a = nullptr;
+    int st = ops_->rkey_unpack(ba, ka.data(), ka.size(), &rk_a);
+    if (st == ADXL_PLUGIN_OK) {
+      FillPattern(rb2.data(), 4096, 5);
+      st = Run(ba, ADXL_PLUGIN_PUT, {{mb2, rb2.addr(), rk_a, la.addr(), 4096}}, 5000);
+      ops_->rkey_destroy(rk_a);
+    }
+    Describe(ba);  // reads nothing of a closed connection
+    if (pending && st != ADXL_PLUGIN_OK) {
+      ++checked;
+      EXPECT_EQ(st, ADXL_PLUGIN_ERR_IO) << "the new link, whose endpoint mem_dereg closed";
+    } else {
+      printf("target side %s: %s: nothing to check\n", b_protocol,
+             pending ? "the new link's endpoint was not the one closed" : "the READ ended before its region went");
+    }
+    ops_->rkey_destroy(rk_b);
+    OutputCapture out(1), err(2);
+    ops_->ep_destroy(ba, 0);
+    ops_->ep_destroy(ab, 1);
+    const std::string said = err.Take() + out.Take();
+    ops_->release(batch);
+    EXPECT_EQ(said.find("ERROR"), std::string::npos) << "ep_destroy after mem_dereg closed a connection: " << said;
+  }
+  if (checked == 0) GTEST_SKIP() << "no new link's endpoint was the one closed (the UCX test build's seams make it)";
+}
+
 TEST_P(LaneTest, ForcedDestroyCancelsBatchesInFlight) {
   ChildLink l;
   LINK_TO_CHILD(l);

@@ -12,7 +12,20 @@
 
 using namespace am_protocol;
 
+void AmTransport::BeginCreate() {
+  adxl::MutexLock l(&mu_);
+  owned_changed_.Wait(&mu_, [&]() ADXL_REQUIRES(mu_) { return closers_ == 0; });
+  ++creating_;
+}
+
+void AmTransport::EndCreate() {
+  adxl::MutexLock l(&mu_);
+  if (--creating_ == 0) owned_changed_.NotifyAll();
+}
+
 void AmTransport::Own(ucp_ep_h ep, uint64_t ep_id, ClosedFn closed, void *owner) {
+  // The test build's seam: the window between ucp_ep_create and the table.
+  FaultDelay(faults_.own_delay_us);
   adxl::MutexLock l(&mu_);
   try {
     // A key still here is a closed endpoint its owner has not disowned yet,
@@ -72,6 +85,11 @@ void AmTransport::CloseReplyEndpoints(const std::vector<ucp_ep_h> &eps) {
   std::vector<Claimed> claimed;
   {
     adxl::MutexLock l(&mu_);
+    // An endpoint a creation under way got from ucp_ep_create may be one of
+    // `eps`, not yet owned: wait for its Own, and let no creation start
+    // until the endpoints are closed (UCP then hands none of them out).
+    ++closers_;
+    owned_changed_.Wait(&mu_, [&]() ADXL_REQUIRES(mu_) { return creating_ == 0; });
     for (ucp_ep_h ep : eps) {
       for (auto &kv : owned_) {
         if (kv.first.first != ep || kv.second.state != OwnedEp::kOpen) continue;
@@ -110,6 +128,10 @@ void AmTransport::CloseReplyEndpoints(const std::vector<ucp_ep_h> &eps) {
     p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     p.flags = UCP_EP_CLOSE_FLAG_FORCE;
     WaitAndFree(worker_, ucp_ep_close_nbx(ep, &p));
+  }
+  {
+    adxl::MutexLock l(&mu_);
+    if (--closers_ == 0) owned_changed_.NotifyAll();
   }
   // The owners' batches on them end now, and no late READ data of theirs
   // lands; then the owners learn their endpoint is gone.

@@ -123,10 +123,13 @@
 // and done by RunDeferred(), which the progress thread calls outside
 // ucp_worker_progress.
 // mu_ guards the batches, the target requests and the owned endpoints'
-// table (owned_, dead_ids_, closing_).  Owners call Own, Disown, BeginUse
-// and EndUse holding no lock of theirs (Disown waits, on owned_changed_
-// under mu_, for a close of that endpoint under way: a forced close and an
-// Abandon, each bounded); a ClosedFn runs with no lock of this class held,
+// table (owned_, dead_ids_, closing_, creating_, closers_).  Owners call
+// Own, Disown, BeginUse, EndUse and make endpoints (a Creating scope)
+// holding no lock of theirs (Disown waits, on owned_changed_ under mu_,
+// for a close of that endpoint under way: a forced close and an Abandon,
+// each bounded; a creation, for the closes of peers' endpoints under way,
+// and such a close for the creations under way: ucp_ep_create, bounded);
+// a ClosedFn runs with no lock of this class held,
 // outside ucp_worker_progress, and may take its owner's locks (and mu_,
 // through EndpointFailed) but must not Disown.
 //
@@ -441,9 +444,15 @@ class AmTransport final : public OwnedEndpoints {
   // (*live false, when given): it is not answered.
   uint64_t TargetOpStart(ucp_ep_h reply_ep, const std::vector<ucp_dt_iov_t> &iov, bool *live = nullptr)
       ADXL_EXCLUDES(mu_);
+  // OwnedEndpoints::Creating: a creation waits for the closes under way
+  // (closers_), a close for the creations under way (creating_).
+  void BeginCreate() override ADXL_EXCLUDES(mu_);
+  void EndCreate() override ADXL_EXCLUDES(mu_);
   // ReleaseTargetOps' part for the endpoints it closes (`eps`, its claim
-  // in closing_): fences the owned ones' ep_ids, waits until no owner uses
-  // them, closes them all, abandons the ep_ids' batches, tells the owners.
+  // in closing_): waits for the endpoint creations under way (one may be
+  // handing an endpoint of `eps` to its owner), fences the owned ones'
+  // ep_ids, waits until no owner uses them, closes them all (no creation
+  // starting meanwhile), abandons the ep_ids' batches, tells the owners.
   void CloseReplyEndpoints(const std::vector<ucp_ep_h> &eps) ADXL_EXCLUDES(mu_);
   // The request's memory is still there to be written (not released).  A
   // released request's memory may be going away; ReleaseTargetOps waits
@@ -487,7 +496,15 @@ class AmTransport final : public OwnedEndpoints {
   // Endpoints a ReleaseTargetOps is closing now (owned or not): closed once,
   // and no request on them is answered.
   std::set<ucp_ep_h> closing_ ADXL_GUARDED_BY(mu_);
-  adxl::CondVar owned_changed_;  // an owned endpoint's close ended, or a use of one
+  // Owners' endpoint creations under way (OwnedEndpoints::Creating), and
+  // CloseReplyEndpoints calls between their wait for those and their
+  // ucp_ep_close_nbx calls: neither starts while the other is nonzero
+  // (closers first: a creation waits once closers_ is raised).
+  int creating_ ADXL_GUARDED_BY(mu_) = 0;
+  int closers_ ADXL_GUARDED_BY(mu_) = 0;
+  // An owned endpoint's close ended, a use of one, a creation or a close
+  // of peers' endpoints ended.
+  adxl::CondVar owned_changed_;
 };
 
 #endif  // ADXL_PLUGIN_UCX_AM_AM_TRANSPORT_H_

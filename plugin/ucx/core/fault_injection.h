@@ -37,6 +37,11 @@ struct FaultInjection {
   // cancels an endpoint in the middle of a post's copy
   // (tests/unit/same_node_cancel_test.cc).
   unsigned hccs_piece_delay_us = 0;
+  // "test_own_delay_us": an owner of a UCP endpoint waits this long between
+  // ucp_ep_create and entering it in the owned-endpoint table
+  // (core/owned_endpoints.h), so that a test deregisters memory meanwhile
+  // (tests/plugin_conformance, MemDeregWhileAnEndpointIsMadeClosesItAsItsOwners).
+  unsigned own_delay_us = 0;
 };
 
 // True when `key` is a fault-injection parameter of this build; its value

@@ -11,7 +11,12 @@
 // behind the owner's back (a later post on it would use a freed endpoint).
 //
 // The contract each owner keeps:
-//  - Own(ep, ep_id, closed, owner) right after ucp_ep_create;
+//  - ucp_ep_create inside a Creating scope, and Own(ep, ep_id, closed,
+//    owner) inside it too: ucp_ep_create may hand back the endpoint UCP
+//    made for the peer's requests (the pairing), which the table would
+//    otherwise take for nobody's and close while the owner holds it, not
+//    yet owned (a close waits for the creations under way, and a creation
+//    for the close under way);
 //  - every read of the endpoint (a post, ucp_ep_rkey_unpack,
 //    ucp_ep_print_info) inside BeginUse/EndUse, skipped when BeginUse says
 //    false (the endpoint was closed or is being closed: the owner's link
@@ -50,7 +55,24 @@ class OwnedEndpoints {
   virtual bool BeginUse(ucp_ep_h ep, uint64_t ep_id) = 0;
   virtual void EndUse(ucp_ep_h ep, uint64_t ep_id) = 0;
 
+  // An owner's creation of an endpoint, from ucp_ep_create to its Own (or
+  // to the failure of the creation): the table closes no endpoint of a
+  // peer's meanwhile.  Waits first for a close under way (bounded, as the
+  // table's closes are).
+  class Creating {
+   public:
+    explicit Creating(OwnedEndpoints &table) : table_(table) { table_.BeginCreate(); }
+    ~Creating() { table_.EndCreate(); }
+    Creating(const Creating &) = delete;
+    Creating &operator=(const Creating &) = delete;
+
+   private:
+    OwnedEndpoints &table_;
+  };
+
  protected:
+  virtual void BeginCreate() = 0;
+  virtual void EndCreate() = 0;
   ~OwnedEndpoints() = default;  // not owned through this interface
 };
 

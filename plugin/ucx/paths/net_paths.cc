@@ -238,9 +238,12 @@ bool ConnectPaths(adxl_plugin_ep *ep, const ucx_blob::Address &peer, const std::
     if (p->running.load()) {
       ucs_status_t st = UCS_OK;
       c->generation.store(1);  // before the endpoint exists (path_failover.cc, Reconnect)
-      c->ep = CreateUcpEp(&core, p->worker(), c->peer_ucp, PathConnError, c.get(), &st);
-      // The peer's path requests may come back on it (am_transport.h, "Owned endpoints").
-      if (c->ep != nullptr) p->am.Own(c->ep, ep->id, PathConnClosed, c.get());
+      {
+        // The peer's path requests may come back on it (core/owned_endpoints.h).
+        OwnedEndpoints::Creating creating(p->am);
+        c->ep = CreateUcpEp(&core, p->worker(), c->peer_ucp, PathConnError, c.get(), &st);
+        if (c->ep != nullptr) p->am.Own(c->ep, ep->id, PathConnClosed, c.get());
+      }
       if (c->ep == nullptr) {
         core.log(ADXL_PLUGIN_LOG_WARN, "RDMA lane: no connection over path %s (%s) for now",
                  p->device().c_str(), ucs_status_string(st));

@@ -300,9 +300,13 @@ void PathFailover::Reconnect(PathLink &link, PathConn &conn, int64_t now) {
   // Raised before the endpoint exists: its error callback may run on
   // another thread as soon as it does, and reads the generation.
   const uint64_t generation = conn.generation.fetch_add(1) + 1;
-  ucp_ep_h e = CreateUcpEp(core_, conn.path->worker(), conn.peer_ucp, PathConnError, &conn, &st);
+  ucp_ep_h e = nullptr;
+  {
+    OwnedEndpoints::Creating creating(conn.path->am);  // core/owned_endpoints.h
+    e = CreateUcpEp(core_, conn.path->worker(), conn.peer_ucp, PathConnError, &conn, &st);
+    if (e != nullptr) conn.path->am.Own(e, link.id, PathConnClosed, &conn);
+  }
   if (e == nullptr) return;  // logged; tried again at retry_at_ns
-  conn.path->am.Own(e, link.id, PathConnClosed, &conn);
   conn.ep = e;
   const int64_t deadline = NowNs() + ToNs(kProbeBudget);
   conn.probe_deadline_ns.store(deadline);
