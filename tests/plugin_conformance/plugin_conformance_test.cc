@@ -1320,6 +1320,58 @@ TEST_P(LaneTest, MemDeregWhileAnEndpointIsMadeClosesItAsItsOwners) {
   if (checked == 0) GTEST_SKIP() << "no new link's endpoint was the one closed (the UCX test build's seams make it)";
 }
 
+// An endpoint's teardown waits for a message of it that another thread
+// has taken from the window and is handing to the transport: the UCX
+// plugin's AM transport sends without its lock, and a post or teardown of
+// one endpoint sends the next queued messages of any endpoint.  An earlier
+// version closed the endpoint under such a send.  Two endpoints X and Y to
+// a stopped child: Y's READs fill the window (16 messages, unanswered), X's
+// READ waits for room; Y's teardown (a thread of its own) ends Y's batch,
+// which leaves room, and that thread takes X's message, held there by the
+// test build's seam (test_foreign_pump_delay_us); X's teardown comes
+// meanwhile.  Both return, nothing writes an ERROR, both batches end.
+TEST_P(LaneTest, ATeardownWaitsForAMessageAnotherThreadIsHandingToUcp) {
+  if (lane() != ADXL_PLUGIN_LANE_RDMA) GTEST_SKIP() << "a case of the RDMA lane";
+  ChildLink l;
+  LINK_TO_CHILD(l, {{"test_foreign_pump_delay_us", "600000"}, {"rdma_protocol", "am"}});
+  Child &child = l.child;
+  adxl_plugin_ep_t *x = l.ep;
+  adxl_plugin_ep_t *y = Connect(l.ctx, child.address());
+  ASSERT_NE(y, nullptr);
+  adxl_plugin_rkey_t *rk_y = Unpack(y, child.key());
+  ASSERT_NE(rk_y, nullptr);
+  ASSERT_EQ(Run(y, ADXL_PLUGIN_PUT, {}), ADXL_PLUGIN_OK);  // wire-up
+  const std::string described = Describe(x);
+  if (described.rfind("am", 0) != 0) GTEST_SKIP() << "the link is not on active messages: " << described;
+  ASSERT_TRUE(child.Stop());
+  std::vector<adxl_plugin_iov_t> reads;
+  for (size_t i = 0; i < 20; ++i) {
+    const size_t off = (i % (kBufSize / kMaxOp)) * kMaxOp;
+    reads.push_back({l.mem, l.local.addr() + off, rk_y, child.remote_addr() + off, kMaxOp});
+  }
+  adxl_plugin_batch_t *by = nullptr, *bx = nullptr;
+  ASSERT_EQ(ops_->post(y, ADXL_PLUGIN_GET, reads.data(), reads.size(), &by), ADXL_PLUGIN_OK);
+  const std::vector<adxl_plugin_iov_t> read_x = {{l.mem, l.local.addr(), l.rk, child.remote_addr(), 4096}};
+  ASSERT_EQ(ops_->post(x, ADXL_PLUGIN_GET, read_x.data(), read_x.size(), &bx), ADXL_PLUGIN_OK);
+  ops_->rkey_destroy(rk_y);
+  ops_->rkey_destroy(l.rk);
+  OutputCapture out(1), err(2);
+  std::thread y_teardown([&] { ops_->ep_destroy(y, 1); });
+  usleep(200 * 1000);  // Y's teardown thread holds X's message now
+  const auto t0 = std::chrono::steady_clock::now();
+  ops_->ep_destroy(x, 1);
+  const double took = MsSince(t0);
+  y_teardown.join();
+  const std::string said = err.Take() + out.Take();
+  EXPECT_EQ(said.find("ERROR"), std::string::npos) << "the teardowns: " << said;
+  EXPECT_LT(took, adxl_test::ScaledMs(3000)) << "ms: X's teardown";
+  EXPECT_NE(ops_->test(by), ADXL_PLUGIN_IN_PROGRESS) << "Y's batch after its teardown";
+  EXPECT_NE(ops_->test(bx), ADXL_PLUGIN_IN_PROGRESS) << "X's batch after its teardown";
+  ops_->release(by);
+  ops_->release(bx);
+  printf("X's teardown took %.0f ms (the message held 600 ms from about 0-200 ms)\n", took);
+}
+
 TEST_P(LaneTest, ForcedDestroyCancelsBatchesInFlight) {
   ChildLink l;
   LINK_TO_CHILD(l);

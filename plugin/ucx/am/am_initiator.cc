@@ -15,6 +15,13 @@
 
 using namespace am_protocol;
 
+namespace {
+// The endpoint whose Post this thread is in (0: none), callbacks UCP runs
+// inside that Post included: read by the test build's seam only
+// (foreign_pump_delay_us, core/fault_injection.h).
+thread_local uint64_t t_posting_ep_id = 0;
+}  // namespace
+
 // ---------------------------------------------------------- batch life cycle
 
 bool AmTransport::TakeIfFinished(BatchIt it, Completion *finished) {
@@ -135,6 +142,9 @@ void AmTransport::Pump() {
       }
       if (m == nullptr) return;
     }
+    // The test build's seam: a message of another endpoint than the one
+    // this thread posts on, held between taking it and handing it to UCP.
+    if (faults_.foreign_pump_delay_us != 0 && ep_id != t_posting_ep_id) FaultDelay(faults_.foreign_pump_delay_us);
     // Only this thread touches *m until it is sent.  A READ's answer needs
     // no staging: it is placed as it arrives (OnReadData).
     if (write && m->local.size() > 1) {
@@ -279,7 +289,9 @@ bool AmTransport::Post(uint64_t ep_id, const ucp_ep_h *eps, size_t n_eps, bool w
   // What the window allows now; answers send the rest (Pump, from the
   // callbacks).  No lock is held while sending: UCP may run callbacks inside
   // these calls.
+  t_posting_ep_id = ep_id;
   Pump();
+  t_posting_ep_id = 0;
   PostDone(token);
   return true;
 }

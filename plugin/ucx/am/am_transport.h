@@ -412,7 +412,8 @@ class AmTransport final : public OwnedEndpoints {
   void PostDone(uint64_t token) ADXL_EXCLUDES(mu_);
   // from_peer: the peer's answer (any status), not a local failure.
   void Answered(Batch &b, Message &m, int status, bool from_peer) ADXL_REQUIRES(mu_);
-  // Sends the next messages of the posted batches while the window has room.
+  // Sends the next messages of the posted batches while the window has room;
+  // they may be any endpoint's.
   void Pump() ADXL_EXCLUDES(mu_);
   // Post's part under mu_: enters batch `token` of `messages` (taken) into
   // the table and the send queue; false (nothing entered) when out of memory.

@@ -26,6 +26,10 @@ bool ParseFaultParam(const char *key, const char *value, FaultInjection *f) {
     f->hccs_piece_delay_us = static_cast<unsigned>(strtoul(value, nullptr, 10));
     return true;
   }
+  if (strcmp(key, "test_foreign_pump_delay_us") == 0) {
+    f->foreign_pump_delay_us = static_cast<unsigned>(strtoul(value, nullptr, 10));
+    return true;
+  }
   if (strcmp(key, "test_own_delay_us") == 0) {
     f->own_delay_us = static_cast<unsigned>(strtoul(value, nullptr, 10));
     return true;

@@ -42,6 +42,14 @@ struct FaultInjection {
   // (core/owned_endpoints.h), so that a test deregisters memory meanwhile
   // (tests/plugin_conformance, MemDeregWhileAnEndpointIsMadeClosesItAsItsOwners).
   unsigned own_delay_us = 0;
+  // "test_foreign_pump_delay_us": the RDMA lane's AM transport, sending the
+  // next message of its window, waits this long between taking it and
+  // handing it to UCP when the message is not of the endpoint the calling
+  // thread posts on (a post, an endpoint's teardown or a callback sending
+  // another endpoint's message), so that a test tears that endpoint down
+  // meanwhile (tests/plugin_conformance,
+  // ATeardownWaitsForAMessageAnotherThreadIsHandingToUcp).
+  unsigned foreign_pump_delay_us = 0;
 };
 
 // True when `key` is a fault-injection parameter of this build; its value
