@@ -71,13 +71,12 @@ void MainEpClosed(void *arg, ucp_ep_h) {
 // (core/owned_endpoints.h): the peer's requests may come back on it,
 // whichever protocol this side moves with (a peer on active messages,
 // this side on UCP RMA: a mixed link), and the AM transport then closes it
-// only as the mover's Cancel would.  Null on failure (*st).
+// only as the mover's Cancel would.  Made in the caller's Creating scope
+// of the table, one for all of the link's endpoints.  Null on failure (*st).
 ucp_ep_h CreateOwnedEp(adxl_plugin_context *ctx, const std::string &address, ucp_err_handler_cb_t on_error,
                        adxl_plugin_ep *ep, ucs_status_t *st) {
-  AmTransport &owned = ctx->am_mover->transport();
-  OwnedEndpoints::Creating creating(owned);
   ucp_ep_h e = CreateUcpEp(ctx, ctx->worker, address, on_error, ep, st);
-  if (e != nullptr) owned.Own(e, ep->id, MainEpClosed, ep);
+  if (e != nullptr) ctx->am_mover->transport().Own(e, ep->id, MainEpClosed, ep);
   return e;
 }
 
@@ -92,6 +91,7 @@ int BindEndpoint(adxl_plugin_ep *ep, const ucx_blob::Address &a, uint32_t lanes,
       ep->mover.store(ctx->cma_mover);
       // Device memory on this lane goes through UCP (cuda_ipc on one node).
       if (ctx->device_memory && !a.ucp.empty()) {
+        OwnedEndpoints::Creating creating(ctx->am_mover->transport());
         ep->ep = CreateOwnedEp(ctx, a.ucp, on_error, ep, &st);
         if (ep->ep == nullptr) {
           ctx->log(ADXL_PLUGIN_LOG_WARN, "HCCS lane: no UCP endpoint for device memory; only host memory moves");
@@ -107,6 +107,13 @@ int BindEndpoint(adxl_plugin_ep *ep, const ucx_blob::Address &a, uint32_t lanes,
   const bool am = ctx->rdma_over_am;
   // Before the UCP endpoint exists: EpError reads it.
   ep->mover.store(am ? static_cast<Mover *>(ctx->am_mover) : ctx->rma_mover);
+  // One creation for the link's endpoints on this worker: a mem_dereg
+  // closing the first (paired with the peer's) before the next is made
+  // would let UCP hand its memory out again under the same link
+  // (core/owned_endpoints.h).  The network paths' endpoints are made in
+  // creations of their own workers' tables inside it: no close waits on
+  // another table.
+  OwnedEndpoints::Creating creating(ctx->am_mover->transport());
   ep->ep = CreateOwnedEp(ctx, a.ucp, on_error, ep, &st);
   if (ep->ep == nullptr) return FromUcs(st);
   // With network paths, batches move over one connection per path
@@ -147,8 +154,8 @@ int BindKey(adxl_plugin_ep *ep, const ucx_blob::Key &k, adxl_plugin_rkey *rkey) 
     }
     // Not on a UCP endpoint the AM transport closed (am_transport.h, "Owned
     // endpoints"); held open meanwhile.
-    AmTransport &am = ctx->am_mover->transport();
-    if (!am.BeginUse(ep->ep, ep->id)) {
+    OwnedEndpoints::Use use(ctx->am_mover->transport(), ep->ep, ep->id);
+    if (!use.open()) {
       // Active messages move host memory without the UCP key: a link over
       // network paths, whose main connection that was, still reaches the
       // region ("unreachable" in its description only); an endpoint that
@@ -159,7 +166,6 @@ int BindKey(adxl_plugin_ep *ep, const ucx_blob::Key &k, adxl_plugin_rkey *rkey) 
       return ADXL_PLUGIN_OK;
     }
     const ucs_status_t st = ucp_ep_rkey_unpack(ep->ep, k.ucp.data(), &rkey->rkey);
-    am.EndUse(ep->ep, ep->id);
     if (st != UCS_OK) {
       rkey->rkey = nullptr;
       ctx->log(ADXL_PLUGIN_LOG_ERROR, "ucp_ep_rkey_unpack%s: %s", rkey->device ? " (device region)" : "",
@@ -187,10 +193,11 @@ int BindKey(adxl_plugin_ep *ep, const ucx_blob::Key &k, adxl_plugin_rkey *rkey) 
   // device memory moves its host regions through UCP as well (PostBound).
   // Not on an endpoint the AM transport closed ("Owned endpoints"); held
   // open meanwhile.
-  AmTransport &am = ctx->am_mover->transport();
-  if (ep->ep != nullptr && am.BeginUse(ep->ep, ep->id)) {
-    if (k.ucp.empty() || ucp_ep_rkey_unpack(ep->ep, k.ucp.data(), &rkey->rkey) != UCS_OK) rkey->rkey = nullptr;
-    am.EndUse(ep->ep, ep->id);
+  if (ep->ep != nullptr) {
+    OwnedEndpoints::Use use(ctx->am_mover->transport(), ep->ep, ep->id);
+    if (use.open() && (k.ucp.empty() || ucp_ep_rkey_unpack(ep->ep, k.ucp.data(), &rkey->rkey) != UCS_OK)) {
+      rkey->rkey = nullptr;
+    }
   }
   return ADXL_PLUGIN_OK;
 }

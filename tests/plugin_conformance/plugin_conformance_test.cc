@@ -1256,14 +1256,22 @@ TEST_P(LaneTest, MemDeregClosingThisSidesOwnEndpointFailsItsLink) {
 // The UCX plugin's test build holds the initiator's READ-data handler
 // (test_read_data_delay_us, the READ's answer pending) and the target's
 // endpoint between ucp_ep_create and its table (test_own_delay_us);
-// variants: the target's side on active messages, and on UCP RMA.
+// variants: the target's side on active messages, on UCP RMA, and on
+// active messages with two connections per link (the second made after
+// the first, paired one: closed in between, its memory could come back as
+// the second under the same link).
 TEST_P(LaneTest, MemDeregWhileAnEndpointIsMadeClosesItAsItsOwners) {
   if (lane() != ADXL_PLUGIN_LANE_RDMA) GTEST_SKIP() << "a case of the RDMA lane";
   int checked = 0;
-  for (const char *b_protocol : {"am", "rma"}) {
-    SCOPED_TRACE(std::string("target side ") + b_protocol);
-    adxl_plugin_context_t *a = Open({{"test_read_data_delay_us", "1000000"}, {"rdma_protocol", "am"}});
-    adxl_plugin_context_t *b = Open({{"test_own_delay_us", "600000"}, {"rdma_protocol", b_protocol}});
+  const std::vector<std::pair<const char *, const char *>> variants = {{"am", "1"}, {"rma", "1"}, {"am", "2"}};
+  for (const auto &variant : variants) {
+    const char *b_protocol = variant.first;
+    SCOPED_TRACE(std::string("target side ") + b_protocol + ", rdma_connections=" + variant.second);
+    // The READ's answer held 1.5 s: past the creations' 0.4 s each.
+    adxl_plugin_context_t *a = Open({{"test_read_data_delay_us", "1500000"}, {"rdma_protocol", "am"}});
+    adxl_plugin_context_t *b = Open({{"test_own_delay_us", "400000"},
+                                     {"rdma_protocol", b_protocol},
+                                     {"rdma_connections", variant.second}});
     ASSERT_TRUE(a && b);
     Buffer la(kBufSize), rb(kBufSize), rb2(65536);
     adxl_plugin_mem_t *ma = Reg(a, la), *mb2 = Reg(b, rb2);
@@ -1283,13 +1291,20 @@ TEST_P(LaneTest, MemDeregWhileAnEndpointIsMadeClosesItAsItsOwners) {
     ASSERT_EQ(ops_->post(ab, ADXL_PLUGIN_GET, get.data(), get.size(), &batch), ADXL_PLUGIN_OK);
     usleep(100 * 1000);
     // b links to a meanwhile, and its region goes while that endpoint is
-    // between ucp_ep_create and the table (600 ms there).
+    // between ucp_ep_create and the table (400 ms there).
     adxl_plugin_ep_t *ba = nullptr;
     int created = ADXL_PLUGIN_ERR_INVALID;
-    std::thread maker([&] { created = ops_->ep_create(b, addr_a.data(), addr_a.size(), lane(), &ba); });
-    usleep(200 * 1000);
-    ops_->mem_dereg(b, mb);
-    maker.join();
+    std::string said_making;
+    {
+      OutputCapture out(1), err(2);
+      std::thread maker([&] { created = ops_->ep_create(b, addr_a.data(), addr_a.size(), lane(), &ba); });
+      usleep(200 * 1000);
+      ops_->mem_dereg(b, mb);
+      maker.join();
+      said_making = err.Take() + out.Take();
+    }
+    // The plugin's own table is consistent: no endpoint entered twice.
+    EXPECT_EQ(said_making.find("ERROR"), std::string::npos) << "ep_create and mem_dereg: " << said_making;
     ASSERT_EQ(created, ADXL_PLUGIN_OK);
     const bool pending = Wait(batch, 1500) != ADXL_PLUGIN_OK;
     // The new link: its endpoint was the one closed, unless UCP gave it

@@ -83,15 +83,9 @@ std::string AmMover::DescribeEndpoint(const adxl_plugin_ep *ep) const {
   // UCP's transports, so that a test can tell which mover a link runs on.
   std::string s = "am";
   if (!ep->more_eps.empty()) s += "*" + std::to_string(1 + ep->more_eps.size());
-  if (!am_.BeginUse(ep->ep, ep->id)) return s + ":closed";  // by the AM transport (am_transport.h)
-  try {
-    s += ":" + DescribeUcpEp(ep->ep);
-  } catch (...) {
-    am_.EndUse(ep->ep, ep->id);
-    throw;
-  }
-  am_.EndUse(ep->ep, ep->id);
-  return s;
+  OwnedEndpoints::Use use(am_, ep->ep, ep->id);
+  if (!use.open()) return s + ":closed";  // by the AM transport (am_transport.h)
+  return s + ":" + DescribeUcpEp(ep->ep);
 }
 
 std::string AmMover::DescribeKey(const adxl_plugin_rkey *rkey) const {

@@ -1,8 +1,9 @@
 // AmTransport, owned endpoints: the UCP endpoints the plugin made itself
-// (an adxl_plugin_ep's connections, a network path's), which may be the
-// reply endpoints of peers' requests, and how ReleaseTargetOps closes one
-// without closing it behind its owner's back (am_transport.h, "Owned
-// endpoints").
+// (an adxl_plugin_ep's connections, whichever mover's, a network path's),
+// which may be the reply endpoints of peers' requests, and how
+// ReleaseTargetOps closes one without closing it behind its owner's back
+// (am_transport.h, "Owned endpoints"; the contract in
+// core/owned_endpoints.h).
 #include <algorithm>
 #include <new>
 
@@ -12,10 +13,12 @@
 
 using namespace am_protocol;
 
-void AmTransport::BeginCreate() {
+bool AmTransport::BeginCreate(bool wait) {
   adxl::MutexLock l(&mu_);
+  if (!wait && closers_ != 0) return false;
   owned_changed_.Wait(&mu_, [&]() ADXL_REQUIRES(mu_) { return closers_ == 0; });
   ++creating_;
+  return true;
 }
 
 void AmTransport::EndCreate() {
@@ -130,7 +133,10 @@ void AmTransport::CloseReplyEndpoints(const std::vector<ucp_ep_h> &eps) {
     WaitAndFree(worker_, ucp_ep_close_nbx(ep, &p));
   }
   {
+    // Closed: UCP hands none of them out again, but may give their memory
+    // to the next endpoint made, which must not find itself "closing".
     adxl::MutexLock l(&mu_);
+    for (ucp_ep_h ep : eps) closing_.erase(ep);
     if (--closers_ == 0) owned_changed_.NotifyAll();
   }
   // The owners' batches on them end now, and no late READ data of theirs
@@ -140,7 +146,6 @@ void AmTransport::CloseReplyEndpoints(const std::vector<ucp_ep_h> &eps) {
     if (c.closed != nullptr) c.closed(c.owner, c.key.first);
   }
   adxl::MutexLock l(&mu_);
-  for (ucp_ep_h ep : eps) closing_.erase(ep);
   for (const Claimed &c : claimed) {
     auto it = owned_.find(c.key);
     if (it != owned_.end()) it->second.state = OwnedEp::kClosed;

@@ -92,18 +92,20 @@
 // peer's endpoint to this worker, and UCP pairs the endpoints two workers
 // make to each other: where this side made one to that peer too (a link in
 // both directions), the reply endpoint IS this side's own — an
-// adxl_plugin_ep's connection, or a network path's (net_paths.h) — which its
-// owner still posts on and closes at its teardown.  So the owners register
-// each UCP endpoint they make (Own, right after ucp_ep_create) and ask
-// before closing one (Disown).  ReleaseTargetOps closes an owned endpoint
+// adxl_plugin_ep's connection (the AM, RMA or same-node mover's), or a
+// network path's (net_paths.h) — which its owner still posts on and closes
+// at its teardown.  So the owners register each UCP endpoint they make
+// (Own, in the Creating scope of its ucp_ep_create) and ask before closing
+// one (Disown): the contract is core/owned_endpoints.h.  ReleaseTargetOps closes an owned endpoint
 // the way its owner's forced teardown would: every batch of its ep_id
 // fenced (nothing more is sent on it) and later Posts on that id failing
 // with ERR_IO; the endpoint force-closed, once; those batches abandoned;
 // then the owner told (its ClosedFn: it marks its endpoint failed, as when
 // UCP reports a failure).  Its Disown then says the endpoint is closed
 // already, and the owner does not close it again.  Owners that read an
-// owned endpoint outside Post (ucp_ep_rkey_unpack, ucp_ep_print_info)
-// bracket it with BeginUse/EndUse, which ReleaseTargetOps waits for.
+// owned endpoint outside this transport's Post (ucp_ep_rkey_unpack,
+// ucp_ep_print_info, the RMA mover's posts) do so in a Use
+// (BeginUse/EndUse), which ReleaseTargetOps waits for.
 // Endpoints UCP made itself for a peer (no endpoint of ours to it) are
 // nobody's: ReleaseTargetOps just closes them.
 //
@@ -447,7 +449,7 @@ class AmTransport final : public OwnedEndpoints {
       ADXL_EXCLUDES(mu_);
   // OwnedEndpoints::Creating: a creation waits for the closes under way
   // (closers_), a close for the creations under way (creating_).
-  void BeginCreate() override ADXL_EXCLUDES(mu_);
+  bool BeginCreate(bool wait) override ADXL_EXCLUDES(mu_);
   void EndCreate() override ADXL_EXCLUDES(mu_);
   // ReleaseTargetOps' part for the endpoints it closes (`eps`, its claim
   // in closing_): waits for the endpoint creations under way (one may be

@@ -34,7 +34,7 @@
 class CmaMover final : public Mover {
  public:
   // owned: the table of the plugin's own UCP endpoints
-  // (core/owned_endpoints.h), which outlives the mover: an endpoint's UCP
+  // (core/owned_endpoints.h), which outlives every endpoint: an endpoint's UCP
   // connection for device memory is one; piece_delay_us: the test build's seam
   // (CopyStop::piece_delay_us), 0 otherwise.
   CmaMover(const UcpCore &core, OwnedEndpoints &owned, unsigned piece_delay_us)

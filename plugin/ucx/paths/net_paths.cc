@@ -376,10 +376,11 @@ std::string DescribePaths(const adxl_plugin_ep *ep) {
   for (const auto &c : ep->paths->conns) {
     if (!s.empty()) s += "+";
     if (c->Acquire()) {
-      // Held open while read, unless its AM transport closed it (am_transport.h).
-      const bool open = c->path->am.BeginUse(c->ep, ep->id);
-      s += open ? DescribeUcpEp(c->ep) : "closed/" + c->path->device();
-      if (open) c->path->am.EndUse(c->ep, ep->id);
+      {
+        // Held open while read, unless its AM transport closed it (am_transport.h).
+        OwnedEndpoints::Use use(c->path->am, c->ep, ep->id);
+        s += use.open() ? DescribeUcpEp(c->ep) : "closed/" + c->path->device();
+      }
       c->Release();
     } else {
       s += "down/" + c->path->device();

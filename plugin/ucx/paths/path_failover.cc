@@ -302,7 +302,10 @@ void PathFailover::Reconnect(PathLink &link, PathConn &conn, int64_t now) {
   const uint64_t generation = conn.generation.fetch_add(1) + 1;
   ucp_ep_h e = nullptr;
   {
-    OwnedEndpoints::Creating creating(conn.path->am);  // core/owned_endpoints.h
+    // core/owned_endpoints.h.  Not while a mem_dereg closes the path's
+    // peer endpoints: this thread drives every worker and must not wait.
+    OwnedEndpoints::Creating creating(conn.path->am, /*wait=*/false);
+    if (!creating.started()) return;  // tried again at retry_at_ns
     e = CreateUcpEp(core_, conn.path->worker(), conn.peer_ucp, PathConnError, &conn, &st);
     if (e != nullptr) conn.path->am.Own(e, link.id, PathConnClosed, &conn);
   }

@@ -80,7 +80,8 @@ void RmaMover::Issue(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov,
                      adxl_plugin_batch *batch) {
   // Not on an endpoint mem_dereg closed under a peer's request (rma_mover.h);
   // held open until the flushes are posted.
-  if (!owned_.BeginUse(ep->ep, ep->id)) {
+  OwnedEndpoints::Use use(owned_, ep->ep, ep->id);
+  if (!use.open()) {
     const int failed = ep->failed.load();
     batch->status.store(failed != ADXL_PLUGIN_OK ? failed : ADXL_PLUGIN_ERR_IO, std::memory_order_release);
     return;
@@ -130,13 +131,14 @@ void RmaMover::Issue(adxl_plugin_ep *ep, bool put, const adxl_plugin_iov_t *iov,
       core_.Wake();  // the progress thread drives the flush when nobody polls
     }
   }
-  owned_.EndUse(ep->ep, ep->id);
 }
 
 void RmaMover::Cancel(adxl_plugin_ep *ep, bool force) {
-  for (ucp_ep_h e : ep->more_eps) CloseUcpEp(&core_, core_.worker, e, force);
+  // Each closed unless mem_dereg closed it under a peer's request (rma_mover.h).
+  for (ucp_ep_h e : ep->more_eps) {
+    if (owned_.Disown(e, ep->id)) CloseUcpEp(&core_, core_.worker, e, force);
+  }
   ep->more_eps.clear();
-  // Closed already if mem_dereg closed it under a peer's request (rma_mover.h).
   if (ep->ep != nullptr && owned_.Disown(ep->ep, ep->id)) CloseUcpEp(&core_, core_.worker, ep->ep, force);
   ep->ep = nullptr;
 }
@@ -147,10 +149,9 @@ bool RmaMover::EndpointFailed(adxl_plugin_ep *ep, int why) {
 }
 
 std::string RmaMover::DescribeEndpoint(const adxl_plugin_ep *ep) const {
-  if (!owned_.BeginUse(ep->ep, ep->id)) return "rma:closed";  // by the AM transport (rma_mover.h)
-  std::string s = "rma:" + DescribeUcpEp(ep->ep);
-  owned_.EndUse(ep->ep, ep->id);
-  return s;
+  OwnedEndpoints::Use use(owned_, ep->ep, ep->id);
+  if (!use.open()) return "rma:closed";  // by mem_dereg under a peer's request (rma_mover.h)
+  return "rma:" + DescribeUcpEp(ep->ep);
 }
 
 std::string RmaMover::DescribeKey(const adxl_plugin_rkey *rkey) const {

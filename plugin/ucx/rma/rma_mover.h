@@ -24,7 +24,7 @@
 // active-message request (a peer on the AM protocol: a mixed link) may come
 // back on one, and mem_dereg may then close it.  BindEndpoint registers
 // each in that table; every read of the endpoint here (a post, its
-// description) is bracketed by BeginUse/EndUse and finds it closed (the
+// description) is in a Use (BeginUse/EndUse) and finds it closed (the
 // batch fails ERR_IO) rather than freed, and Cancel closes only what the
 // table did not (Disown).  Those calls take the table's lock (the AM
 // transport's mu_) around, never across, the UCP calls.
@@ -56,7 +56,7 @@
 class RmaMover final : public Mover {
  public:
   // `owned`: the table of the plugin's own UCP endpoints on core's worker
-  // (core/owned_endpoints.h), which outlives the mover; `device_type`: the
+  // (core/owned_endpoints.h), which outlives every endpoint; `device_type`: the
   // memory type device registrations are mapped with; `device_why`: why
   // device memory cannot move (empty: it can).
   RmaMover(const UcpCore &core, OwnedEndpoints &owned, ucs_memory_type_t device_type, std::string device_why)
