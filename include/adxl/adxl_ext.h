@@ -70,7 +70,7 @@ ASCEND_FUNC_VISIBILITY Status PublishMetadata(AdxlEngine &engine, const AscendSt
 // engine's deregistration wait (1 s) for each peer; a peer that does not
 // confirm by then has its link closed, as one that does not confirm a
 // DeregisterMem.  PARAM_INVALID for a name never published, FAILED before
-// Initialize.
+// Initialize, and FAILED when Finalize ends the wait.
 ASCEND_FUNC_VISIBILITY Status AwaitMetadataDelivered(AdxlEngine &engine, const AscendString &name);
 // The latest version of `name` that `remote_engine` published, as this
 // engine received it: *version 0 and an empty blob when it never published

@@ -92,7 +92,8 @@ class ControlWaker {
 class ControlConn {
  public:
   enum class Role { kClient, kServer };
-  enum class Outcome { kAcked, kTimeout, kClosed };
+  // kStopped: the waiter's own stop flag was raised (AwaitAck).
+  enum class Outcome { kAcked, kTimeout, kClosed, kStopped };
 
   ControlConn(Fd fd, Role role, std::string peer_desc);
   ~ControlConn();
@@ -123,7 +124,13 @@ class ControlConn {
   // connection is closed); AwaitAck waits for it and forgets it.  Every
   // started request must be awaited.
   uint64_t StartRequest(const wire::Body &body, Clock::time_point deadline) ADXL_EXCLUDES(out_mu_, mu_);
-  Outcome AwaitAck(uint64_t seq, Clock::time_point deadline, uint32_t *ack_status) ADXL_EXCLUDES(out_mu_, mu_);
+  // `stop` (may be null): the waiter's flag; raised, and followed by
+  // WakeWaiters, it ends the wait at once (kStopped), the connection left
+  // as it is.
+  Outcome AwaitAck(uint64_t seq, Clock::time_point deadline, uint32_t *ack_status,
+                   const std::atomic<bool> *stop = nullptr) ADXL_EXCLUDES(out_mu_, mu_);
+  // Wakes the AwaitAck calls on this connection to check their stop flags.
+  void WakeWaiters() ADXL_EXCLUDES(mu_);
   // Sends a request under a fresh seq without waiting for (or tracking) its Ack.
   bool Post(const wire::Body &body, Clock::time_point deadline) ADXL_EXCLUDES(out_mu_, mu_);
   // Post, but the frame is only queued and the loop writes it (no socket

@@ -184,11 +184,13 @@ uint64_t ControlConn::StartRequest(const wire::Body &body, Clock::time_point dea
   return 0;
 }
 
-ControlConn::Outcome ControlConn::AwaitAck(uint64_t seq, Clock::time_point deadline, uint32_t *ack_status) {
+ControlConn::Outcome ControlConn::AwaitAck(uint64_t seq, Clock::time_point deadline, uint32_t *ack_status,
+                                           const std::atomic<bool> *stop) {
   MutexLock l(&mu_);
+  const auto stopped = [stop] { return stop != nullptr && stop->load(); };
   {
     WaitLock w{&mu_};
-    while (pending_[seq] < 0 && !closed_.load()) {
+    while (pending_[seq] < 0 && !closed_.load() && !stopped()) {
       if (cv_.wait_until(w, deadline) == std::cv_status::timeout) break;
     }
   }
@@ -196,6 +198,8 @@ ControlConn::Outcome ControlConn::AwaitAck(uint64_t seq, Clock::time_point deadl
   if (pending_[seq] >= 0) {
     *ack_status = static_cast<uint32_t>(pending_[seq]);
     out = Outcome::kAcked;
+  } else if (stopped()) {
+    out = Outcome::kStopped;
   } else if (Clock::now() >= deadline) {
     // Also when the connection was closed for it: a frame not written by its
     // deadline closes the connection (the loop, or Send itself).
@@ -203,6 +207,13 @@ ControlConn::Outcome ControlConn::AwaitAck(uint64_t seq, Clock::time_point deadl
   }
   pending_.erase(seq);
   return out;
+}
+
+void ControlConn::WakeWaiters() {
+  // Under mu_: a waiter that read its flag before it was raised is waiting
+  // on cv_ by the time this takes mu_.
+  MutexLock l(&mu_);
+  cv_.notify_all();
 }
 
 bool ControlConn::Post(const wire::Body &body, Clock::time_point deadline) {

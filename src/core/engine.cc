@@ -158,6 +158,10 @@ void Engine::Finalize() {
   // modules go once the last call has left.
   if (!gate_.Close()) return;
   connector_->Stop(Clock::now() + kByeDeadline);
+  // A DeregisterMem or AwaitMetadataDelivered waiting for a peer's
+  // acknowledgement (up to the heartbeat period) ends now; the peers are
+  // told below, by the Bye.
+  registrar_->StopWaits();
   gate_.WaitEmpty();
   initialized_.store(false);
   std::vector<std::shared_ptr<Link>> links = links_.TakeAll();

@@ -31,6 +31,7 @@ Status Notifier::Send(const std::string &remote, const NotifyDesc &notify, int32
       ADXL_ERROR("SendNotify to '%s': no acknowledgement within %d ms", remote.c_str(), timeout_ms);
       return TIMEOUT;
     case ControlConn::Outcome::kClosed:
+    case ControlConn::Outcome::kStopped:  // not asked for here
       break;
   }
   ADXL_ERROR("SendNotify to '%s': the control connection closed", remote.c_str());

@@ -223,16 +223,26 @@ Status Registrar::Deregister(MemHandle handle) {
       return SUCCESS;
     }
     withdrawn_cv_.Wait(&withdrawing_mu_, [&]() ADXL_REQUIRES(withdrawing_mu_) { return withdrawing_.count(id) == 0; });
-    return SUCCESS;
+    return stopping_.load() ? FAILED : SUCCESS;  // as the first one (StopWaits)
   }
-  AwaitWithdrawal(w);
+  const bool confirmed = AwaitWithdrawal(w);
   {
     MutexLock wl(&withdrawing_mu_);
     withdrawing_.erase(id);
   }
   withdrawn_cv_.NotifyAll();
   // The registration itself goes when the last transfer using it lets go.
+  if (!confirmed) {
+    ADXL_WARN("DeregisterMem of region %" PRIu64 ": Finalize ended the wait for peers to acknowledge its withdrawal; "
+              "Finalize tells them to stop, and the memory is safe to reuse once Finalize returns", id);
+    return FAILED;
+  }
   return SUCCESS;
+}
+
+void Registrar::StopWaits() {
+  stopping_.store(true);
+  for (const auto &c : Subscribers()) c->WakeWaiters();
 }
 
 void Registrar::StartWithdrawal(Withdrawal *w) {
@@ -243,16 +253,21 @@ void Registrar::StartWithdrawal(Withdrawal *w) {
   }
 }
 
-void Registrar::AwaitWithdrawal(const Withdrawal &w) {
+bool Registrar::AwaitWithdrawal(const Withdrawal &w) {
   const uint64_t id = w.id;
   const Clock::time_point deadline = w.deadline;
   const auto &peers = w.peers;
   const auto &seqs = w.seqs;
+  bool stopped = false;
   for (size_t i = 0; i < peers.size(); ++i) {
     if (seqs[i] == 0) continue;  // closed: it uses nothing of ours any more
     uint32_t status = 0;
-    const ControlConn::Outcome out = peers[i]->AwaitAck(seqs[i], deadline, &status);
-    if (out == ControlConn::Outcome::kTimeout) {
+    const ControlConn::Outcome out = peers[i]->AwaitAck(seqs[i], deadline, &status, &stopping_);
+    if (out == ControlConn::Outcome::kStopped) {
+      // Finalize (StopWaits): the connection stays open; the other peers'
+      // waits end at once too (each is still awaited, which forgets it).
+      stopped = true;
+    } else if (out == ControlConn::Outcome::kTimeout) {
       // A peer that cannot confirm must not keep using our regions.
       ADXL_WARN("peer %s did not acknowledge the withdrawal of region %" PRIu64 " within %lld ms; closing its link",
                 peers[i]->peer_name().c_str(), id, static_cast<long long>(deregister_wait_.count()));
@@ -263,6 +278,7 @@ void Registrar::AwaitWithdrawal(const Withdrawal &w) {
       peers[i]->Close();
     }
   }
+  return !stopped;
 }
 
 void Registrar::Snapshot(TableSnapshot *snap) const {
@@ -366,16 +382,23 @@ Status Registrar::AwaitDelivered(const std::string &name) {
   const Clock::time_point deadline = Clock::now() + deregister_wait_;
   std::vector<uint64_t> seqs(peers.size());
   for (size_t i = 0; i < peers.size(); ++i) seqs[i] = peers[i]->StartRequest(wire::MetadataUpdate{entry}, deadline);
+  bool stopped = false;
   for (size_t i = 0; i < peers.size(); ++i) {
     if (seqs[i] == 0) continue;  // closed: it reads nothing of ours any more
     uint32_t status = 0;
-    const ControlConn::Outcome out = peers[i]->AwaitAck(seqs[i], deadline, &status);
-    if (out == ControlConn::Outcome::kTimeout || (out == ControlConn::Outcome::kAcked && status != SUCCESS)) {
+    const ControlConn::Outcome out = peers[i]->AwaitAck(seqs[i], deadline, &status, &stopping_);
+    if (out == ControlConn::Outcome::kStopped) {
+      stopped = true;  // Finalize (StopWaits): the connection stays open
+    } else if (out == ControlConn::Outcome::kTimeout || (out == ControlConn::Outcome::kAcked && status != SUCCESS)) {
       ADXL_WARN("peer %s did not confirm version %" PRIu64 " of '%s' within %lld ms; closing its link",
                 peers[i]->peer_name().c_str(), entry.version, name.c_str(),
                 static_cast<long long>(deregister_wait_.count()));
       peers[i]->Close();
     }
+  }
+  if (stopped) {
+    ADXL_WARN("AwaitMetadataDelivered of '%s': Finalize ended the wait for peers to confirm it", name.c_str());
+    return FAILED;
   }
   return SUCCESS;
 }

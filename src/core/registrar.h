@@ -57,6 +57,7 @@
 #ifndef ADXL_SRC_CORE_REGISTRAR_H_
 #define ADXL_SRC_CORE_REGISTRAR_H_
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <set>
@@ -102,6 +103,13 @@ class Registrar {
   // using an older table.  PARAM_INVALID for a name never published.  Holds
   // no lock while it waits.
   Status AwaitDelivered(const std::string &name) ADXL_EXCLUDES(mu_);
+  // Finalize (docs/contract.md §3.3: calls in flight end at once): the
+  // waits of Deregister and AwaitDelivered for peers' acknowledgements end
+  // now and from now on, those calls returning FAILED.  The connections
+  // stay open (closing them would cut the peers off before Finalize's Bye,
+  // which tells them to stop using this engine's memory and waits, bounded,
+  // until they have).
+  void StopWaits() ADXL_EXCLUDES(mu_);
 
   // Answers a subscriber's TableRequest (control thread): a RegionAdd for
   // every current region, then the Ack of `seq`, all queued under mu_ so
@@ -143,7 +151,8 @@ class Registrar {
     Clock::time_point deadline;
   };
   void StartWithdrawal(Withdrawal *w) ADXL_REQUIRES(op_mu_) ADXL_EXCLUDES(mu_);
-  void AwaitWithdrawal(const Withdrawal &w) ADXL_EXCLUDES(op_mu_, mu_);
+  // False when StopWaits ended the wait (the peers left open).
+  bool AwaitWithdrawal(const Withdrawal &w) ADXL_EXCLUDES(op_mu_, mu_);
   static wire::Region ToWire(const LocalRegion &r);
 
   // What peers learn of this engine, copied under mu_ (pointers and the
@@ -173,6 +182,8 @@ class Registrar {
   const bool fabric_mem_;
   // How long DeregisterMem waits for peers' acknowledgements.
   const std::chrono::milliseconds deregister_wait_;
+  // StopWaits was called: no wait for an acknowledgement goes on.
+  std::atomic<bool> stopping_{false};
 
   Mutex op_mu_;
   mutable SharedMutex mu_ ADXL_ACQUIRED_AFTER(op_mu_);

@@ -126,6 +126,45 @@ TEST_P(Conformance, S3_3_FinalizeDisconnectsTellsPeersAndIsIdempotent) {
   EXPECT_EQ(third.Initialize(name.c_str(), LaneOptions()), SUCCESS);
 }
 
+// §3.3 (continued) "calls in flight end at once with an error": a
+// DeregisterMem waits for every peer linked to this engine to acknowledge
+// the withdrawal, up to the heartbeat period (10 s here); with the peer
+// stopped, Finalize ends that wait at once (the DeregisterMem returns
+// FAILED, the peer's connection left open for Finalize's Bye, whose own
+// wait is at most 1 s), so Finalize returns within kFinalizeBoundMs
+// (scaled).  Before, Finalize waited out the DeregisterMem: 10 s.
+TEST_P(Conformance, S3_3_FinalizeEndsADeregisterMemWaitingForAStoppedPeer) {
+  constexpr double kFinalizeBoundMs = 3000;
+  const std::string name = LoopbackName(FreePort());
+  AdxlEngine server;
+  ASSERT_EQ(server.Initialize(name.c_str(), LaneOptions({{"adxl.HeartbeatMs", "10000"}})), SUCCESS);
+  MemHandle h = nullptr;
+  ASSERT_EQ(server.RegisterMem({local_.addr(), local_.size()}, MEM_HOST, h), SUCCESS);
+  // A peer whose heartbeat (10 s) lets this engine wait for it that long
+  // (with the fixture's, 200 ms, this engine would give it up in 0.6 s).
+  std::string client_name;
+  uintptr_t client_buffer = 0;
+  std::unique_ptr<PeerProcess> client = StartPeer(&client_name, &client_buffer, "adxl.HeartbeatMs=10000");
+  ASSERT_EQ(client->Command("connect " + name + " 5000"), "ok");  // it links to this engine
+  client->Stop();
+  Status dereg = SUCCESS;
+  std::chrono::steady_clock::time_point dereg_end;
+  std::thread deregistering([&] {
+    dereg = server.DeregisterMem(h);
+    dereg_end = std::chrono::steady_clock::now();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // it waits for the stopped peer
+  const auto t0 = std::chrono::steady_clock::now();
+  server.Finalize();
+  const double finalize_ms = MsSince(t0);
+  deregistering.join();
+  RecordProperty("finalize_ms", std::to_string(finalize_ms));
+  EXPECT_LT(finalize_ms, ScaledMs(kFinalizeBoundMs)) << "Finalize with a DeregisterMem waiting for a stopped peer";
+  EXPECT_EQ(dereg, FAILED) << "the DeregisterMem Finalize ended";
+  const double dereg_ms = std::chrono::duration<double, std::milli>(dereg_end - t0).count();
+  EXPECT_LT(dereg_ms, ScaledMs(kFinalizeBoundMs)) << "the DeregisterMem outlived Finalize";
+}
+
 // §3.3 (continued) "Finalize ... ends every outstanding request": sync calls
 // and async requests outstanding against a stopped target (SIGSTOP: its
 // sockets stay open, so nothing tells this engine that it stopped; the
