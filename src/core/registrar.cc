@@ -223,11 +223,12 @@ Status Registrar::Deregister(MemHandle handle) {
       return SUCCESS;
     }
     withdrawn_cv_.Wait(&withdrawing_mu_, [&]() ADXL_REQUIRES(withdrawing_mu_) { return withdrawing_.count(id) == 0; });
-    return stopping_.load() ? FAILED : SUCCESS;  // as the first one (StopWaits)
+    return stopped_ids_.count(id) != 0 ? FAILED : SUCCESS;  // as the first one
   }
   const bool confirmed = AwaitWithdrawal(w);
   {
     MutexLock wl(&withdrawing_mu_);
+    if (!confirmed) stopped_ids_.insert(id);  // a second call of the handle waiting says so too
     withdrawing_.erase(id);
   }
   withdrawn_cv_.NotifyAll();

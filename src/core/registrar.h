@@ -29,7 +29,8 @@
 //    acknowledges once no transfer of its own uses the region); a peer that
 //    misses the deadline, or cannot apply the change, is cut off (its
 //    connection closed, which fails its link), so it never uses the region
-//    after DeregisterMem returned.
+//    after DeregisterMem returned SUCCESS.  Finalize ends such a wait at
+//    once (StopWaits: FAILED, the connection left open for its Bye).
 //  - Metadata (named, versioned blobs) follows the registrations' path: in
 //    the HelloAck snapshot, pushed on every change without waiting
 //    (MetadataUpdate), and in the answer to a TableRequest.
@@ -193,6 +194,9 @@ class Registrar {
   Mutex withdrawing_mu_ ADXL_ACQUIRED_AFTER(op_mu_);
   CondVar withdrawn_cv_;
   std::set<uint64_t> withdrawing_ ADXL_GUARDED_BY(withdrawing_mu_);
+  // Those whose wait StopWaits ended (only during Finalize, which then
+  // destroys the Registrar): a second DeregisterMem of one returns FAILED too.
+  std::set<uint64_t> stopped_ids_ ADXL_GUARDED_BY(withdrawing_mu_);
   std::unique_ptr<Registry> registry_ ADXL_GUARDED_BY(mu_);
   std::set<std::shared_ptr<ControlConn>> subscribers_ ADXL_GUARDED_BY(mu_);
   // Bumped by every change of the registry or the metadata (see TableSnapshot).

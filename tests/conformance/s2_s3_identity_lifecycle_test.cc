@@ -148,12 +148,17 @@ TEST_P(Conformance, S3_3_FinalizeEndsADeregisterMemWaitingForAStoppedPeer) {
   ASSERT_EQ(client->Command("connect " + name + " 5000"), "ok");  // it links to this engine
   client->Stop();
   Status dereg = SUCCESS;
+  std::atomic<bool> returned{false};
   std::chrono::steady_clock::time_point dereg_end;
   std::thread deregistering([&] {
     dereg = server.DeregisterMem(h);
     dereg_end = std::chrono::steady_clock::now();
+    returned = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // it waits for the stopped peer
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // It is inside its wait for the stopped peer (not refused at the gate by
+  // a Finalize that came first).
+  EXPECT_FALSE(returned.load()) << "DeregisterMem returned before Finalize: it waited for nothing";
   const auto t0 = std::chrono::steady_clock::now();
   server.Finalize();
   const double finalize_ms = MsSince(t0);
