@@ -31,6 +31,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -117,6 +118,13 @@ class OutputCapture {
   FILE *file_ = nullptr;
   int saved_ = -1;
 };
+
+// What `body` writes to stdout and stderr (the plugin's log lines among it).
+std::string Said(const std::function<void()> &body) {
+  OutputCapture out(1), err(2);
+  body();
+  return err.Take() + out.Take();
+}
 
 // Test memory: private (posix_memalign) unless `kind` (default: the
 // environment's ADXL_CONFORMANCE_MEMORY, which a child inherits) says
@@ -1235,10 +1243,10 @@ TEST_P(LaneTest, MemDeregClosingThisSidesOwnEndpointFailsItsLink) {
     }
     ops_->rkey_destroy(rk_a);
     ops_->rkey_destroy(rk_b);
-    OutputCapture out(1), err(2);
-    ops_->ep_destroy(ba, 0);
-    ops_->ep_destroy(ab, 1);
-    const std::string said = err.Take() + out.Take();
+    const std::string said = Said([&] {
+      ops_->ep_destroy(ba, 0);
+      ops_->ep_destroy(ab, 1);
+    });
     ops_->release(batch);
     EXPECT_EQ(said.find("ERROR"), std::string::npos) << "ep_destroy after mem_dereg closed its connection: " << said;
   }
@@ -1294,15 +1302,12 @@ TEST_P(LaneTest, MemDeregWhileAnEndpointIsMadeClosesItAsItsOwners) {
     // between ucp_ep_create and the table (400 ms there).
     adxl_plugin_ep_t *ba = nullptr;
     int created = ADXL_PLUGIN_ERR_INVALID;
-    std::string said_making;
-    {
-      OutputCapture out(1), err(2);
+    const std::string said_making = Said([&] {
       std::thread maker([&] { created = ops_->ep_create(b, addr_a.data(), addr_a.size(), lane(), &ba); });
       usleep(200 * 1000);
       ops_->mem_dereg(b, mb);
       maker.join();
-      said_making = err.Take() + out.Take();
-    }
+    });
     // The plugin's own table is consistent: no endpoint entered twice.
     EXPECT_EQ(said_making.find("ERROR"), std::string::npos) << "ep_create and mem_dereg: " << said_making;
     ASSERT_EQ(created, ADXL_PLUGIN_OK);
@@ -1325,10 +1330,10 @@ TEST_P(LaneTest, MemDeregWhileAnEndpointIsMadeClosesItAsItsOwners) {
              pending ? "the new link's endpoint was not the one closed" : "the READ ended before its region went");
     }
     ops_->rkey_destroy(rk_b);
-    OutputCapture out(1), err(2);
-    ops_->ep_destroy(ba, 0);
-    ops_->ep_destroy(ab, 1);
-    const std::string said = err.Take() + out.Take();
+    const std::string said = Said([&] {
+      ops_->ep_destroy(ba, 0);
+      ops_->ep_destroy(ab, 1);
+    });
     ops_->release(batch);
     EXPECT_EQ(said.find("ERROR"), std::string::npos) << "ep_destroy after mem_dereg closed a connection: " << said;
   }
@@ -1370,14 +1375,15 @@ TEST_P(LaneTest, ATeardownWaitsForAMessageAnotherThreadIsHandingToUcp) {
   ASSERT_EQ(ops_->post(x, ADXL_PLUGIN_GET, read_x.data(), read_x.size(), &bx), ADXL_PLUGIN_OK);
   ops_->rkey_destroy(rk_y);
   ops_->rkey_destroy(l.rk);
-  OutputCapture out(1), err(2);
-  std::thread y_teardown([&] { ops_->ep_destroy(y, 1); });
-  usleep(200 * 1000);  // Y's teardown thread holds X's message now
-  const auto t0 = std::chrono::steady_clock::now();
-  ops_->ep_destroy(x, 1);
-  const double took = MsSince(t0);
-  y_teardown.join();
-  const std::string said = err.Take() + out.Take();
+  double took = 0;
+  const std::string said = Said([&] {
+    std::thread y_teardown([&] { ops_->ep_destroy(y, 1); });
+    usleep(200 * 1000);  // Y's teardown thread holds X's message now
+    const auto t0 = std::chrono::steady_clock::now();
+    ops_->ep_destroy(x, 1);
+    took = MsSince(t0);
+    y_teardown.join();
+  });
   EXPECT_EQ(said.find("ERROR"), std::string::npos) << "the teardowns: " << said;
   EXPECT_LT(took, adxl_test::ScaledMs(3000)) << "ms: X's teardown";
   EXPECT_NE(ops_->test(by), ADXL_PLUGIN_IN_PROGRESS) << "Y's batch after its teardown";

@@ -10,33 +10,24 @@
 #include <cstring>
 
 bool ParseFaultParam(const char *key, const char *value, FaultInjection *f) {
-  if (strcmp(key, "test_read_data_delay_us") == 0) {
-    f->read_data_delay_us = static_cast<unsigned>(strtoul(value, nullptr, 10));
-    return true;
-  }
-  if (strcmp(key, "test_write_accept_delay_us") == 0) {
-    f->write_accept_delay_us = static_cast<unsigned>(strtoul(value, nullptr, 10));
-    return true;
-  }
-  if (strcmp(key, "test_ep_destroy_delay_us") == 0) {
-    f->ep_destroy_delay_us = static_cast<unsigned>(strtoul(value, nullptr, 10));
-    return true;
-  }
-  if (strcmp(key, "test_hccs_piece_delay_us") == 0) {
-    f->hccs_piece_delay_us = static_cast<unsigned>(strtoul(value, nullptr, 10));
-    return true;
-  }
-  if (strcmp(key, "test_foreign_pump_delay_us") == 0) {
-    f->foreign_pump_delay_us = static_cast<unsigned>(strtoul(value, nullptr, 10));
-    return true;
-  }
-  if (strcmp(key, "test_own_delay_us") == 0) {
-    f->own_delay_us = static_cast<unsigned>(strtoul(value, nullptr, 10));
-    return true;
-  }
-  if (strcmp(key, "test_progress_pause_us") == 0) {
-    f->progress_pause_us = static_cast<unsigned>(strtoul(value, nullptr, 10));
-    return true;
+  // Every seam is a delay in microseconds (fault_injection.h).
+  static constexpr struct {
+    const char *key;
+    unsigned FaultInjection::*field;
+  } kSeams[] = {
+      {"test_read_data_delay_us", &FaultInjection::read_data_delay_us},
+      {"test_write_accept_delay_us", &FaultInjection::write_accept_delay_us},
+      {"test_ep_destroy_delay_us", &FaultInjection::ep_destroy_delay_us},
+      {"test_progress_pause_us", &FaultInjection::progress_pause_us},
+      {"test_hccs_piece_delay_us", &FaultInjection::hccs_piece_delay_us},
+      {"test_own_delay_us", &FaultInjection::own_delay_us},
+      {"test_foreign_pump_delay_us", &FaultInjection::foreign_pump_delay_us},
+  };
+  for (const auto &seam : kSeams) {
+    if (strcmp(key, seam.key) == 0) {
+      f->*seam.field = static_cast<unsigned>(strtoul(value, nullptr, 10));
+      return true;
+    }
   }
   return false;
 }
