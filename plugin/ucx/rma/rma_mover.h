@@ -52,7 +52,6 @@
 #include "core/owned_endpoints.h"
 #include "core/ucp_core.h"
 
-
 class RmaMover final : public Mover {
  public:
   // `owned`: the table of the plugin's own UCP endpoints on core's worker
